@@ -1,0 +1,44 @@
+"""Top-k answer accuracy of ranked passage lists, and how much two rankings agree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from dpr_components.evaluation.answer_matching import has_answer
+
+CUTOFFS = (1, 5, 20, 100)
+
+
+def first_hit_rank(ranked_ids: Sequence[str], answers: Sequence[str], passage_text: Mapping[str, str]) -> int | None:
+    """1-based rank of the first passage whose text (not title) contains an answer, or None."""
+    for rank, passage_id in enumerate(ranked_ids, 1):
+        if has_answer(answers, passage_text[passage_id]):
+            return rank
+    return None
+
+
+def top_k_accuracy(first_hits: Sequence[int | None], cutoffs: Sequence[int] = CUTOFFS) -> dict[str, float]:
+    """Percentage of questions with an answer-bearing passage within the top k, for each cutoff."""
+    if not first_hits:
+        return {f"top{k}": float("nan") for k in cutoffs}
+    return {
+        f"top{k}": 100.0 * sum(1 for rank in first_hits if rank is not None and rank <= k) / len(first_hits)
+        for k in cutoffs
+    }
+
+
+def ranking_agreement(a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], depth: int) -> dict[str, float]:
+    """Over shared questions: share with the same top-1 passage, and mean overlap of the top ``depth``."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return {"questions": 0, "same_top1": float("nan"), f"overlap_at_{depth}": float("nan")}
+    same_top1 = sum(1 for q in shared if a[q][:1] == b[q][:1])
+    overlap = 0.0
+    for q in shared:
+        x, y = set(a[q][:depth]), set(b[q][:depth])
+        overlap += len(x & y) / max(len(x), len(y), 1)
+    return {
+        "questions": len(shared),
+        "same_top1": 100.0 * same_top1 / len(shared),
+        f"overlap_at_{depth}": 100.0 * overlap / len(shared),
+    }

@@ -1,0 +1,198 @@
+"""Top-k retrieval accuracy of BM25, dense (zero-shot MiniLM) and the DPR hybrid on the full pool.
+
+    python -m benchmarks.retrieval_quality            # nq/dev and squad/dev, writes docs/benchmarks/
+    python -m benchmarks.retrieval_quality --limit 100 --out /tmp/quick   # smoke run
+
+The pool (55,350 passages) is indexed once into a cached embedded store (vectors come from the
+embedding cache that ``benchmarks/encode_pool.py`` fills). For the hybrid, λ is fitted on one
+half of each dev set and reported on the other half (2-fold: both directions are reported);
+BM25 and dense are reported on the same halves so the rows compare like with like."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from haystack import Document
+from haystack.document_stores.types import DuplicatePolicy
+from tqdm.auto import tqdm
+
+from benchmarks.pool import pool_passages
+from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
+from dpr_components.encoders import BUNDLED_MINILM
+from dpr_components.evaluation.questions import load_questions
+from dpr_components.evaluation.report import ReportTable, write_retrieval_report
+from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
+from dpr_components.hybrid_fit import Candidates, best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
+from dpr_components.io_utils import atomic_write_text
+from dpr_components.ranker import rrf_scores
+from dpr_components.settings import cache_dir, data_dir
+
+KS = (1, 5, 20, 100)
+
+
+def pool_store(model: str, path: Path) -> EmbeddedDocumentStore:
+    """The pool indexed with ``model`` (built on first use; later runs reopen it)."""
+    passages = pool_passages()
+    store = EmbeddedDocumentStore(path=str(path))
+    if store.count_documents() == len(passages):
+        return store
+    print(f"indexing {len(passages)} passages into {path}", flush=True)
+    documents = [
+        Document(id=p.id, content=p.text, meta={"title": p.title, "document_id": p.document_id, "passage_index": p.index})
+        for p in passages
+    ]
+    embedder = PassageEmbedder(model=model, cache_dir=str(cache_dir() / "embeddings"))
+    store.write_documents(embedder.run(documents)["documents"], policy=DuplicatePolicy.OVERWRITE)
+    return store
+
+
+def _rank_in(documents: list[Document], answers: list[str], max_k: int = 100) -> int | None:
+    return first_hit_rank(answer_hits(answers, [d.content or "" for d in documents[:max_k]]))
+
+
+def run_dataset(store: EmbeddedDocumentStore, model: str, path: Path, candidates_n: int, limit: int | None) -> dict:
+    questions = load_questions(str(path), limit=limit)
+    encoder = QuestionEmbedder(model=model).encoder
+    start = time.perf_counter()
+    embeddings = encoder.encode_questions([q.question for q in questions], show_progress=True)
+    encode_seconds = time.perf_counter() - start
+    bm25_ranks, dense_ranks, rrf_ranks, candidates = [], [], [], []
+    bm25_seconds = dense_seconds = 0.0
+    for q, emb in tqdm(list(zip(questions, embeddings)), desc=f"Retrieving {path.parent.name}/{path.name}", unit="q"):
+        t0 = time.perf_counter()
+        bm25 = store.bm25_retrieval(q.question, candidates_n)
+        t1 = time.perf_counter()
+        dense = store.embedding_retrieval(emb, candidates_n)
+        t2 = time.perf_counter()
+        bm25_seconds += t1 - t0
+        dense_seconds += t2 - t1
+        bm25_ranks.append(_rank_in(bm25, q.answers))
+        dense_ranks.append(_rank_in(dense, q.answers))
+        fused = rrf_scores([[d.id for d in bm25], [d.id for d in dense]], 60)
+        by_id = {d.id: d for d in [*bm25, *dense]}
+        ranked = sorted(fused, key=fused.get, reverse=True)[:100]
+        rrf_ranks.append(_rank_in([by_id[i] for i in ranked], q.answers))
+        candidates.append(collect_candidates(store, q.question, emb, bm25, dense, q.answers))
+    n = len(questions)
+    order = np.random.default_rng(0).permutation(n)
+    halves = [sorted(order[: n // 2]), sorted(order[n // 2 :])]
+    folds = []
+    for fit_half, test_half in ((0, 1), (1, 0)):
+        curve = lambda_curve([candidates[i] for i in halves[fit_half]])
+        weight = best_weight(curve)
+        test = halves[test_half]
+        folds.append(
+            {
+                "fit_half": fit_half,
+                "weight": weight,
+                "n_test": len(test),
+                "bm25": _accuracy([bm25_ranks[i] for i in test]),
+                "dense": _accuracy([dense_ranks[i] for i in test]),
+                "hybrid": _accuracy([hybrid_rank(candidates[i], weight) for i in test]),
+                "rrf": _accuracy([rrf_ranks[i] for i in test]),
+            }
+        )
+    full_weight = best_weight(lambda_curve(candidates))
+    return {
+        "dataset": f"{path.parent.name}/{path.name}",
+        "n_questions": n,
+        "candidates_per_retriever": candidates_n,
+        "full": {
+            "bm25": RetrievalResult.from_ranks(bm25_ranks, max_k=100),
+            "dense": RetrievalResult.from_ranks(dense_ranks, max_k=100),
+            "rrf": RetrievalResult.from_ranks(rrf_ranks, max_k=100),
+            "hybrid (λ fitted on all, optimistic)": RetrievalResult.from_ranks(
+                [hybrid_rank(c, full_weight) for c in candidates], max_k=100
+            ),
+        },
+        "weight_fitted_on_all": full_weight,
+        "folds": folds,
+        "ms_per_question": {
+            "question encoding (batched)": 1000 * encode_seconds / n,
+            f"bm25 top-{candidates_n}": 1000 * bm25_seconds / n,
+            f"dense flat top-{candidates_n}": 1000 * dense_seconds / n,
+        },
+    }
+
+
+def _accuracy(ranks: list[int | None]) -> dict[int, float]:
+    return {k: 100.0 * sum(1 for r in ranks if r is not None and r <= k) / max(len(ranks), 1) for k in KS}
+
+
+def _row(name: str, acc: dict[int, float]) -> str:
+    return f"| {name} | " + " | ".join(f"{acc[k]:.1f}" for k in KS) + " |"
+
+
+def render(results: list[dict], command: str) -> str:
+    lines = [
+        "# Retrieval accuracy on the pool: BM25, zero-shot MiniLM, hybrid",
+        "",
+        "Pool: the shared Wikipedia pool split into DPR passages (55,350 passages of at most 100 words).",
+        "Top-k accuracy: percent of questions with a passage containing an answer among the top k "
+        "(DPR's answer matching on the passage text). BM25: Lucene-style scoring, k1=0.9, b=0.4, "
+        "title + text indexed. Dense: bundled all-MiniLM-L6-v2, zero-shot, exact inner-product search. "
+        "Hybrid: the DPR paper's BM25 + λ·sim over the union of both top-N lists, both scores exact.",
+        "",
+        f"Produced by: `{command}`",
+    ]
+    for result in results:
+        lines += ["", f"## {result['dataset']} ({result['n_questions']} questions)", ""]
+        for fold in result["folds"]:
+            lines += [
+                f"λ fitted on half {fold['fit_half'] + 1} → λ = {fold['weight']:g}; "
+                f"reported on the other half ({fold['n_test']} questions):",
+                "",
+                "| system | " + " | ".join(f"top-{k}" for k in KS) + " |",
+                "|---|" + "---|" * len(KS),
+                _row("BM25", fold["bm25"]),
+                _row("dense (MiniLM zero-shot)", fold["dense"]),
+                _row(f"hybrid (λ={fold['weight']:g})", fold["hybrid"]),
+                _row("RRF (k=60)", fold["rrf"]),
+                "",
+            ]
+        lines += ["All questions (the hybrid row uses λ fitted on all of them, so it is optimistic):", ""]
+        lines += ["| system | " + " | ".join(f"top-{k}" for k in KS) + " |", "|---|" + "---|" * len(KS)]
+        lines += [_row(name, {k: r.accuracy(k) for k in KS}) for name, r in result["full"].items()]
+        lines += ["", "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items())]
+        lines += ["", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=BUNDLED_MINILM)
+    parser.add_argument("--datasets", default="nq/dev.jsonl,squad/dev.jsonl")
+    parser.add_argument("--candidates", type=int, default=2000, help="top-N of each retriever for the hybrid union")
+    parser.add_argument("--limit", type=int, help="first N questions of each dataset")
+    parser.add_argument("--store", default=None, help="store folder (default: cache dir)")
+    parser.add_argument("--out", default="docs/benchmarks")
+    args = parser.parse_args()
+    command = "python -m benchmarks.retrieval_quality " + shlex.join(sys.argv[1:])
+    store = pool_store(args.model, Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm")
+    results = []
+    out = Path(args.out)
+    for name in args.datasets.split(","):
+        result = run_dataset(store, args.model, data_dir() / name, args.candidates, args.limit)
+        result["slug"] = name.replace("/", "-").removesuffix(".jsonl")
+        write_retrieval_report(
+            out / "retrieval" / result["slug"], result["full"], title=f"Top-k accuracy on {name} (55,350-passage pool)",
+            command=command, dataset_name=name,
+        )
+        results.append(result)
+    atomic_write_text(out / "retrieval_quality.md", render(results, command))
+    serialisable = [
+        {**r, "full": {k: v.to_dict() for k, v in r["full"].items()}} for r in results
+    ]
+    atomic_write_text(out / "retrieval_quality.json", json.dumps(serialisable, indent=1, default=str))
+    print((out / "retrieval_quality.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

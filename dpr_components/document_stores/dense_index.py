@@ -1,0 +1,175 @@
+"""A FAISS vector index keyed by document rowid, for any factory string and metric.
+
+faiss-haystack's store only does L2 with a flat index; DPR ranks by inner product and needs
+HNSW or IVF-PQ at scale, so this wraps FAISS directly: inner product, cosine (inner product
+of unit vectors) or L2; indexes that need training are trained on the stored vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import faiss
+import numpy as np
+
+from dpr_components.io_utils import atomic_directory, recover_directory
+
+Similarity = Literal["dot_product", "cosine", "l2"]
+SIMILARITIES = ("dot_product", "cosine", "l2")
+
+
+class DenseIndexError(ValueError):
+    """Bad index settings, a dimension mismatch, or a missing or corrupt index file."""
+
+
+def _metric(similarity: str) -> int:
+    if similarity not in SIMILARITIES:
+        raise DenseIndexError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
+    return faiss.METRIC_L2 if similarity == "l2" else faiss.METRIC_INNER_PRODUCT
+
+
+class DenseIndex:
+    """Vectors searchable by similarity; scores are higher-is-better (negative squared L2 for ``l2``)."""
+
+    def __init__(
+        self,
+        dim: int,
+        similarity: Similarity = "dot_product",
+        factory: str = "Flat",
+        ef_search: int | None = None,
+        nprobe: int | None = None,
+    ) -> None:
+        self.dim = dim
+        self.similarity = similarity
+        self.factory = factory
+        self.ef_search = ef_search
+        self.nprobe = nprobe
+        self.generation = -1
+        self._index = self._new_index()
+
+    def _new_index(self) -> faiss.Index:
+        try:
+            inner = faiss.index_factory(self.dim, self.factory, _metric(self.similarity))
+        except RuntimeError as error:
+            raise DenseIndexError(f"invalid FAISS factory string {self.factory!r}: {error}") from error
+        return faiss.IndexIDMap2(inner)
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def is_trained(self) -> bool:
+        return bool(self._index.is_trained)
+
+    def _prepare(self, vectors: np.ndarray) -> np.ndarray:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            raise DenseIndexError(f"expected vectors of dimension {self.dim}, got shape {vectors.shape}")
+        if self.similarity == "cosine":
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
+
+    def rebuild(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
+        """Replace the contents with these vectors, training the index first if it needs it."""
+        index = self._new_index()
+        vectors = self._prepare(vectors)
+        if not index.is_trained and len(vectors):
+            self._check_trainable(index, len(vectors))
+            try:
+                index.train(vectors)
+            except RuntimeError as error:
+                raise DenseIndexError(
+                    f"cannot train FAISS index {self.factory!r} on {len(vectors)} vectors: {error}. "
+                    "Index more documents or choose a smaller index (fewer IVF lists, or 'Flat')."
+                ) from error
+        self._index = index
+        if len(vectors):
+            self.add(rowids, vectors, prepared=True)
+
+    def _check_trainable(self, index: faiss.Index, n: int) -> None:
+        try:
+            ivf = faiss.extract_index_ivf(index)
+        except RuntimeError:
+            return
+        if n < ivf.nlist:
+            raise DenseIndexError(
+                f"cannot train FAISS index {self.factory!r}: it has {ivf.nlist} IVF lists but the store holds only "
+                f"{n} vectors (FAISS recommends at least 39 per list). Index more documents or use fewer lists."
+            )
+
+    def add(self, rowids: np.ndarray, vectors: np.ndarray, prepared: bool = False) -> None:
+        if not self._index.is_trained:
+            raise DenseIndexError(f"FAISS index {self.factory!r} is not trained yet: rebuild it")
+        vectors = vectors if prepared else self._prepare(vectors)
+        self._index.add_with_ids(vectors, np.ascontiguousarray(rowids, dtype=np.int64))
+
+    def search(
+        self, query: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rowids and scores of the ``top_k`` nearest vectors (only ``allowed_rowids`` if given)."""
+        queries = self._prepare(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        if len(self) == 0 or top_k <= 0 or (allowed_rowids is not None and len(allowed_rowids) == 0):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed_rowids, dtype=np.int64)) if allowed_rowids is not None else None
+        params = self._search_parameters(self._index.index, selector)
+        distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
+        keep = labels[0] >= 0
+        scores = distances[0][keep]
+        return labels[0][keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)
+
+    def _search_parameters(self, index: faiss.Index, selector: faiss.IDSelector | None) -> faiss.SearchParameters | None:
+        index = faiss.downcast_index(index)
+        if isinstance(index, faiss.IndexPreTransform):
+            inner = self._search_parameters(index.index, selector)
+            if inner is None:
+                return None
+            params = faiss.SearchParametersPreTransform()
+            params.index_params = inner
+            params._keep = inner  # the C++ object holds a raw pointer; keep the Python owner alive
+            return params
+        if isinstance(index, faiss.IndexHNSW) and (self.ef_search or selector):
+            params = faiss.SearchParametersHNSW()
+            params.efSearch = self.ef_search or index.hnsw.efSearch
+        elif isinstance(index, faiss.IndexIVF) and (self.nprobe or selector):
+            params = faiss.SearchParametersIVF()
+            params.nprobe = self.nprobe or index.nprobe
+        elif selector is not None:
+            params = faiss.SearchParameters()
+        else:
+            return None
+        if selector is not None:
+            params.sel = selector
+            params._keep_sel = selector
+        return params
+
+    def reconstruct(self, rowid: int) -> np.ndarray:
+        return self._index.reconstruct(int(rowid))
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, directory: Path, generation: int) -> None:
+        """Write index and settings together, atomically."""
+        with atomic_directory(directory) as tmp:
+            faiss.write_index(self._index, str(tmp / "index.faiss"))
+            settings = {
+                "dim": self.dim, "similarity": self.similarity, "factory": self.factory, "generation": generation,
+            }
+            (tmp / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        self.generation = generation
+
+    @classmethod
+    def load(cls, directory: Path, ef_search: int | None = None, nprobe: int | None = None) -> DenseIndex:
+        recover_directory(directory)
+        settings_file, index_file = directory / "settings.json", directory / "index.faiss"
+        if not settings_file.is_file() or not index_file.is_file():
+            raise DenseIndexError(f"no FAISS index in {directory}")
+        try:
+            settings = json.loads(settings_file.read_text(encoding="utf-8"))
+            index = cls(settings["dim"], settings["similarity"], settings["factory"], ef_search, nprobe)
+            index._index = faiss.read_index(str(index_file))
+        except (OSError, KeyError, ValueError, RuntimeError) as error:
+            raise DenseIndexError(f"FAISS index in {directory} is corrupt: {error}") from error
+        if index._index.d != index.dim:
+            raise DenseIndexError(f"FAISS index in {directory} has dimension {index._index.d}, settings say {index.dim}")
+        index.generation = int(settings["generation"])
+        return index

@@ -1,0 +1,131 @@
+"""Haystack components that turn questions and passages into DPR vectors."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from dpr_components.encoders import BUNDLED_MINILM, EncoderSettings, Pooling, Precision, TextEncoder, TitleMode
+from dpr_components.indexing.embedding import cache_for, encode_passages_cached
+
+
+def make_encoder(
+    model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, title_mode: TitleMode,
+    precision: Precision, batch_size: int,
+) -> TextEncoder:
+    settings = EncoderSettings(
+        model=model, pooling=pooling, normalize=normalize, max_length=max_length, title_mode=title_mode,
+        precision=precision,
+    )
+    return TextEncoder(settings, batch_size=batch_size)
+
+
+@component
+class QuestionEmbedder:
+    """Encodes a question with the question encoder E_Q.
+
+    :param model: ``bundled:all-MiniLM-L6-v2`` or a local checkpoint folder (DPR, sentence-transformers, BERT).
+    :param pooling: ``auto`` (from the checkpoint), ``cls``, ``mean`` or ``pooler``.
+    :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
+    :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
+    """
+
+    def __init__(
+        self,
+        model: str = BUNDLED_MINILM,
+        pooling: Pooling = "auto",
+        normalize: bool | None = None,
+        max_length: int | None = None,
+        precision: Precision = "auto",
+        batch_size: int = 32,
+    ) -> None:
+        self.model = model
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_length = max_length
+        self.precision = precision
+        self.batch_size = batch_size
+        self.encoder = make_encoder(model, pooling, normalize, max_length, "none", precision, batch_size)
+
+    def warm_up(self) -> None:
+        self.encoder.load()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, model=self.model, pooling=self.pooling, normalize=self.normalize, max_length=self.max_length,
+            precision=self.precision, batch_size=self.batch_size,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuestionEmbedder:
+        return default_from_dict(cls, data)
+
+    @component.output_types(embedding=list[float])
+    def run(self, query: str) -> dict[str, Any]:
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("the query is empty: give a question")
+        return {"embedding": self.encoder.encode_questions([query])[0].tolist()}
+
+
+@component
+class PassageEmbedder:
+    """Encodes documents with the passage encoder E_P (title from ``meta[title_field]`` plus content).
+
+    With ``cache_dir`` set, vectors are kept on disk as they are made: an interrupted indexing
+    run resumes where it stopped and re-indexing with the same encoder costs nothing.
+    """
+
+    def __init__(
+        self,
+        model: str = BUNDLED_MINILM,
+        pooling: Pooling = "auto",
+        normalize: bool | None = None,
+        max_length: int | None = None,
+        title_mode: TitleMode = "pair",
+        precision: Precision = "auto",
+        batch_size: int = 64,
+        title_field: str = "title",
+        cache_dir: str | None = None,
+        progress_bar: bool = True,
+    ) -> None:
+        self.model = model
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_length = max_length
+        self.title_mode = title_mode
+        self.precision = precision
+        self.batch_size = batch_size
+        self.title_field = title_field
+        self.cache_dir = cache_dir
+        self.progress_bar = progress_bar
+        self.encoder = make_encoder(model, pooling, normalize, max_length, title_mode, precision, batch_size)
+
+    def warm_up(self) -> None:
+        self.encoder.load()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, model=self.model, pooling=self.pooling, normalize=self.normalize, max_length=self.max_length,
+            title_mode=self.title_mode, precision=self.precision, batch_size=self.batch_size,
+            title_field=self.title_field, cache_dir=self.cache_dir, progress_bar=self.progress_bar,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PassageEmbedder:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise TypeError("PassageEmbedder expects a list of Documents")
+        empty = [d.id for d in documents if not (d.content or "").strip()]
+        if empty:
+            raise ValueError(f"{len(empty)} documents have no text to embed, e.g. {empty[:3]}")
+        titles = [d.meta.get(self.title_field) if isinstance(d.meta.get(self.title_field), str) else None for d in documents]
+        cache = cache_for(self.encoder, self.cache_dir) if self.cache_dir else None
+        vectors = encode_passages_cached(
+            self.encoder, [d.content or "" for d in documents], titles, cache, show_progress=self.progress_bar
+        )
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}

@@ -1,0 +1,150 @@
+"""Write a retrieval evaluation report: ``report.md`` (summary table), ``report.json`` (full
+top-k curves) and ``topk_accuracy.png`` (curves for k = 1..100). All writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpr_components.evaluation.retrieval_metrics import RetrievalResult
+from dpr_components.io_utils import atomic_path, atomic_write_text
+
+TABLE_KS = (1, 5, 20, 100)
+REPORT_MD = "report.md"
+REPORT_JSON = "report.json"
+REPORT_PNG = "topk_accuracy.png"
+
+
+@dataclass
+class ReportTable:
+    """An extra table for the report, e.g. reader exact match / F1 per system."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for index, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.title!r}, row {index}: {len(row)} cells for {len(self.columns)} columns"
+                )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value).replace("|", "\\|")
+
+
+def _markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _command_text(command: str | Sequence[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _render_markdown(
+    systems: Mapping[str, RetrievalResult],
+    title: str,
+    command: str,
+    dataset_name: str,
+    extra_tables: Sequence[ReportTable],
+) -> str:
+    columns = ["System", *(f"Top-{k}" for k in TABLE_KS), "MRR", "Questions"]
+    rows = [
+        [name, *(result.top_k.get(k) for k in TABLE_KS), f"{result.mrr:.4f}", result.n_questions]
+        for name, result in systems.items()
+    ]
+    counts = sorted({result.n_questions for result in systems.values()})
+    lines = [
+        f"# {title}",
+        "",
+        f"Dataset: {dataset_name} ({', '.join(str(n) for n in counts)} questions).",
+        "",
+        "Top-k accuracy: percent of questions with an answer-containing passage among the top k "
+        "retrieved (DPR's metric). MRR: mean reciprocal rank of the first such passage, "
+        "cut off at each system's deepest k.",
+        "",
+        *_markdown_table(columns, rows),
+        "",
+        f"Full curves (k = 1..100) are in `{REPORT_JSON}` and `{REPORT_PNG}`.",
+    ]
+    for table in extra_tables:
+        lines += ["", f"## {table.title}", ""]
+        if table.note:
+            lines += [table.note, ""]
+        lines += _markdown_table(table.columns, table.rows)
+    lines += ["", "Produced by:", "", "```", command, "```", ""]
+    return "\n".join(lines)
+
+
+def _plot(path: Path, systems: Mapping[str, RetrievalResult], title: str, log_x: bool) -> None:
+    # Figure + Agg canvas directly, so the global pyplot backend is left alone.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.5), dpi=120)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for name, result in systems.items():
+        ks = sorted(result.top_k)
+        axes.plot(ks, [result.top_k[k] for k in ks], label=name, linewidth=1.6)
+    if log_x:
+        axes.set_xscale("log")
+        ticks = [k for k in (1, 2, 5, 10, 20, 50, 100) if any(k <= r.max_k for r in systems.values())]
+        axes.set_xticks(ticks, [str(k) for k in ticks])
+        axes.minorticks_off()
+    axes.set_xlabel("k (number of retrieved passages)")
+    axes.set_ylabel("Top-k accuracy (%)")
+    axes.set_ylim(0, 100)
+    axes.set_title(title)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png")
+
+
+def write_retrieval_report(
+    out_dir: str | os.PathLike[str],
+    systems: Mapping[str, RetrievalResult],
+    title: str,
+    command: str | Sequence[str],
+    dataset_name: str,
+    extra_tables: Sequence[ReportTable] = (),
+    log_x: bool = True,
+) -> dict[str, Path]:
+    """Write ``report.md``, ``report.json`` and ``topk_accuracy.png`` into ``out_dir``.
+
+    ``command`` is the command line that produced the numbers (a string or argv list).
+    Returns the written paths by kind (``"markdown"``, ``"json"``, ``"plot"``)."""
+    if not systems:
+        raise ValueError("systems must contain at least one retrieval result")
+    out = Path(out_dir)
+    command_text = _command_text(command)
+    paths = {"markdown": out / REPORT_MD, "json": out / REPORT_JSON, "plot": out / REPORT_PNG}
+    summary = {
+        "title": title,
+        "dataset": dataset_name,
+        "command": command_text,
+        "systems": {name: result.to_dict() for name, result in systems.items()},
+        "extra_tables": [
+            {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in extra_tables
+        ],
+    }
+    atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+    _plot(paths["plot"], systems, title, log_x)
+    atomic_write_text(paths["markdown"], _render_markdown(systems, title, command_text, dataset_name, extra_tables))
+    return paths

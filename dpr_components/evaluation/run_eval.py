@@ -1,0 +1,78 @@
+"""``haystack eval``: run retrieval pipelines over a question set and write a comparison report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from haystack import Document
+from tqdm.auto import tqdm
+
+from dpr_components.evaluation.questions import QAExample, load_questions
+from dpr_components.evaluation.report import ReportTable, write_retrieval_report
+from dpr_components.evaluation.retrieval_metrics import RetrievalResult, evaluate_retrieval
+
+
+def _final_documents(pipeline: Any, result: dict[str, Any]) -> list[Document]:
+    """The documents of the pipeline's last component that outputs documents."""
+    leaves = [name for name in pipeline.graph.nodes if pipeline.graph.out_degree(name) == 0]
+    for name in leaves:
+        documents = result.get(name, {}).get("documents")
+        if isinstance(documents, list):
+            return documents
+    for outputs in result.values():
+        if isinstance(outputs.get("documents"), list):
+            return outputs["documents"]
+    raise ValueError("the pipeline returned no 'documents' output to evaluate")
+
+
+def evaluate_pipeline(
+    pipeline: Any, questions: list[QAExample], top_k: int, match_mode: str, name: str
+) -> tuple[RetrievalResult, float]:
+    """Retrieval accuracy of one pipeline and its mean seconds per question."""
+    from dpr_components.cli import nest_inputs
+
+    leaves = [n for n in pipeline.graph.nodes if pipeline.graph.out_degree(n) == 0]
+    passages: list[list[str]] = []
+    start = time.perf_counter()
+    for example in tqdm(questions, desc=f"Evaluating {name}", unit="question"):
+        data: dict[str, Any] = {"query": example.question}
+        inputs = nest_inputs(pipeline, data)
+        for leaf in leaves:
+            if "top_k" in pipeline.inputs().get(leaf, {}):
+                inputs.setdefault(leaf, {})["top_k"] = top_k
+        documents = _final_documents(pipeline, pipeline.run(inputs))
+        passages.append([d.content or "" for d in documents])
+    seconds = (time.perf_counter() - start) / max(len(questions), 1)
+    result = evaluate_retrieval(
+        [q.answers for q in questions], passages, mode=match_mode, max_k=top_k, question_ids=[q.id for q in questions]
+    )
+    return result, seconds
+
+
+def command_eval(args: Any) -> int:
+    from dpr_components.pipeline_loading import load_pipeline
+
+    questions = load_questions(args.questions, split=args.split, limit=args.limit)
+    if args.top_k <= 0:
+        raise ValueError(f"--top-k must be positive, got {args.top_k}")
+    systems: dict[str, RetrievalResult] = {}
+    timing_rows = []
+    for path in args.pipelines:
+        name = Path(path).stem
+        if name in systems:
+            name = path
+        pipeline = load_pipeline(path, args.store, args.overrides)
+        result, seconds = evaluate_pipeline(pipeline, questions, args.top_k, args.match, name)
+        systems[name] = result
+        timing_rows.append([name, f"{seconds * 1000:.1f}"])
+        print(f"{name}: " + "  ".join(f"top-{k} {result.accuracy(k):.1f}" for k in (1, 5, 20, 100) if k <= args.top_k))
+    command = args.command_line
+    write_retrieval_report(
+        args.out, systems, title=f"Retrieval accuracy on {Path(str(args.questions)).name}", command=command,
+        dataset_name=str(args.questions),
+        extra_tables=[ReportTable("Time per question", ["system", "ms / question"], timing_rows, note="whole pipeline, one process")],
+    )
+    print(f"report written to {args.out}/report.md")
+    return 0

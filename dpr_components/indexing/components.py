@@ -1,0 +1,71 @@
+"""Indexing components: read a corpus file, split documents into DPR passages."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from dpr_components.indexing.corpus import CorpusFormat, read_corpus
+from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+
+
+@component
+class CorpusReader:
+    """Reads a corpus file into Documents (``meta["title"]`` holds the title).
+
+    :param format: ``jsonl`` (``id``, ``title``, ``text``), ``tsv`` (DPR's ``psgs_w100.tsv``) or ``auto`` (by extension).
+    :param on_empty: ``error`` (default) or ``skip`` documents without text.
+    """
+
+    def __init__(self, format: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> None:
+        if format not in ("auto", "jsonl", "tsv"):
+            raise ValueError(f"format must be auto, jsonl or tsv, got {format!r}")
+        if on_empty not in ("error", "skip"):
+            raise ValueError(f"on_empty must be 'error' or 'skip', got {on_empty!r}")
+        self.format = format
+        self.on_empty = on_empty
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, format=self.format, on_empty=self.on_empty)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CorpusReader:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, path: str) -> dict[str, Any]:
+        records = read_corpus(path, self.format, self.on_empty)
+        return {"documents": [Document(id=r.id, content=r.text, meta={"title": r.title}) for r in records]}
+
+
+@component
+class DPRPassageSplitter:
+    """Splits documents into DPR passages: disjoint blocks of at most ``words_per_passage`` words.
+
+    Each passage keeps its document's meta (title included) and gets ``document_id`` and
+    ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent."""
+
+    def __init__(self, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE) -> None:
+        if words_per_passage <= 0:
+            raise ValueError(f"words_per_passage must be positive, got {words_per_passage}")
+        self.words_per_passage = words_per_passage
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, words_per_passage=self.words_per_passage)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DPRPassageSplitter:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        passages = []
+        for doc in documents:
+            if doc.content is None or not doc.content.strip():
+                raise ValueError(f"document {doc.id!r} has no text to split")
+            title = doc.meta.get("title", "")
+            for p in split_document(doc.id, title if isinstance(title, str) else "", doc.content, self.words_per_passage):
+                meta = {**doc.meta, "document_id": doc.id, "passage_index": p.index}
+                passages.append(Document(id=p.id, content=p.text, meta=meta))
+        return {"documents": passages}

@@ -1,0 +1,119 @@
+"""Read corpora: our JSONL (``id``, ``title``, ``text``) and DPR's ``psgs_w100.tsv`` (``id``, ``text``, ``title``).
+
+Every problem is reported with file and line: bad JSON, a missing or empty field, bytes that
+are not UTF-8, a duplicate id."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+CorpusFormat = Literal["auto", "jsonl", "tsv"]
+
+
+class CorpusError(ValueError):
+    """A corpus file is missing or malformed; the message names file and line."""
+
+
+@dataclass(frozen=True)
+class CorpusRecord:
+    id: str
+    title: str
+    text: str
+    line: int
+
+
+def detect_format(path: Path) -> Literal["jsonl", "tsv"]:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return "jsonl"
+    if suffix in (".tsv", ".csv"):
+        return "tsv"
+    raise CorpusError(f"{path}: cannot tell the corpus format from the extension; use .jsonl or .tsv")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    if not path.is_file():
+        raise CorpusError(f"corpus file {path} does not exist")
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CorpusError(f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def _field(record: dict, name: str, path: Path, line: int, required: bool = True) -> str:
+    value = record.get(name)
+    if value is None:
+        if required:
+            raise CorpusError(f"{path}:{line}: missing field {name!r}")
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and name == "id":
+        return str(value)
+    if not isinstance(value, str):
+        raise CorpusError(f"{path}:{line}: field {name!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _read_jsonl(path: Path) -> Iterator[CorpusRecord]:
+    for line, text in _lines(path):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CorpusError(f"{path}:{line}: invalid JSON ({error.msg} at column {error.colno})") from None
+        if not isinstance(record, dict):
+            raise CorpusError(f"{path}:{line}: expected a JSON object, got {type(record).__name__}")
+        yield CorpusRecord(
+            id=_field(record, "id", path, line),
+            title=_field(record, "title", path, line, required=False),
+            text=_field(record, "text", path, line),
+            line=line,
+        )
+
+
+def _read_tsv(path: Path) -> Iterator[CorpusRecord]:
+    csv.field_size_limit(sys.maxsize)
+    lines = _lines(path)
+    header_line = next(lines, None)
+    if header_line is None:
+        raise CorpusError(f"{path}: the file is empty")
+    header = header_line[1].rstrip("\r\n").split("\t")
+    missing = [name for name in ("id", "text", "title") if name not in header]
+    if missing:
+        raise CorpusError(f"{path}:1: header must name the columns id, text, title (DPR's psgs_w100.tsv); missing {missing}")
+    columns = {name: header.index(name) for name in ("id", "text", "title")}
+    for line, text in lines:
+        if not text.strip():
+            continue
+        row = next(csv.reader([text.rstrip("\r\n")], delimiter="\t"))
+        if len(row) != len(header):
+            raise CorpusError(f"{path}:{line}: expected {len(header)} tab-separated fields, got {len(row)}")
+        yield CorpusRecord(
+            id=row[columns["id"]], title=row[columns["title"]], text=row[columns["text"]], line=line
+        )
+
+
+def read_corpus(path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> Iterator[CorpusRecord]:
+    """Yield the records of a corpus file, checking ids and texts as it goes."""
+    path = Path(path)
+    reader = _read_jsonl if (fmt if fmt != "auto" else detect_format(path)) == "jsonl" else _read_tsv
+    seen: dict[str, int] = {}
+    for record in reader(path):
+        if not record.id.strip():
+            raise CorpusError(f"{path}:{record.line}: field 'id' is empty")
+        if record.id in seen:
+            raise CorpusError(f"{path}:{record.line}: id {record.id!r} already used on line {seen[record.id]}")
+        seen[record.id] = record.line
+        if not record.text.strip():
+            if on_empty == "skip":
+                continue
+            raise CorpusError(f"{path}:{record.line}: document {record.id!r} has no text (field 'text' is empty)")
+        yield record

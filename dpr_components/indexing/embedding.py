@@ -1,0 +1,51 @@
+"""Encode many passages with an optional resumable cache and a progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpr_components.encoders import TextEncoder
+from dpr_components.indexing.embedding_cache import EmbeddingCache, passage_key
+
+
+def cache_for(encoder: TextEncoder, cache_dir: str | Path) -> EmbeddingCache:
+    """The cache file of this encoder's vectors inside ``cache_dir``."""
+    return EmbeddingCache(Path(cache_dir) / f"{encoder.fingerprint()}.sqlite", encoder.dim)
+
+
+def encode_passages_cached(
+    encoder: TextEncoder,
+    texts: Sequence[str],
+    titles: Sequence[str | None],
+    cache: EmbeddingCache | None = None,
+    chunk_size: int = 1024,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """Vectors for all passages; with a cache, only the missing ones are encoded, a chunk at a time."""
+    if cache is None:
+        return encoder.encode_passages(list(texts), list(titles), show_progress=show_progress)
+    keys = [passage_key(title, text) for title, text in zip(titles, texts)]
+    out = np.empty((len(texts), encoder.dim), dtype=np.float32)
+    found = cache.get(keys)
+    missing = []
+    for i, key in enumerate(keys):
+        if key in found:
+            out[i] = found[key]
+        else:
+            missing.append(i)
+    bar = tqdm(
+        total=len(texts), initial=len(texts) - len(missing), unit="passage", desc="Encoding passages",
+        disable=not show_progress, smoothing=0.05,
+    )
+    for start in range(0, len(missing), chunk_size):
+        idx = missing[start : start + chunk_size]
+        vectors = encoder.encode_passages([texts[i] for i in idx], [titles[i] for i in idx])
+        cache.put([keys[i] for i in idx], vectors)
+        out[idx] = vectors
+        bar.update(len(idx))
+    bar.close()
+    return out

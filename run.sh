@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up the project environment (once) and run the demo or the tests.
+#   ./run.sh demo          index examples/corpus.jsonl and answer example questions
+#   ./run.sh test [ARGS]   run the test suite (ARGS go to pytest)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV="${DPR_VENV:-.venv}"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 HAYSTACK_TELEMETRY_ENABLED=False
+
+setup() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "Creating the environment in $VENV" >&2
+    python3 -m venv "$VENV"
+  fi
+  local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+  if [ ! -f "$stamp" ]; then
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    # torch first and pinned: the CPU build; an unpinned torch would pull a multi-GB CUDA build.
+    "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+    "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+    touch "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  demo)
+    setup
+    "$VENV/bin/haystack" run pipelines/index.yml --input path=examples/corpus.jsonl
+    "$VENV/bin/haystack" run pipelines/search.yml --batch examples/demo_queries.txt --top-k 3
+    ;;
+  test)
+    setup
+    shift
+    "$VENV/bin/python" -m pytest "$@"
+    ;;
+  *)
+    echo "usage: ./run.sh demo | ./run.sh test [pytest args]" >&2
+    exit 2
+    ;;
+esac

