@@ -15,10 +15,15 @@ setup() {
   fi
   local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
   if [ ! -f "$stamp" ]; then
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    echo "Installing dependencies into $VENV (log: $VENV/install.log)" >&2
     # torch first and pinned: the CPU build; an unpinned torch would pull a multi-GB CUDA build.
-    "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-    "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+    if ! { "$VENV/bin/python" -m pip install --upgrade pip \
+           && "$VENV/bin/python" -m pip install "torch==2.13.0" \
+           && "$VENV/bin/python" -m pip install -e ".[dev]"; } > "$VENV/install.log" 2>&1; then
+      tail -n 40 "$VENV/install.log" >&2
+      echo "installation failed; full log in $VENV/install.log" >&2
+      exit 1
+    fi
     touch "$stamp"
   fi
 }

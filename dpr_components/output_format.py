@@ -59,8 +59,8 @@ def documents_table(documents: list[Document]) -> str:
         prefix = f"  {rank:>3}  {_score(doc.score):>9}"
         if extra:
             prefix += f"  {_score(doc.meta.get('bm25_score')):>8}  {_score(doc.meta.get('dense_score')):>8}"
-        room = width - len(prefix) - 2
-        lines.append(f"{prefix}  {_clip(f'[{title}] ' if title else '', room)}{_clip(doc.content or '', max(room - len(title) - 3, 20))}")
+        text = f"[{title}] {doc.content or ''}" if title else doc.content or ""
+        lines.append(f"{prefix}  {_clip(text, max(width - len(prefix) - 2, 40))}")
     return "\n".join(lines)
 
 
