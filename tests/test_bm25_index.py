@@ -71,6 +71,16 @@ def test_long_tokens_are_cut_like_standard_tokenizer() -> None:
     assert [len(t) for t in tokenize("x" * 600)] == [255, 255, 90]
 
 
+def test_full_stem_cache_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpr_components.document_stores import analyzer as analyzer_module
+
+    monkeypatch.setattr(analyzer_module, "_CACHE_LIMIT", 3)
+    small = EnglishAnalyzer()
+    assert small.analyze("running dogs") == ["run", "dog"]
+    assert small.analyze("jumping cats and birds") == ["jump", "cat", "bird"]
+    assert small.analyze("running dogs") == ["run", "dog"]
+
+
 def test_analyzer_options() -> None:
     assert EnglishAnalyzer(stemmer=None).analyze("Running dogs") == ["running", "dogs"]
     assert EnglishAnalyzer(stopwords=None).analyze("the cat") == ["the", "cat"]

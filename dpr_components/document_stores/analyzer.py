@@ -149,8 +149,7 @@ class EnglishAnalyzer:
         # token -> term, or "" for a dropped token; the vocabulary of a corpus is small.
         self._cache: dict[str, str] = {}
 
-    def _add_to_cache(self, tokens: Iterable[str]) -> None:
-        cache = self._cache
+    def _add_to_cache(self, cache: dict[str, str], tokens: Iterable[str]) -> None:
         tokens_to_stem: list[str] = []
         words_to_stem: list[str] = []
         for token in tokens:
@@ -177,9 +176,10 @@ class EnglishAnalyzer:
         unseen = set(tokens).difference(cache)
         if unseen:
             if len(cache) + len(unseen) > _CACHE_LIMIT:
-                cache.clear()
+                # A fresh dict rather than clear(): other threads may be reading the old one.
+                cache = self._cache = {}
                 unseen = set(tokens)
-            self._add_to_cache(unseen)
+            self._add_to_cache(cache, unseen)
         return [term for term in map(cache.__getitem__, tokens) if term]
 
     def __call__(self, text: str) -> list[str]:

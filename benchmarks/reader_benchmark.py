@@ -1,0 +1,242 @@
+"""Reader quality and latency: SQuAD dev with the gold passage, NQ dev end to end, qa pipeline latency.
+
+    python -m benchmarks.reader_benchmark --model models/reader-minilm     # writes docs/benchmarks/reader.{md,json}
+    python -m benchmarks.reader_benchmark --model runs/reader-minilm/export --limit 20 --out runs/reader-bench
+
+(a) SQuAD dev (``squad/dev.jsonl``): the reader reads only the question's gold paragraph; EM/F1.
+(b) NQ dev (``nq/dev.jsonl``) over the full 55,350-passage pool: the top k ∈ {1, 5, 10, 20}
+    passages of BM25, dense and the hybrid go to the reader; exact match of its answer (DPR's
+    end-to-end QA metric). Each passage is read independently (one encoder pass per passage), so
+    the top 20 are read once and the answer for k is the best span of the best-selected passage
+    among the first k. Retrievers and λ are those of ``pipelines/qa.yml``.
+(c) Latency of ``pipelines/qa.yml`` per question (reader on the top 10 passages): p50/p95 of
+    the whole pipeline and of each stage, after untimed warm-up questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from haystack import Document
+from tqdm.auto import tqdm
+
+from benchmarks.encoding_benchmark import cpu_name
+from benchmarks.retrieval_quality import pool_store
+from dpr_components.encoders import BUNDLED_MINILM, bf16_supported
+from dpr_components.evaluation.answer_matching import has_answer
+from dpr_components.evaluation.answer_metrics import exact_match
+from dpr_components.io_utils import atomic_write_text
+from dpr_components.pipeline_loading import load_pipeline
+from dpr_components.reader.data import read_jsonl
+from dpr_components.reader.evaluate import ReadingCase, evaluate_reader
+from dpr_components.reader.model import load_reader
+from dpr_components.reader.predict import ReadSettings, read
+from dpr_components.settings import cache_dir, data_dir
+
+KS = (1, 5, 10, 20)
+QA_PIPELINE = Path("pipelines/qa.yml")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """(a) EM/F1 with the gold paragraph as the only passage."""
+    reader, tokenizer = load_reader(model)
+    questions = read_jsonl(data_dir() / "squad" / "dev.jsonl", limit)
+    cases = [ReadingCase(q.question, q.answers, [q.gold]) for q in questions if q.gold is not None]
+    start = time.perf_counter()
+    scores = evaluate_reader(reader, tokenizer, cases, bf16=reader_settings["bf16"], progress=True,
+                             settings=ReadSettings(max_answer_length=reader_settings["max_answer_length"]))
+    return {"n": scores.n, "exact_match": scores.exact_match, "f1": scores.f1,
+            "ms_per_question": 1000 * (time.perf_counter() - start) / scores.n}
+
+
+def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | None = None) -> Any:
+    """``pipelines/qa.yml`` on the pool store with the given reader (and ranker depth, λ)."""
+    overrides = [f"reader.model={model}", f"reader.precision={settings['precision']}"]
+    if settings.get("weight") is not None:
+        overrides.append(f"ranker.weight={settings['weight']}")
+    return load_pipeline(QA_PIPELINE, str(store), overrides + ([f"ranker.top_k={top}"] if top else []))
+
+
+def _retrieve(pipeline: Any, question: str, k: int) -> dict[str, list[Document]]:
+    """Top-k documents of BM25, dense and the hybrid, as configured in the qa pipeline."""
+    bm25 = pipeline.get_component("bm25").run(query=question)["documents"]
+    dense_out = pipeline.get_component("dense").run(query=question)
+    ranker = pipeline.get_component("ranker")
+    hybrid = ranker.run(bm25_documents=bm25, dense_documents=dense_out["documents"], query=question,
+                        query_embedding=dense_out["query_embedding"], top_k=k)["documents"]
+    return {"BM25": bm25[:k], "dense": dense_out["documents"][:k], "hybrid": hybrid}
+
+
+def nq_end_to_end(model: str, store: Path, reader_settings: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """(b) End-to-end exact match for each retriever and k."""
+    pipeline = qa_pipeline(model, store, reader_settings, max(KS))
+    reader, tokenizer = load_reader(model)
+    settings = ReadSettings(max_answer_length=reader_settings["max_answer_length"])
+    questions = read_jsonl(data_dir() / "nq" / "dev.jsonl", limit)
+    hits = {name: {k: 0.0 for k in KS} for name in ("BM25", "dense", "hybrid")}
+    answer_in_top = {name: {k: 0 for k in KS} for name in hits}
+    for q in tqdm(questions, desc="NQ dev end to end", unit="q"):
+        ranked = _retrieve(pipeline, q.question, max(KS))
+        union = list({d.id: d for docs in ranked.values() for d in docs}.values())
+        predictions = read(reader, tokenizer, q.question, [(d.meta.get("title"), d.content or "") for d in union],
+                           settings=settings, bf16=reader_settings["bf16"])
+        best_of = {}
+        for p in predictions:  # passage order: the first prediction of a passage is its best span
+            best_of.setdefault(union[p.passage_index].id, p)
+        for name, docs in ranked.items():
+            for k in KS:
+                candidates = [best_of[d.id] for d in docs[:k] if d.id in best_of]
+                chosen = max(candidates, key=lambda p: p.passage_score, default=None)
+                hits[name][k] += exact_match(chosen.text if chosen else None, q.answers)
+                answer_in_top[name][k] += any(has_answer(q.answers, d.content or "") for d in docs[:k])
+    n = len(questions)
+    return {
+        "n": n,
+        "exact_match": {name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in hits.items()},
+        "retrieval_top_k_accuracy": {
+            name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in answer_in_top.items()
+        },
+    }
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]  # noqa: E731
+    return {
+        "p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * pick(0.95),
+        "mean_ms": 1000 * statistics.fmean(ordered),
+    }
+
+
+def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int, warmup: int) -> dict[str, Any]:
+    """(c) Per-question time of the qa pipeline (top 10 passages to the reader) and of its stages."""
+    from dpr_components.cli import nest_inputs
+
+    pipeline = qa_pipeline(model, store, settings)
+    pipeline.warm_up()
+    questions = [q.question for q in read_jsonl(data_dir() / "nq" / "dev.jsonl", questions_n + warmup)]
+    stages: dict[str, list[float]] = {"pipeline": [], "bm25 + dense + ranker": [], "reader (10 passages)": []}
+    reader = pipeline.get_component("reader")
+    for i, question in enumerate(tqdm(questions, desc="qa pipeline latency", unit="q")):
+        t0 = time.perf_counter()
+        pipeline.run(nest_inputs(pipeline, {"query": question}))
+        t1 = time.perf_counter()
+        documents = _retrieve(pipeline, question, pipeline.get_component("ranker").top_k)["hybrid"]
+        t2 = time.perf_counter()
+        reader.run(query=question, documents=documents)
+        t3 = time.perf_counter()
+        if i >= warmup:
+            stages["pipeline"].append(t1 - t0)
+            stages["bm25 + dense + ranker"].append(t2 - t1)
+            stages["reader (10 passages)"].append(t3 - t2)
+    return {
+        "n": len(questions) - warmup, "warmup": warmup, "stages": {k: _percentiles(v) for k, v in stages.items()},
+        "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("ranker").weight,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    a, b, c = result["squad_gold"], result["nq_end_to_end"], result["latency"]
+    lines = [
+        "# Span reader: reading comprehension, end-to-end QA, latency",
+        "",
+        f"Produced by: `{result['command']}` (run on {result['date']})",
+        "",
+        f"Reader: `{result['model']}` ({result['model_info']}). Machine: {result['machine']}; torch threads "
+        f"{result['torch_threads']}, reader precision {c['reader_precision']}. "
+        "The machine is shared, so times are noisy.",
+        "",
+        f"## (a) SQuAD dev, gold paragraph given ({a['n']} questions)",
+        "",
+        "| exact match | F1 | ms / question |",
+        "|---:|---:|---:|",
+        f"| {a['exact_match']:.1f} | {a['f1']:.1f} | {a['ms_per_question']:.0f} |",
+        "",
+        f"## (b) NQ dev end to end over the pool ({b['n']} questions)",
+        "",
+        f"Retrievers as in `pipelines/qa.yml` (BM25 and dense top 100 each; hybrid λ = {c['weight']:g}).",
+        "",
+        "Exact match (%) of the reader's answer from the top-k passages of each retriever "
+        "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages read):",
+        "",
+        "| retriever | " + " | ".join(f"k={k}" for k in KS) + " |",
+        "|---|" + "---:|" * len(KS),
+    ]
+    for name, by_k in b["exact_match"].items():
+        accuracy = b["retrieval_top_k_accuracy"][name]
+        lines.append(f"| {name} | " + " | ".join(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS) + " |")
+    lines += [
+        "",
+        f"## (c) `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
+        "",
+        "| stage | p50 ms | p95 ms | mean ms |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {k} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | {v['mean_ms']:.0f} |" for k, v in c["stages"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _model_info(model: str) -> str:
+    path = Path(model) / "reader_info.json"
+    if not path.is_file():
+        return "no training record"
+    info = json.loads(path.read_text(encoding="utf-8"))
+    return f"trained {info.get('step')} steps, dev EM {info.get('dev_em', float('nan')):.1f} at selection"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="models/reader-minilm", help="reader folder")
+    parser.add_argument("--limit", type=int, help="first N questions of each dataset (smoke runs)")
+    parser.add_argument("--latency-questions", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--max-answer-length", type=int, default=10)
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    parser.add_argument("--weight", type=float, help="hybrid λ (default: the one in pipelines/qa.yml)")
+    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm; built if empty)")
+    parser.add_argument("--out", default="docs/benchmarks")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    command = "python -m benchmarks.reader_benchmark " + shlex.join(sys.argv[1:])
+    store_path = Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm"
+    pool_store(BUNDLED_MINILM, store_path)
+    bf16 = args.precision == "bf16" or (args.precision == "auto" and bf16_supported())
+    reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
+                       "weight": args.weight}
+    log("(a) SQuAD dev with the gold paragraph")
+    squad = squad_gold(args.model, reader_settings, args.limit)
+    log(f"(a) EM {squad['exact_match']:.1f} F1 {squad['f1']:.1f}")
+    log("(b) NQ dev end to end")
+    nq = nq_end_to_end(args.model, store_path, reader_settings, args.limit)
+    log("(c) qa pipeline latency")
+    n_latency = min(args.latency_questions, args.limit or args.latency_questions)
+    lat = latency(args.model, store_path, reader_settings, n_latency, args.warmup)
+    result = {
+        "command": command, "model": args.model, "model_info": _model_info(args.model),
+        "machine": f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "torch_threads": torch.get_num_threads(), "squad_gold": squad, "nq_end_to_end": nq, "latency": lat,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    out = Path(args.out)
+    atomic_write_text(out / "reader.json", json.dumps(result, indent=1) + "\n")
+    atomic_write_text(out / "reader.md", render(result))
+    print(render(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""DPR's extractive reader: span decoding, the ``SpanReader`` component, training and checkpoints.
+
+Modules: ``spans`` (windows, span decoding, offsets), ``inputs`` (model rows), ``model``
+(``DPRReader`` checkpoints), ``predict`` (reading one question), ``span_reader`` (the Haystack
+component), ``data``/``batches``/``loss``/``training``/``evaluate`` (training)."""

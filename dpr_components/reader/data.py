@@ -1,0 +1,213 @@
+"""Reader training data: questions with positive and negative passages mined from retrieval.
+
+As in DPR (Karpukhin et al. 2020, section 6), each training question gets one positive passage
+and m−1 negatives. SQuAD questions (``gold`` kind) take their own paragraph as the positive;
+Natural Questions (``retrieved`` kind) take retrieved passages that contain an answer (and the
+gold paragraph when it does). Negatives are retrieved passages without any answer. Mined
+questions are written once to a JSONL file of passage ids, so training needs only the store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpr_components.evaluation.answer_matching import has_answer
+from dpr_components.io_utils import atomic_path
+
+Kind = Literal["gold", "retrieved"]
+
+
+@dataclass(frozen=True)
+class Passage:
+    title: str | None
+    text: str
+
+
+@dataclass
+class SourceQuestion:
+    """A question as read from a data file, with its gold paragraph when the file has one."""
+
+    id: str
+    question: str
+    answers: list[str]
+    gold: Passage | None
+
+
+@dataclass
+class MinedQuestion:
+    """A question with the passages mined for it (ids into the document store)."""
+
+    id: str
+    question: str
+    answers: list[str]
+    kind: Kind
+    gold: Passage | None
+    positive_ids: list[str] = field(default_factory=list)
+    negative_ids: list[str] = field(default_factory=list)
+    top_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> MinedQuestion:
+        data = json.loads(line)
+        gold = data.pop("gold")
+        return cls(**data, gold=Passage(**gold) if gold else None)
+
+
+def read_squad_json(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
+    """Questions of a SQuAD v1.1 JSON file, each with its paragraph as the gold passage."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a SQuAD JSON file ({error})") from error
+    out: list[SourceQuestion] = []
+    for article in data:
+        title = article.get("title", "").replace("_", " ")
+        for paragraph in article["paragraphs"]:
+            gold = Passage(title, paragraph["context"])
+            for qa in paragraph["qas"]:
+                answers = list(dict.fromkeys(a["text"] for a in qa["answers"] if a["text"].strip()))
+                if answers:
+                    out.append(SourceQuestion(qa["id"], qa["question"], answers, gold))
+                if limit is not None and len(out) >= limit:
+                    return out
+    return out
+
+
+def read_jsonl(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
+    """Questions of a ``{"id","question","answers","positive_ctxs"}`` JSONL file (gold = first positive)."""
+    out: list[SourceQuestion] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                contexts = record.get("positive_ctxs") or []
+                gold = Passage(contexts[0].get("title"), contexts[0]["text"]) if contexts else None
+                out.append(SourceQuestion(str(record["id"]), record["question"], list(record["answers"]), gold))
+            except (json.JSONDecodeError, KeyError, TypeError, IndexError) as error:
+                raise ValueError(f"{path}, line {number}: bad question record ({error})") from error
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def read_questions(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"question file {path} does not exist")
+    return read_squad_json(path, limit) if path.suffix == ".json" else read_jsonl(path, limit)
+
+
+def interleave(rankings: Sequence[Sequence[str]]) -> list[str]:
+    """Round-robin merge of ranked id lists without duplicates."""
+    seen: dict[str, None] = {}
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking):
+                seen.setdefault(ranking[rank], None)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class MiningSettings:
+    """How many passages to look at and keep per question."""
+
+    depth: int = 50  # retrieved passages per retriever
+    negatives: int = 30  # negatives kept (training samples m−1 of them)
+    positives: int = 3  # positives kept for ``retrieved`` questions
+    top: int = 20  # retrieved ids kept in rank order (reading evaluation)
+
+
+def mine(
+    questions: Sequence[SourceQuestion],
+    kind: Kind,
+    retrievers: Sequence[Callable[[int], list[Any]]],
+    settings: MiningSettings = MiningSettings(),
+    progress: bool = True,
+    keep_all: bool = False,
+) -> list[MinedQuestion]:
+    """Split each question's retrieved passages into positives and negatives by answer matching.
+
+    ``retrievers`` are functions of the question index returning ranked Haystack documents.
+    ``retrieved`` questions without any positive are dropped unless ``keep_all`` (dev sets)."""
+    out: list[MinedQuestion] = []
+    for index, q in enumerate(tqdm(questions, desc=f"Mining passages ({kind})", unit="q", disable=not progress)):
+        documents = {}
+        rankings = []
+        for retrieve in retrievers:
+            ranked = retrieve(index)[: settings.depth]
+            rankings.append([d.id for d in ranked])
+            documents.update({d.id: d for d in ranked})
+        merged = interleave(rankings)
+        mined = MinedQuestion(q.id, q.question, q.answers, kind, q.gold, top_ids=merged[: settings.top])
+        for doc_id in merged:
+            if has_answer(q.answers, documents[doc_id].content or ""):
+                if kind == "retrieved" and len(mined.positive_ids) < settings.positives:
+                    mined.positive_ids.append(doc_id)
+            elif len(mined.negative_ids) < settings.negatives:
+                mined.negative_ids.append(doc_id)
+        if kind == "retrieved" and mined.gold is not None and not has_answer(q.answers, mined.gold.text):
+            mined.gold = None
+        if kind == "gold" and mined.gold is None:
+            raise ValueError(f"question {q.id} has no gold passage; use kind 'retrieved'")
+        if kind == "retrieved" and not mined.positive_ids and mined.gold is None and not keep_all:
+            continue
+        out.append(mined)
+    return out
+
+
+def write_mined(path: str | Path, mined: Iterable[MinedQuestion]) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for m in mined:
+                handle.write(m.to_json() + "\n")
+
+
+def read_mined(path: str | Path) -> list[MinedQuestion]:
+    with open(path, encoding="utf-8") as handle:
+        return [MinedQuestion.from_json(line) for line in handle if line.strip()]
+
+
+class PassageLookup:
+    """Passage title and text by store id, read from the document store once and kept."""
+
+    def __init__(self, store: Any, title_field: str = "title") -> None:
+        self.store = store
+        self.title_field = title_field
+        self._cache: dict[str, Passage] = {}
+
+    def preload(self, ids: Iterable[str], batch: int = 2000) -> None:
+        wanted = [i for i in dict.fromkeys(ids) if i not in self._cache]
+        for start in range(0, len(wanted), batch):
+            for doc in self.store.get_documents_by_id(wanted[start : start + batch]):
+                self._cache[doc.id] = Passage(doc.meta.get(self.title_field), doc.content or "")
+        missing = [i for i in wanted if i not in self._cache]
+        if missing:
+            raise KeyError(f"{len(missing)} mined passages are not in the document store (e.g. {missing[:3]})")
+
+    def __getitem__(self, doc_id: str) -> Passage:
+        if doc_id not in self._cache:
+            self.preload([doc_id])
+        return self._cache[doc_id]
+
+
+def positives_of(question: MinedQuestion, lookup: PassageLookup) -> list[Passage]:
+    gold = [question.gold] if question.gold is not None else []
+    if question.kind == "gold":
+        return gold
+    return gold + [lookup[i] for i in question.positive_ids]
+
+
+def example_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
+    """Sampling for one example depends only on (seed, epoch, example), so a resumed run repeats it."""
+    return np.random.default_rng([seed, epoch, index])

@@ -1,0 +1,179 @@
+"""Reader checkpoints in the Hugging Face ``DPRReader`` layout: load, start from an encoder, save.
+
+A ``DPRReader`` is a BERT encoder with two heads: ``qa_outputs`` (start/end logit per token) and
+``qa_classifier`` (passage-selection logit from the [CLS] vector). facebook/dpr-reader-* folders
+and the readers this project trains share the layout (``DPRConfig`` describes any BERT size,
+MiniLM included), so one loader serves both. A folder whose heads are missing is refused:
+it would answer with random heads."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dpr_components.encoders import BUNDLED_PREFIX, EncoderLoadError, resolve_model_path
+from dpr_components.io_utils import atomic_directory
+
+READER_ARCHITECTURE = "DPRReader"
+_HARMLESS_MISSING = ("embeddings.position_ids",)
+# BertConfig fields a DPRConfig carries over when a reader starts from a plain encoder.
+_BERT_FIELDS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "initializer_range", "layer_norm_eps", "pad_token_id",
+)
+
+
+class ReaderLoadError(ValueError):
+    """A reader folder is missing, is not a reader, or would run with random weights."""
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No progress bars, and no load report: missing weights are checked and reported here."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ReaderLoadError(f"cannot read {path / 'config.json'}: {error}") from error
+
+
+def resolve_reader_path(model: str) -> Path:
+    """The folder of a reader checkpoint; bundled names are refused (they hold no reader heads)."""
+    if model.startswith(BUNDLED_PREFIX):
+        raise ReaderLoadError(
+            f"{model!r} is an encoder without reader heads; train a reader from it with "
+            "training/train_reader.py and give the output folder"
+        )
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ReaderLoadError(
+            f"reader model folder {model!r} does not exist (models are never downloaded; "
+            "train one with training/train_reader.py, see training/READER.md)"
+        )
+    if not (path / "config.json").is_file():
+        raise ReaderLoadError(f"reader model folder {model!r} has no config.json: not a transformers checkpoint")
+    return path
+
+
+def load_tokenizer(path: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as error:
+        raise ReaderLoadError(f"cannot load the tokenizer of {path}: {error}") from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ReaderLoadError(f"{path} has no fast tokenizer (tokenizer.json); the reader needs its character offsets")
+    if len(tokenizer) < 100 or tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
+        raise ReaderLoadError(f"the tokenizer of {path} is not a BERT-style tokenizer with [CLS] and [SEP]")
+    return tokenizer
+
+
+def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
+    """Load a ``DPRReader`` folder (fp32, eval mode) and its tokenizer."""
+    from transformers import DPRReader
+
+    path = resolve_reader_path(str(model))
+    config = _read_config(path)
+    architectures = config.get("architectures") or []
+    if READER_ARCHITECTURE not in architectures:
+        raise ReaderLoadError(
+            f"{path} is a {architectures or config.get('model_type', 'unknown')} checkpoint, not a DPRReader: "
+            "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
+        )
+    try:
+        with _quiet_transformers():
+            reader, info = DPRReader.from_pretrained(str(path), output_loading_info=True, dtype=torch.float32)
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
+        raise ReaderLoadError(f"cannot load reader weights from {path}: {error}") from error
+    missing = sorted(k for k in info.get("missing_keys", []) if not any(h in k for h in _HARMLESS_MISSING))
+    if missing:
+        raise ReaderLoadError(
+            f"{path} lacks {len(missing)} reader weights (e.g. {missing[:3]}); it would run with random weights"
+        )
+    return reader.eval(), load_tokenizer(path)
+
+
+def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
+    """A fresh ``DPRReader`` whose BERT is the given encoder and whose two heads are newly initialised.
+
+    ``model`` is ``bundled:all-MiniLM-L6-v2`` or a BERT / sentence-transformers folder."""
+    from transformers import AutoModel, DPRConfig, DPRReader
+
+    from dpr_components.encoders import detect_layout
+
+    try:
+        layout = detect_layout(resolve_model_path(model))
+    except EncoderLoadError as error:
+        raise ReaderLoadError(str(error)) from error
+    with _quiet_transformers():
+        encoder, info = AutoModel.from_pretrained(
+            str(layout.transformer_path), output_loading_info=True, dtype=torch.float32
+        )
+    missing = [k for k in info.get("missing_keys", []) if "pooler" not in k and "position_ids" not in k]
+    if missing:
+        raise ReaderLoadError(f"{layout.transformer_path} lacks encoder weights (e.g. {sorted(missing)[:3]})")
+    if encoder.config.model_type != "bert":
+        raise ReaderLoadError(f"a DPRReader needs a BERT encoder; {model!r} is a {encoder.config.model_type!r} model")
+    settings = {name: getattr(encoder.config, name) for name in _BERT_FIELDS if hasattr(encoder.config, name)}
+    config = DPRConfig(**settings, projection_dim=0)
+    torch.manual_seed(seed)
+    reader = DPRReader(config)
+    weights = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
+    result = reader.span_predictor.encoder.bert_model.load_state_dict(weights, strict=False)
+    unexpected = [k for k in result.unexpected_keys]
+    missing = [k for k in result.missing_keys if "position_ids" not in k]
+    if missing or unexpected:
+        raise ReaderLoadError(
+            f"encoder weights do not fit the reader: missing {missing[:3]}, unexpected {unexpected[:3]}"
+        )
+    return reader, load_tokenizer(layout.transformer_path)
+
+
+def save_reader(
+    reader: torch.nn.Module, tokenizer: Any, path: str | Path, dtype: torch.dtype | None = None,
+    info: dict[str, Any] | None = None,
+) -> None:
+    """Write a ``DPRReader`` folder atomically (``dtype=torch.float16`` halves it for committing).
+
+    ``info`` (training settings, scores) goes to ``reader_info.json`` beside the weights."""
+    from dpr_components.io_utils import atomic_write_text
+
+    state = {
+        k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()
+    }
+    with _quiet_transformers(), atomic_directory(path) as tmp:
+        reader.config.architectures = [READER_ARCHITECTURE]
+        reader.save_pretrained(str(tmp), state_dict=state, safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        if info is not None:
+            atomic_write_text(tmp / "reader_info.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+        # A model folder reads like any other (the temporary folder and some writers use private modes).
+        tmp.chmod(0o755)
+        for file in tmp.iterdir():
+            file.chmod(0o644)
+
+
+def reader_logits(
+    reader: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Start logits, end logits (rows × tokens) and passage-selection logits (rows), as float32."""
+    output = reader(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+    return output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float()

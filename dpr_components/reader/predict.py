@@ -1,0 +1,151 @@
+"""Read a question against passages: one batched forward, passage selection, span decoding.
+
+Passage selection follows DPR (Karpukhin et al. 2020, section 6): a softmax over the passages'
+[CLS] selection logits (a long passage counts with its best window). Within a passage the
+span score is start logit + end logit; ``span_probability`` is P(start)·P(end) with both
+softmaxes over the passage tokens of the window."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from dpr_components.reader.inputs import InputSettings, Row, TokenizedPassage, build_rows, collate, tokenize_passage
+from dpr_components.reader.model import reader_logits
+from dpr_components.reader.spans import best_spans, char_span, extend_to_words
+
+Ranking = Literal["passage", "combined"]
+
+
+@dataclass(frozen=True)
+class SpanPrediction:
+    """One answer span in passage ``passage_index``; ``start``/``end`` are character offsets."""
+
+    passage_index: int
+    start: int
+    end: int
+    text: str
+    span_score: float
+    span_probability: float
+    passage_score: float
+
+    @property
+    def score(self) -> float:
+        return self.passage_score * self.span_probability
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """Decoding options: answer length in tokens, spans kept per passage, how answers are ranked.
+
+    ``ranking="passage"`` is DPR's: passages by selection probability, then spans within each.
+    ``ranking="combined"`` ranks all spans by P(passage)·P(span)."""
+
+    max_answer_length: int = 10
+    spans_per_passage: int = 1
+    ranking: Ranking = "passage"
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_answer_length <= 0:
+            raise ValueError(f"max_answer_length must be positive, got {self.max_answer_length}")
+        if self.spans_per_passage <= 0:
+            raise ValueError(f"spans_per_passage must be positive, got {self.spans_per_passage}")
+        if self.ranking not in ("passage", "combined"):
+            raise ValueError(f"ranking must be 'passage' or 'combined', got {self.ranking!r}")
+        if self.batch_size is not None and self.batch_size <= 0:
+            raise ValueError(f"batch_size must be positive or None, got {self.batch_size}")
+
+
+@torch.inference_mode()
+def row_logits(
+    reader: torch.nn.Module, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool
+) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """(start logits, end logits) over each row's passage tokens, and its selection logit."""
+    out: list[tuple[np.ndarray, np.ndarray, float]] = []
+    size = batch_size or len(rows)
+    for first in range(0, len(rows), size):
+        chunk = rows[first : first + size]
+        batch = collate(chunk, pad_id)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            start, end, relevance = reader_logits(reader, batch["input_ids"], batch["attention_mask"])
+        start, end, relevance = start.numpy(), end.numpy(), relevance.numpy()
+        for i, row in enumerate(chunk):
+            window = slice(row.passage_offset, row.passage_offset + row.n_passage_tokens)
+            out.append((start[i, window], end[i, window], float(relevance[i])))
+    return out
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    shifted = x - x.max()
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+def read(
+    reader: torch.nn.Module,
+    tokenizer: Any,
+    question: str,
+    passages: Sequence[tuple[str | None, str]],
+    inputs: InputSettings = InputSettings(),
+    settings: ReadSettings = ReadSettings(),
+    bf16: bool = False,
+    tokenized: Sequence[TokenizedPassage] | None = None,
+) -> list[SpanPrediction]:
+    """All candidate answers for ``question`` in ``(title, text)`` passages, best first.
+
+    Passages without tokens are never answered from; ``tokenized`` may give passages already tokenised."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty")
+    if tokenized is None:
+        tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
+    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
+    if not rows:
+        return []
+    logits = row_logits(reader, rows, tokenizer.pad_token_id, settings.batch_size, bf16)
+    selection: dict[int, float] = {}
+    for row, (_, _, relevance) in zip(rows, logits):
+        selection[row.passage_index] = max(relevance, selection.get(row.passage_index, -np.inf))
+    indices = sorted(selection)
+    probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
+    passage_probability = dict(zip(indices, probabilities.tolist()))
+
+    candidates: dict[int, dict[tuple[int, int], SpanPrediction]] = {i: {} for i in indices}
+    for row, (start, end, _) in zip(rows, logits):
+        passage = tokenized[row.passage_index]
+        log_start, log_end = _log_softmax(start), _log_softmax(end)
+        word_ids = passage.word_ids[row.window_start : row.window_end]
+        for span in best_spans(start, end, settings.max_answer_length, settings.spans_per_passage):
+            s, e = extend_to_words(span.start, span.end, word_ids)
+            char_start, char_end = char_span(passage.offsets, row.window_start + s, row.window_start + e)
+            previous = candidates[row.passage_index].get((char_start, char_end))
+            if previous is not None and previous.span_score >= span.score:
+                continue  # the same span seen in an overlapping window
+            candidates[row.passage_index][(char_start, char_end)] = SpanPrediction(
+                passage_index=row.passage_index,
+                start=char_start,
+                end=char_end,
+                text=passage.text[char_start:char_end],
+                span_score=span.score,
+                span_probability=float(np.exp(log_start[span.start] + log_end[span.end])),
+                passage_score=passage_probability[row.passage_index],
+            )
+    per_passage = {i: _non_overlapping(list(c.values()), settings.spans_per_passage) for i, c in candidates.items()}
+    if settings.ranking == "combined":
+        return sorted((p for spans in per_passage.values() for p in spans), key=lambda p: -p.score)
+    ordered_passages = sorted(indices, key=lambda i: -passage_probability[i])
+    return [p for i in ordered_passages for p in per_passage[i]]
+
+
+def _non_overlapping(spans: list[SpanPrediction], limit: int) -> list[SpanPrediction]:
+    """Best spans by span score, skipping any that overlaps (in characters) one already kept."""
+    kept: list[SpanPrediction] = []
+    for span in sorted(spans, key=lambda p: -p.span_score):
+        if len(kept) == limit:
+            break
+        if all(span.end <= k.start or k.end <= span.start for k in kept):
+            kept.append(span)
+    return kept

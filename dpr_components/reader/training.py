@@ -1,0 +1,356 @@
+"""Reader training loop: resumable checkpoints, JSONL log, best model by dev exact match, fp16 export.
+
+The run folder holds ``checkpoint/`` (model, optimizer, scheduler, RNG states and the data
+position, replaced atomically), ``log.jsonl``, ``best/`` (the reader with the best dev EM so
+far, fp32 ``DPRReader`` folder) and, at the end, ``export/`` (the best reader in fp16
+safetensors, small enough to commit). Running the same command again resumes from the
+checkpoint; a finished run only re-exports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from dpr_components.encoders import BUNDLED_MINILM
+from dpr_components.io_utils import atomic_directory, atomic_write_text, recover_directory
+from dpr_components.reader.batches import Group, build_group, collate_groups
+from dpr_components.reader.data import MinedQuestion, PassageLookup, example_rng
+from dpr_components.reader.evaluate import dev_cases, evaluate_reader
+from dpr_components.reader.inputs import InputSettings
+from dpr_components.reader.loss import reader_loss
+from dpr_components.reader.model import load_reader, reader_from_encoder, save_reader
+from dpr_components.reader.predict import ReadSettings
+
+# Settings that may change between an interrupted run and its resumption.
+_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress"}
+
+
+@dataclass
+class TrainConfig:
+    """Reader training settings (defaults sized for a CPU; DPR's GPU runs used m=24)."""
+
+    output_dir: str
+    init_model: str = BUNDLED_MINILM
+    passages_per_question: int = 4  # m: one positive and m−1 negatives
+    batch_size: int = 4  # questions per optimizer step
+    epochs: int = 1
+    max_steps: int | None = None  # stop earlier than ``epochs``
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 2.0
+    max_length: int = 192
+    stride: int = 64
+    max_question_tokens: int = 64
+    max_title_tokens: int = 32
+    max_answer_length: int = 10
+    bf16: bool = False  # bf16 autocast for forward and backward
+    seed: int = 0
+    eval_every: int = 1000  # steps; 0 evaluates only at the end
+    checkpoint_every: int = 200
+    log_every: int = 10
+    dev_passages: int = 8
+    dev_limit: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("passages_per_question", "batch_size", "epochs", "log_every", "checkpoint_every", "dev_passages"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_steps is not None and self.max_steps <= 0:
+            raise ValueError(f"max_steps must be positive, got {self.max_steps}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be 0 or positive, got {self.eval_every}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        self.input_settings()  # validates the lengths
+
+    def input_settings(self) -> InputSettings:
+        return InputSettings(self.max_length, self.stride, self.max_question_tokens, self.max_title_tokens)
+
+
+@dataclass
+class Position:
+    """Where training stands: optimizer steps done, and the next example of the epoch's order."""
+
+    step: int = 0
+    epoch: int = 0
+    index: int = 0
+    best_em: float = -1.0
+    best_step: int = -1
+    last_eval_step: int = -1
+
+
+@dataclass
+class TrainResult:
+    position: Position
+    total_steps: int
+    best_dir: Path | None
+    export_dir: Path | None
+
+
+def data_fingerprint(questions: Sequence[MinedQuestion]) -> str:
+    digest = hashlib.sha256()
+    for q in questions:
+        digest.update(q.to_json().encode())
+    return digest.hexdigest()[:16]
+
+
+def total_steps(config: TrainConfig, n_questions: int) -> int:
+    per_epoch = -(-n_questions // config.batch_size)
+    return min(config.max_steps or per_epoch * config.epochs, per_epoch * config.epochs)
+
+
+def _optimizer(reader: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for name, parameter in reader.named_parameters():
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+
+def _scheduler(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _rng_states() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def _set_rng_states(states: dict[str, Any]) -> None:
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    torch.set_rng_state(states["torch"])
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class _Run:
+    """State of one training run and its files."""
+
+    def __init__(self, config: TrainConfig, train: Sequence[MinedQuestion], fingerprint: str) -> None:
+        self.config = config
+        self.dir = Path(config.output_dir)
+        self.checkpoint_dir = self.dir / "checkpoint"
+        self.log_path = self.dir / "log.jsonl"
+        self.fingerprint = fingerprint
+        self.total = total_steps(config, len(train))
+        recover_directory(self.checkpoint_dir)
+
+    def save_checkpoint(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any, position: Position,
+                        rng: dict[str, Any]) -> None:
+        state = {
+            "model": reader.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "rng": rng, "position": asdict(position), "config": asdict(self.config), "data": self.fingerprint,
+        }
+        with atomic_directory(self.checkpoint_dir) as tmp:
+            torch.save(state, tmp / "state.pt")
+            (tmp / "position.json").write_text(json.dumps(asdict(position)) + "\n", encoding="utf-8")
+
+    def load_checkpoint(self) -> dict[str, Any] | None:
+        path = self.checkpoint_dir / "state.pt"
+        if not path.is_file():
+            return None
+        # Our own checkpoint: it holds RNG states (numpy arrays, tuples) besides tensors.
+        state = torch.load(path, weights_only=False)
+        if state["data"] != self.fingerprint:
+            raise ValueError(f"{path} was trained on other data (fingerprint {state['data']} ≠ {self.fingerprint})")
+        changed = {
+            f.name: (state["config"].get(f.name), getattr(self.config, f.name))
+            for f in fields(self.config)
+            if f.name not in _RESUMABLE_CHANGES and state["config"].get(f.name) != getattr(self.config, f.name)
+        }
+        if changed:
+            raise ValueError(f"{path} was made with other settings {changed}; use another output folder")
+        return state
+
+    def log(self, entry: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+
+    def truncate_log(self, step: int) -> None:
+        """Drop log entries of steps after the checkpoint (they will be run again)."""
+        if not self.log_path.is_file():
+            return
+        lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
+        atomic_write_text(self.log_path, "".join(line + "\n" for line in kept))
+
+
+def train(
+    config: TrainConfig,
+    train_questions: Sequence[MinedQuestion],
+    dev_questions: Sequence[MinedQuestion],
+    lookup: PassageLookup,
+    after_step: Callable[[int], None] | None = None,
+) -> TrainResult:
+    """Train (or resume) a reader; ``after_step(step)`` is called after every optimizer step."""
+    if not train_questions:
+        raise ValueError("no training questions")
+    run = _Run(config, train_questions, data_fingerprint(train_questions))
+    inputs = config.input_settings()
+    reader, tokenizer = reader_from_encoder(config.init_model, seed=config.seed)
+    optimizer = _optimizer(reader, config)
+    scheduler = _scheduler(optimizer, int(config.warmup_ratio * run.total), run.total)
+    position = Position()
+    state = run.load_checkpoint()
+    if state is not None:
+        reader.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        _set_rng_states(state["rng"])
+        position = Position(**state["position"])
+        run.truncate_log(position.step)
+        print(f"resuming from step {position.step} (epoch {position.epoch}, example {position.index})", flush=True)
+    else:
+        random.seed(config.seed)
+        np.random.seed(config.seed)
+        torch.manual_seed(config.seed)
+    dev_questions = dev_questions[: config.dev_limit]
+    needed = (i for q in [*train_questions, *dev_questions] for i in [*q.negative_ids, *q.positive_ids, *q.top_ids])
+    lookup.preload(needed)
+    dev = dev_cases(dev_questions, lookup, config.dev_passages, config.seed)
+    rng_after_step = _rng_states()
+    reader.train()
+    bar = tqdm(total=run.total, initial=position.step, desc="Training reader", unit="step", disable=not config.progress)
+    window = {"loss": 0.0, "span_loss": 0.0, "selection_loss": 0.0, "steps": 0, "questions": 0, "rows": 0,
+              "start": time.perf_counter()}
+    in_update = False
+    try:
+        while position.step < run.total:
+            order = np.random.default_rng([config.seed, position.epoch]).permutation(len(train_questions))
+            while position.index < len(order) and position.step < run.total:
+                batch_ids = order[position.index : position.index + config.batch_size]
+                groups = [
+                    g for i in batch_ids
+                    if (g := build_group(
+                        train_questions[int(i)], lookup, tokenizer, config.passages_per_question, inputs,
+                        example_rng(config.seed, position.epoch, int(i)),
+                    )) is not None
+                ]
+                if not groups:  # no question of this batch has a locatable answer
+                    position.index += len(batch_ids)
+                    continue
+                parts = _backward(reader, tokenizer, optimizer, config, groups)
+                in_update = True
+                optimizer.step()
+                scheduler.step()
+                position.index += len(batch_ids)
+                position.step += 1
+                rng_after_step = _rng_states()
+                in_update = False
+                for key in ("loss", "span_loss", "selection_loss"):
+                    window[key] += parts[key]
+                window["steps"] += 1
+                window["questions"] += len(groups)
+                window["rows"] += sum(len(g.rows) for g in groups)
+                bar.update(1)
+                if position.step % config.log_every == 0 or position.step == run.total:
+                    _log_window(run, position, window, scheduler.get_last_lr()[0], bar)
+                if config.eval_every and position.step % config.eval_every == 0 and dev:
+                    _evaluate(run, reader, tokenizer, dev, position, config, inputs)
+                if position.step % config.checkpoint_every == 0:
+                    run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
+                if after_step is not None:
+                    after_step(position.step)
+            if position.index >= len(order):
+                position.epoch += 1
+                position.index = 0
+    except KeyboardInterrupt:
+        if not in_update:
+            run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
+            print(f"\ninterrupted: checkpoint saved at step {position.step}", flush=True)
+        raise
+    finally:
+        bar.close()
+    if dev and position.last_eval_step != position.step:
+        _evaluate(run, reader, tokenizer, dev, position, config, inputs)
+    run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
+    return _finish(run, reader, tokenizer, position)
+
+
+def _backward(
+    reader: torch.nn.Module, tokenizer: Any, optimizer: Any, config: TrainConfig, groups: list[Group]
+) -> dict[str, float]:
+    """Loss and clipped gradients of one batch (parameters unchanged until ``optimizer.step``)."""
+    batch = collate_groups(groups, config.passages_per_question, tokenizer.pad_token_id, tokenizer.cls_token_id,
+                           tokenizer.sep_token_id)
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+        output = reader(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], return_dict=True)
+    loss, parts = reader_loss(
+        output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float(),
+        batch["passage_mask"], batch["row_mask"], batch["spans"], batch["span_mask"],
+    )
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(reader.parameters(), config.max_grad_norm)
+    return {"loss": float(loss.detach()), **parts}
+
+
+def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float, bar: Any) -> None:
+    seconds = time.perf_counter() - window["start"]
+    steps = max(window["steps"], 1)
+    entry = {
+        "step": position.step, "epoch": position.epoch, "index": position.index,
+        "loss": window["loss"] / steps, "span_loss": window["span_loss"] / steps,
+        "selection_loss": window["selection_loss"] / steps, "lr": lr,
+        "steps_per_s": window["steps"] / seconds, "questions_per_s": window["questions"] / seconds,
+        "passages_per_s": window["rows"] / seconds, "peak_rss_mb": round(_peak_rss_mb(), 1),
+    }
+    run.log(entry)
+    bar.set_postfix(loss=f"{entry['loss']:.3f}", q_s=f"{entry['questions_per_s']:.2f}")
+    window.update(loss=0.0, span_loss=0.0, selection_loss=0.0, steps=0, questions=0, rows=0, start=time.perf_counter())
+
+
+def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, position: Position, config: TrainConfig,
+              inputs: InputSettings) -> None:
+    start = time.perf_counter()
+    scores = evaluate_reader(reader, tokenizer, dev, inputs, ReadSettings(max_answer_length=config.max_answer_length),
+                             bf16=config.bf16)
+    improved = scores.exact_match > position.best_em
+    position.last_eval_step = position.step
+    if improved:
+        position.best_em, position.best_step = scores.exact_match, position.step
+        save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
+    run.log({"step": position.step, "dev_em": scores.exact_match, "dev_f1": scores.f1, "dev_n": scores.n,
+             "best": improved, "eval_seconds": time.perf_counter() - start})
+    mark = " (best)" if improved else ""
+    print(f"\nstep {position.step}: dev EM {scores.exact_match:.2f} F1 {scores.f1:.2f}{mark}", flush=True)
+
+
+def _info(config: TrainConfig, position: Position, dev_f1: float | None) -> dict[str, Any]:
+    return {"training": asdict(config), "step": position.step, "dev_em": position.best_em, "dev_f1": dev_f1}
+
+
+def _finish(run: _Run, reader: torch.nn.Module, tokenizer: Any, position: Position) -> TrainResult:
+    """Export the best reader (or the last one without dev questions) as fp16 safetensors."""
+    best_dir = run.dir / "best"
+    if best_dir.is_dir():
+        source, source_tokenizer = load_reader(best_dir)
+    else:
+        source, source_tokenizer = reader, tokenizer
+    info = _info(run.config, position, None)
+    if best_dir.is_dir() and (best_dir / "reader_info.json").is_file():
+        info = json.loads((best_dir / "reader_info.json").read_text(encoding="utf-8"))
+    export_dir = run.dir / "export"
+    save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info)
+    return TrainResult(position, run.total, best_dir if best_dir.is_dir() else None, export_dir)

@@ -1,0 +1,69 @@
+"""pipelines/qa.yml end to end through the ``haystack`` command, on tiny models and a small corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpr_components.cli import main
+from dpr_components.pipeline_loading import load_pipeline
+from test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+
+
+@pytest.fixture()
+def store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> Path:
+    path = tmp_path / "index"
+    code = main([
+        "run", str(PIPELINES / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(path),
+        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
+        "--set", "embedder.progress_bar=false",
+    ])
+    assert code == 0
+    return path
+
+
+def _qa_args(store: Path, reader: Path, dense: Path, *extra: str) -> list[str]:
+    return [
+        "run", str(PIPELINES / "qa.yml"), "--store", str(store), "--set", f"reader.model={reader}",
+        "--set", f"dense.model={dense}", *extra,
+    ]
+
+
+def test_qa_yaml_loads_with_the_reader_last() -> None:
+    pipeline = load_pipeline(PIPELINES / "qa.yml")
+    assert list(pipeline.graph.successors("ranker")) == ["reader"]
+    assert pipeline.get_component("ranker").top_k == 10
+    assert pipeline.get_component("reader").model == "models/reader-minilm"
+
+
+def test_qa_pipeline_answers_from_the_store(
+    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+) -> None:
+    assert main(_qa_args(store, tiny_reader_dir, tiny_st_dir, "-q", "who wrote hamlet", "--json")) == 0
+    result = json.loads(capsys.readouterr().out)
+    answers = result["reader"]["answers"]
+    assert 1 <= len(answers) <= 5
+    for answer in answers:
+        content = answer["document"]["content"]
+        offset = answer["document_offset"]
+        assert content[offset["start"] : offset["end"]] == answer["data"]
+        assert {"bm25_score", "dense_score"} <= set(answer["document"]["meta"])
+        assert isinstance(answer["meta"]["passage_score"], float)
+    # A table by default, and --top-k sets the reader's answers.
+    assert main(_qa_args(store, tiny_reader_dir, tiny_st_dir, "-q", "highest mountain", "--top-k", "1")) == 0
+    table = capsys.readouterr().out
+    assert "reader.answers:" in table and "passage_score" in table and "  2. " not in table
+
+
+def test_qa_pipeline_reports_a_missing_reader_or_an_empty_question(
+    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, tmp_path: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(_qa_args(store, tmp_path / "no-reader", tiny_st_dir, "-q", "who wrote hamlet")) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(_qa_args(store, tiny_reader_dir, tiny_st_dir, "-q", "  ")) == 2
+    assert "empty" in capsys.readouterr().err

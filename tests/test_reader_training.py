@@ -1,0 +1,204 @@
+"""Reader training: the loss, mining, training groups, and resuming an interrupted run exactly."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from haystack import Document
+from safetensors import safe_open
+
+from dpr_components.reader.batches import build_group, collate_groups
+from dpr_components.reader.data import MinedQuestion, Passage, PassageLookup, mine, read_mined, write_mined
+from dpr_components.reader.inputs import InputSettings
+from dpr_components.reader.loss import reader_loss, selection_log_likelihood, span_log_likelihood
+from dpr_components.reader.model import load_reader
+from dpr_components.reader.training import TrainConfig, train
+from test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+SETTINGS = InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8)
+
+
+# ---- loss --------------------------------------------------------------------------------------
+
+
+def test_span_loss_marginalises_over_all_occurrences() -> None:
+    start = torch.tensor([[9.0, 1.0, 2.0, 0.0]])
+    end = torch.tensor([[9.0, 0.0, 1.0, 1.0]])
+    mask = torch.tensor([[False, True, True, True]])  # position 0 is the question: never an answer
+    spans = torch.tensor([[[1, 2], [2, 3]]])
+    got = span_log_likelihood(start, end, mask, spans, torch.tensor([[True, True]]))
+    p_start = np.exp([1, 2, 0]) / np.exp([1, 2, 0]).sum()
+    p_end = np.exp([0, 1, 1]) / np.exp([0, 1, 1]).sum()
+    expected = math.log(p_start[0] * p_end[1] + p_start[1] * p_end[2])
+    assert float(got[0]) == pytest.approx(expected, rel=1e-5)
+    # A padded (masked) span slot changes nothing; one span alone is the plain log-likelihood.
+    padded = span_log_likelihood(start, end, mask, torch.tensor([[[1, 2], [0, 0]]]), torch.tensor([[True, False]]))
+    assert float(padded[0]) == pytest.approx(math.log(p_start[0] * p_end[1]), rel=1e-5)
+    with pytest.raises(ValueError, match="at least one"):
+        span_log_likelihood(start, end, mask, spans, torch.tensor([[False, False]]))
+
+
+def test_reader_loss_adds_selection_over_real_passages() -> None:
+    relevance = torch.tensor([[2.0, 1.0, 50.0]])
+    row_mask = torch.tensor([[True, True, False]])  # the third row is padding
+    selection = selection_log_likelihood(relevance, row_mask)
+    assert float(selection[0]) == pytest.approx(math.log(math.exp(2) / (math.exp(2) + math.exp(1))), rel=1e-5)
+    tokens = 4
+    start = torch.zeros(3, tokens)
+    end = torch.zeros(3, tokens)
+    passage_mask = torch.ones(3, tokens, dtype=torch.bool)
+    loss, parts = reader_loss(start, end, relevance.view(-1), passage_mask, row_mask,
+                              torch.tensor([[[0, 0]]]), torch.tensor([[True]]))
+    assert parts["span_loss"] == pytest.approx(2 * math.log(tokens), rel=1e-5)
+    assert float(loss) == pytest.approx(parts["span_loss"] + parts["selection_loss"], rel=1e-5)
+
+
+# ---- data ---------------------------------------------------------------------------------------
+
+
+class DictStore:
+    """Just enough of a document store for ``PassageLookup``."""
+
+    def __init__(self, documents: dict[str, Document]) -> None:
+        self.documents = documents
+
+    def get_documents_by_id(self, ids: list[str]) -> list[Document]:
+        return [self.documents[i] for i in ids if i in self.documents]
+
+
+PASSAGES = {
+    f"n{i}": Document(id=f"n{i}", content=f"Filler passage {i} about rivers and old towns.", meta={"title": f"N{i}"})
+    for i in range(8)
+}
+PASSAGES["p0"] = Document(id="p0", content="The Eiffel Tower is in Paris, in France.", meta={"title": "Eiffel"})
+
+QUESTIONS = [
+    ("where is the eiffel tower", ["Paris"], "The Eiffel Tower stands in Paris; Paris is the capital of France."),
+    ("who wrote hamlet", ["William Shakespeare"], "Hamlet is a tragedy written by William Shakespeare around 1600."),
+    ("what is the highest mountain", ["Mount Everest"], "Mount Everest is the highest mountain on Earth."),
+    ("when did curie win the prize", ["1903"], "Marie Curie won the Nobel Prize in Physics in 1903."),
+    ("what do bees make", ["honey"], "Honey bees live in colonies and make honey from nectar."),
+    ("which planet is largest", ["Jupiter"], "Jupiter is the largest planet of the Solar System."),
+]
+
+
+def _mined() -> list[MinedQuestion]:
+    return [
+        MinedQuestion(f"q{i}", q, answers, "gold", Passage("T", text), negative_ids=[f"n{j}" for j in range(8)],
+                      top_ids=["p0", "n0", "n1"])
+        for i, (q, answers, text) in enumerate(QUESTIONS)
+    ]
+
+
+def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
+    from dpr_components.reader.data import SourceQuestion
+
+    docs = [PASSAGES["n0"], PASSAGES["p0"], PASSAGES["n1"]]
+    questions = [SourceQuestion("q", "where is the eiffel tower", ["Paris"], None),
+                 SourceQuestion("r", "unanswerable", ["Atlantis"], None)]
+    mined = mine(questions, "retrieved", [lambda i: docs], progress=False)
+    assert len(mined) == 1  # no positive for "Atlantis": dropped
+    assert mined[0].positive_ids == ["p0"] and mined[0].negative_ids == ["n0", "n1"]
+    assert mined[0].top_ids == ["n0", "p0", "n1"]
+    assert len(mine(questions, "retrieved", [lambda i: docs], progress=False, keep_all=True)) == 2
+    write_mined(tmp_path / "m.jsonl", mined)
+    assert read_mined(tmp_path / "m.jsonl") == mined
+
+
+def test_training_group_points_at_every_answer_occurrence(tokenizer) -> None:  # noqa: F811
+    question = _mined()[0]
+    lookup = PassageLookup(DictStore(PASSAGES))
+    group = build_group(question, lookup, tokenizer, 4, SETTINGS, np.random.default_rng(0))
+    assert group is not None and len(group.rows) == 4
+    positive = group.rows[0]
+    words = [tokenizer.decode(positive.input_ids[s : e + 1]) for s, e in group.spans]
+    assert words == ["paris", "paris"]  # both occurrences, marginalised by the loss
+    batch = collate_groups([group, group], 5, tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    assert batch["input_ids"].shape[0] == 10 and batch["row_mask"].tolist() == [[True] * 4 + [False]] * 2
+    missing = MinedQuestion("x", "q", ["Atlantis"], "gold", Passage("T", "No answer here."), negative_ids=["n0"])
+    assert build_group(missing, lookup, tokenizer, 4, SETTINGS, np.random.default_rng(0)) is None
+
+
+# ---- training and resuming -----------------------------------------------------------------------
+
+
+def _config(output: Path, encoder: Path, **changes) -> TrainConfig:
+    settings = dict(
+        output_dir=str(output), init_model=str(encoder), passages_per_question=3, batch_size=2, epochs=2,
+        learning_rate=1e-3, max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8, eval_every=2,
+        checkpoint_every=2, log_every=1, dev_passages=3, progress=False,
+    )
+    return TrainConfig(**{**settings, **changes})
+
+
+def _train(output: Path, encoder: Path, after_step=None, **changes):
+    lookup = PassageLookup(DictStore(PASSAGES))
+    return train(_config(output, encoder, **changes), _mined(), _mined()[:3], lookup, after_step=after_step)
+
+
+def _state(output: Path) -> dict:
+    return torch.load(output / "checkpoint" / "state.pt", weights_only=False)
+
+
+def _stop_at(step: int, error: type[BaseException]):
+    def after_step(done: int) -> None:
+        if done == step:
+            raise error("stop")
+
+    return after_step
+
+
+def _assert_same_state(a: dict, b: dict) -> None:
+    assert a["position"] == b["position"]
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
+        assert torch.equal(pa["exp_avg"], pb["exp_avg"])
+    assert a["scheduler"] == b["scheduler"]
+
+
+def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+    result = _train(tmp_path / "run", tiny_encoder_dir)
+    assert result.position.step == result.total_steps == 6
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    train_entries = [e for e in log if "loss" in e]
+    assert [e["step"] for e in train_entries] == [1, 2, 3, 4, 5, 6]
+    assert all(e["questions_per_s"] > 0 and e["peak_rss_mb"] > 0 for e in train_entries)
+    assert [e["step"] for e in log if "dev_em" in e] == [2, 4, 6]
+    with safe_open(str(result.export_dir / "model.safetensors"), "pt") as weights:
+        assert all(weights.get_tensor(k).dtype == torch.float16 for k in weights.keys())
+    info = json.loads((result.export_dir / "reader_info.json").read_text())
+    assert info["step"] == result.position.best_step
+    reader, _ = load_reader(result.export_dir)
+    assert reader is not None
+    # Running the finished command again changes nothing.
+    again = _train(tmp_path / "run", tiny_encoder_dir)
+    assert again.position == result.position
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_training_resumes_to_the_same_state(
+    tmp_path: Path, tiny_encoder_dir: Path, error: type[BaseException]  # noqa: F811
+) -> None:
+    _train(tmp_path / "straight", tiny_encoder_dir)
+    # KeyboardInterrupt saves a checkpoint at step 3; a crash resumes from the step-2 checkpoint.
+    with pytest.raises(error):
+        _train(tmp_path / "broken", tiny_encoder_dir, after_step=_stop_at(3, error))
+    assert _state(tmp_path / "broken")["position"]["step"] == (3 if error is KeyboardInterrupt else 2)
+    _train(tmp_path / "broken", tiny_encoder_dir)
+    _assert_same_state(_state(tmp_path / "straight"), _state(tmp_path / "broken"))
+    steps = [json.loads(line)["step"] for line in (tmp_path / "broken" / "log.jsonl").read_text().splitlines()
+             if "loss" in json.loads(line)]
+    assert steps == [1, 2, 3, 4, 5, 6]  # steps run again after a crash are not logged twice
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+    with pytest.raises(KeyboardInterrupt):
+        _train(tmp_path / "run", tiny_encoder_dir, after_step=_stop_at(1, KeyboardInterrupt))
+    with pytest.raises(ValueError, match="learning_rate"):
+        _train(tmp_path / "run", tiny_encoder_dir, learning_rate=5e-4)

@@ -1,0 +1,183 @@
+"""Train DPR's span reader from the bundled MiniLM on SQuAD (and optionally NQ) with mined negatives.
+
+    python -m training.train_reader --output runs/reader-minilm --sample 20000 --export-to models/reader-minilm
+    python -m training.train_reader --output runs/reader-smoke --limit 200 --max-steps 30 --dev-limit 50
+
+Steps: (1) questions are mined once against the pool store (BM25 and dense top passages →
+positives/negatives by answer matching) and cached under the cache folder; (2) the reader is
+trained with resumable checkpoints in ``--output`` (run the same command again to resume);
+(3) the best reader by dev exact match is exported in fp16 to ``--output``/export and, with
+``--export-to``, copied there. See training/READER.md for the recipe and its costs."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpr_components.encoders import BUNDLED_MINILM, bf16_supported
+from dpr_components.io_utils import atomic_directory
+from dpr_components.reader.data import (
+    Kind,
+    MinedQuestion,
+    MiningSettings,
+    PassageLookup,
+    mine,
+    read_mined,
+    read_questions,
+    write_mined,
+)
+from dpr_components.reader.training import TrainConfig, train
+from dpr_components.settings import cache_dir, data_dir
+
+
+def _kind(path: Path) -> Kind:
+    """SQuAD questions come with their paragraph; NQ ones find positives by answer matching."""
+    return "gold" if "squad" in str(path).lower() else "retrieved"
+
+
+def _store(path: Path, encoder: str) -> Any:
+    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+
+    store = EmbeddedDocumentStore(path=str(path))
+    if store.count_documents() == 0:
+        from benchmarks.retrieval_quality import pool_store
+
+        store = pool_store(encoder, path)
+    return store
+
+
+def _retrievers(store: Any, questions: list, names: list[str], depth: int, encoder: str) -> list:
+    retrievers = []
+    for name in names:
+        if name == "bm25":
+            retrievers.append(lambda i: store.bm25_retrieval(questions[i].question, depth))
+        elif name == "dense":
+            from dpr_components.embedders import QuestionEmbedder
+
+            vectors = QuestionEmbedder(model=encoder).encoder.encode_questions(
+                [q.question for q in questions], show_progress=True
+            )
+            retrievers.append(lambda i, v=vectors: store.embedding_retrieval(v[i], depth))
+        else:
+            raise ValueError(f"unknown retriever {name!r} (use bm25, dense)")
+    return retrievers
+
+
+def mined_questions(
+    path: Path, store: Any, store_path: Path, names: list[str], settings: MiningSettings, limit: int | None,
+    encoder: str, keep_all: bool, sample: int | None = None, seed: int = 0,
+) -> list[MinedQuestion]:
+    """Mined questions of one file (the first ``limit``, or ``sample`` drawn at random), from the
+    cache when the same mining was done before."""
+    if not path.is_file():
+        raise SystemExit(f"{path} does not exist: set DPR_DATA_DIR to the shared data folder")
+    key = json.dumps([str(path.resolve()), path.stat().st_size, str(store_path.resolve()), names, settings.__dict__,
+                      limit, encoder, keep_all, sample, seed], sort_keys=True)
+    cached = cache_dir() / "reader_data" / f"{path.stem}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsonl"
+    if cached.is_file():
+        print(f"mined questions: {cached}", flush=True)
+        return read_mined(cached)
+    questions = read_questions(path, limit)
+    if sample is not None and sample < len(questions):
+        chosen = np.random.default_rng(seed).choice(len(questions), size=sample, replace=False)
+        questions = [questions[int(i)] for i in sorted(chosen)]
+    mined = mine(questions, _kind(path), _retrievers(store, questions, names, settings.depth, encoder), settings,
+                 keep_all=keep_all)
+    write_mined(cached, mined)
+    print(f"mined {len(mined)} of {len(questions)} questions from {path} → {cached}", flush=True)
+    return mined
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default="runs/reader-minilm", help="run folder (checkpoints, log, best, export)")
+    parser.add_argument("--export-to", help="copy the fp16 export here at the end (e.g. models/reader-minilm)")
+    parser.add_argument("--train", default="squad/train-v1.1.json,nq/train.jsonl",
+                        help="comma-separated training files under the data folder: squad/train-v1.1.json "
+                        "and/or nq/train.jsonl")
+    parser.add_argument("--dev", default="squad/dev.jsonl", help="dev file for model selection ('' for none)")
+    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm; built if empty)")
+    parser.add_argument("--encoder", default=BUNDLED_MINILM, help="question encoder of the store, for dense mining")
+    parser.add_argument("--negatives-from", default="bm25,dense", help="retrievers to mine passages with")
+    parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
+    parser.add_argument("--limit", type=int, help="first N training questions of each file (smoke runs)")
+    parser.add_argument("--sample", type=int, help="N training questions of each file drawn at random (seeded)")
+    parser.add_argument("--init-model", default=BUNDLED_MINILM)
+    parser.add_argument("--passages", type=int, default=4, help="m: passages per question (1 positive + m-1 negatives)")
+    parser.add_argument("--batch-size", type=int, default=4, help="questions per step")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--warmup-ratio", type=float, default=0.1)
+    parser.add_argument("--max-length", type=int, default=192, help="tokens per passage input")
+    parser.add_argument("--stride", type=int, default=64)
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                        help="bf16 autocast for training; auto: where the CPU has native bf16")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eval-every", type=int, default=1000, help="steps between dev evaluations (0: at the end)")
+    parser.add_argument("--checkpoint-every", type=int, default=200)
+    parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--dev-limit", type=int, default=500, help="dev questions (drawn at random, seeded)")
+    parser.add_argument("--dev-passages", type=int, default=8)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    return parser
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    store_path = Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm"
+    store = _store(store_path, args.encoder)
+    names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
+    settings = MiningSettings(depth=args.depth)
+    train_questions: list[MinedQuestion] = []
+    for name in [n for n in args.train.split(",") if n.strip()]:
+        path = data_dir() / name.strip()
+        train_questions += mined_questions(path, store, store_path, names, settings, args.limit, args.encoder, False,
+                                           args.sample, args.seed)
+    dev_questions = []
+    if args.dev:
+        dev_questions = mined_questions(data_dir() / args.dev, store, store_path, names, settings, None,
+                                        args.encoder, True, args.dev_limit, args.seed)
+    config = TrainConfig(
+        output_dir=args.output, init_model=args.init_model, passages_per_question=args.passages,
+        batch_size=args.batch_size, epochs=args.epochs, max_steps=args.max_steps, learning_rate=args.lr,
+        warmup_ratio=args.warmup_ratio, max_length=args.max_length, stride=args.stride,
+        bf16=args.precision == "bf16" or (args.precision == "auto" and bf16_supported()),
+        seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
+        dev_passages=args.dev_passages, dev_limit=args.dev_limit,
+    )
+    Path(args.output).mkdir(parents=True, exist_ok=True)
+    (Path(args.output) / "command.txt").write_text("python -m training.train_reader " + " ".join(sys.argv[1:]) + "\n")
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops like Ctrl-C: a checkpoint is saved first
+    try:
+        result = train(config, train_questions, dev_questions, PassageLookup(store))
+    except KeyboardInterrupt:
+        print("interrupted; run the same command to resume", file=sys.stderr)
+        return 130
+    print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} "
+          f"at step {result.position.best_step}; fp16 reader in {result.export_dir}")
+    if args.export_to and result.export_dir is not None:
+        with atomic_directory(args.export_to) as tmp:
+            shutil.copytree(result.export_dir, tmp, dirs_exist_ok=True)
+            tmp.chmod(0o755)
+        print(f"copied to {args.export_to}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
