@@ -1,0 +1,118 @@
+"""``DPRTrainer``: a Haystack component that trains a DPR bi-encoder and outputs the folder of
+the trained encoders (Hugging Face DPR layout), ready for ``DenseRetriever`` and
+``PassageEmbedder``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from dpr_components.encoders import BUNDLED_MINILM
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.data import load_training_examples, resolve_data_source
+from dpr_components.training.examples import Ctx, TrainingExample
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class DPRTrainer:
+    """Trains question and passage encoders (Karpukhin et al. 2020) on DPR-format data.
+
+    :param output_dir: run folder (checkpoints, log, ``best/`` and ``final/`` models). A run
+        found there is resumed; a finished one returns its result at once.
+    :param model: starting checkpoint: ``bundled:all-MiniLM-L6-v2``, a sentence-transformers,
+        BERT or DPR folder.
+    :param settings: any other :class:`TrainingConfig` setting (e.g. ``grad_cache_chunk``,
+        ``loss``, ``in_batch``, ``validate_every``, ``patience``).
+    """
+
+    def __init__(
+        self,
+        output_dir: str = "runs/dpr",
+        model: str = BUNDLED_MINILM,
+        epochs: int = 3,
+        batch_size: int = 32,
+        negatives: int = 1,
+        learning_rate: float = 2e-5,
+        similarity: str = "dot",
+        settings: dict[str, Any] | None = None,
+        progress_bar: bool = True,
+    ) -> None:
+        self.output_dir = output_dir
+        self.model = model
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.negatives = negatives
+        self.learning_rate = learning_rate
+        self.similarity = similarity
+        self.settings = dict(settings or {})
+        self.progress_bar = progress_bar
+        self.config = self._config()  # validate now rather than after loading data
+
+    def _config(self) -> TrainingConfig:
+        explicit = {
+            "model": self.model, "epochs": self.epochs, "batch_size": self.batch_size, "negatives": self.negatives,
+            "learning_rate": self.learning_rate, "similarity": self.similarity,
+        }
+        clash = sorted(set(explicit) & set(self.settings))
+        if clash:
+            raise ValueError(f"DPRTrainer: {clash} are parameters of their own; do not repeat them in settings")
+        return TrainingConfig.from_dict({**explicit, **self.settings})
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, output_dir=self.output_dir, model=self.model, epochs=self.epochs, batch_size=self.batch_size,
+            negatives=self.negatives, learning_rate=self.learning_rate, similarity=self.similarity,
+            settings=self.settings, progress_bar=self.progress_bar,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DPRTrainer:
+        return default_from_dict(cls, data)
+
+    @component.output_types(checkpoint=str, question_model=str, passage_model=str, metrics=dict)
+    def run(
+        self,
+        data: str | None = None,
+        examples: list[TrainingExample] | None = None,
+        dev_data: str | None = None,
+        corpus: str | None = None,
+        split: str | None = None,
+    ) -> dict[str, Any]:
+        """Train on ``data`` (a file or ``datasets`` source, see ``load_training_examples``) or on
+        ``examples``; ``dev_data`` enables validation and best-model selection; ``corpus`` (a
+        JSONL/TSV corpus, split into 100-word passages) gives random negatives and the sampled
+        validation pool."""
+        from dpr_components.training.negatives import load_corpus_passages
+        from dpr_components.training.trainer import train
+
+        if (data is None) == (examples is None):
+            raise ValueError("DPRTrainer needs exactly one of 'data' (a file) or 'examples'")
+        if data is not None:
+            loaded = load_training_examples(resolve_data_source(data), split=split)
+            logger.info(loaded.summary())
+            examples = loaded.examples
+        assert examples is not None
+        if not examples:
+            raise ValueError("DPRTrainer: no training examples (every record lacked a positive passage?)")
+        dev = load_training_examples(resolve_data_source(dev_data)).examples if dev_data else None
+        passages = None
+        if corpus:
+            passages = [Ctx(p.title, p.text) for p in load_corpus_passages(resolve_data_source(corpus))]
+        result = train(self.config, examples, self.output_dir, dev, passages, show_progress=self.progress_bar)
+        metrics = {
+            "steps": result.steps,
+            "best_step": result.best_step,
+            "best_metric": result.best_metric,
+            "last_validation": result.last_validation,
+            "examples_per_second": result.examples_per_second,
+        }
+        return {
+            "checkpoint": result.model_dir,
+            "question_model": result.question_model,
+            "passage_model": result.passage_model,
+            "metrics": metrics,
+        }

@@ -1,0 +1,96 @@
+"""Convert encoder folders between layouts, keeping pooling and normalisation:
+
+* :func:`to_dpr`: a sentence-transformers, plain BERT or DPR folder (or ``bundled:...``) to the
+  Hugging Face DPR layout (``question_encoder/`` + ``passage_encoder/`` with sidecars);
+* :func:`to_sentence_transformers`: one encoder folder to a sentence-transformers folder
+  (Transformer + Pooling [+ Normalize] modules);
+* :func:`to_bert`: one encoder folder to a plain BERT folder with an ``encoder_config.json``
+  sidecar recording pooling and normalisation.
+
+DPR's ``pooler`` output without a projection is the [CLS] vector, so it converts to ``cls``
+pooling. Our passages are encoded as the pair (title, text); with sentence-transformers pass
+``[title, text]`` pairs to ``encode`` to get the same input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dpr_components.encoders import SIDECAR_FILE, ModelLayout, _load_tokenizer, detect_layout, resolve_model_path
+from dpr_components.io_utils import atomic_directory
+from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
+from dpr_components.training.export import export_dpr, save_weights
+from dpr_components.training.model import BiEncoder
+
+
+def to_dpr(source: str, out: str | Path, passage_source: str | None = None, fp16: bool = False) -> Path:
+    """``source`` (and ``passage_source`` for E_P, else the same weights) in DPR layout at ``out``."""
+    model = BiEncoder.from_pretrained(source, passage_model=passage_source, tie=passage_source is None)
+    return export_dpr(model, out, fp16=fp16, metadata={"converted_from": _portable(source)})
+
+
+def _portable(reference: str) -> str:
+    path = Path(reference)
+    return path.name if path.is_absolute() else reference
+
+
+def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, str]:
+    """The plain BertModel inside ``source``, its tokenizer and layout, and the pooling to record."""
+    from transformers import AutoModel
+
+    layout = detect_layout(resolve_model_path(source))
+    if layout.kind in ("dpr_question", "dpr_context"):
+        role = "question" if layout.kind == "dpr_question" else "context"
+        model = dpr_class(role).from_pretrained(str(layout.transformer_path), dtype=torch.float32)
+        bert = dpr_to_bert(model)
+        pooling = "cls" if layout.pooling == "pooler" else layout.pooling
+    else:
+        bert = AutoModel.from_pretrained(str(layout.transformer_path), dtype=torch.float32)
+        pooling = layout.pooling
+        if pooling == "pooler":
+            raise ValueError(f"{source}: BERT's pooler (dense + tanh) output has no equivalent outside its own layout")
+    return bert, _load_tokenizer(layout), layout, pooling
+
+
+def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
+    """One encoder as a plain BERT folder with a sidecar (loadable by ``TextEncoder``)."""
+    bert, tokenizer, layout, pooling = _bert_and_layout(source)
+    out = Path(out)
+    with atomic_directory(out) as tmp:
+        save_weights(bert, tmp, fp16)
+        tokenizer.save_pretrained(str(tmp))
+        sidecar = {"pooling": pooling, "normalize": layout.normalize, "max_length": layout.max_length, "title_mode": "pair"}
+        (tmp / SIDECAR_FILE).write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def to_sentence_transformers(source: str, out: str | Path, fp16: bool = False) -> Path:
+    """One encoder as a sentence-transformers folder."""
+    bert, tokenizer, layout, pooling = _bert_and_layout(source)
+    out = Path(out)
+    with atomic_directory(out) as tmp:
+        save_weights(bert, tmp, fp16)
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "1_Pooling").mkdir()
+        pooling_config = {
+            "word_embedding_dimension": bert.config.hidden_size,
+            "pooling_mode_cls_token": pooling == "cls",
+            "pooling_mode_mean_tokens": pooling == "mean",
+            "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        }
+        (tmp / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config, indent=2), encoding="utf-8")
+        modules = [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ]
+        if layout.normalize:
+            (tmp / "2_Normalize").mkdir()
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+        (tmp / "modules.json").write_text(json.dumps(modules, indent=2), encoding="utf-8")
+        st_config = {"max_seq_length": layout.max_length or 256, "do_lower_case": False}
+        (tmp / "sentence_bert_config.json").write_text(json.dumps(st_config, indent=2), encoding="utf-8")
+    return out

@@ -1,0 +1,66 @@
+"""Save a trained bi-encoder in Hugging Face DPR layout, loadable by ``TextEncoder``,
+``DenseRetriever``, ``QuestionEmbedder`` and ``PassageEmbedder`` as they are:
+
+    <out>/question_encoder/   DPRQuestionEncoder + tokenizer + encoder_config.json
+    <out>/passage_encoder/    DPRContextEncoder  + tokenizer + encoder_config.json
+    <out>/training.json       how it was trained (optional metadata)
+
+The ``encoder_config.json`` sidecar records pooling, normalisation and maximum length, which
+the DPR classes themselves cannot express (e.g. a mean-pooled MiniLM). With ``fp16`` the
+weights are stored as float16 safetensors (half the size, for committing) while config.json
+keeps ``dtype: float32``, so loaders upcast them instead of running in half precision."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dpr_components.encoders import SIDECAR_FILE
+from dpr_components.io_utils import atomic_directory
+from dpr_components.training.dpr_layout import dpr_to_dpr
+from dpr_components.training.model import BiEncoder
+
+QUESTION_DIR = "question_encoder"
+PASSAGE_DIR = "passage_encoder"
+TRAINING_FILE = "training.json"
+
+
+def save_weights(model: torch.nn.Module, folder: Path, fp16: bool = False) -> None:
+    """``save_pretrained`` as safetensors; with ``fp16`` float16 weights that load as float32."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    folder.mkdir(parents=True, exist_ok=True)
+    to_save = copy.deepcopy(model).to(torch.float16) if fp16 else model
+    to_save.save_pretrained(str(folder), safe_serialization=True)
+    if fp16:
+        config_path = folder / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config["dtype"] = "float32"
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def save_encoder_folder(
+    model: torch.nn.Module, tokenizer: Any, folder: Path, sidecar: dict[str, Any], fp16: bool = False
+) -> None:
+    """One encoder folder: weights (safetensors), config, tokenizer and the sidecar."""
+    save_weights(model, folder, fp16)
+    tokenizer.save_pretrained(str(folder))
+    (folder / SIDECAR_FILE).write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
+
+
+def export_dpr(model: BiEncoder, out: str | Path, fp16: bool = False, metadata: dict[str, Any] | None = None) -> Path:
+    """Write ``model`` to ``out`` (replaced atomically) and return ``out``."""
+    out = Path(out)
+    sidecar = model.encoder_metadata()
+    with atomic_directory(out) as tmp:
+        save_encoder_folder(model.question_model, model.question_tokenizer, tmp / QUESTION_DIR, sidecar, fp16)
+        passage = dpr_to_dpr(model.context_model, "context")
+        save_encoder_folder(passage, model.passage_tokenizer, tmp / PASSAGE_DIR, sidecar, fp16)
+        if metadata is not None:
+            (tmp / TRAINING_FILE).write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")
+    return out

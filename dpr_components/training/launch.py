@@ -1,0 +1,78 @@
+"""Start training from files, in this process or in several DDP processes on this machine
+(gloo backend; each process encodes its share of every batch, see ``distributed.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from dpr_components.training import distributed
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.data import load_training_examples, resolve_data_source
+from dpr_components.training.examples import Ctx, TrainingExample
+from dpr_components.training.negatives import load_corpus_passages
+from dpr_components.training.trainer import RESULT_FILE, TrainingResult, train
+
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    """File names of a run's data; ``subset`` keeps that many training examples (seeded shuffle)."""
+
+    data: str | list[str]
+    dev: str | None = None
+    corpus: str | None = None
+    subset: int | None = None
+    subset_seed: int = 0
+
+    def load(self) -> tuple[list[TrainingExample], list[TrainingExample] | None, list[Ctx] | None]:
+        import numpy as np
+
+        sources = [self.data] if isinstance(self.data, str) else list(self.data)
+        examples: list[TrainingExample] = []
+        for source in sources:
+            examples.extend(load_training_examples(resolve_data_source(source)).examples)
+        if self.subset is not None:
+            if self.subset > len(examples):
+                raise ValueError(f"subset of {self.subset} examples requested but the data has {len(examples)}")
+            order = np.random.default_rng(self.subset_seed).permutation(len(examples))[: self.subset]
+            examples = [examples[int(i)] for i in sorted(order)]
+        dev = load_training_examples(resolve_data_source(self.dev)).examples if self.dev else None
+        corpus = None
+        if self.corpus:
+            corpus = [Ctx(p.title, p.text) for p in load_corpus_passages(resolve_data_source(self.corpus))]
+        return examples, dev, corpus
+
+
+def train_from_files(
+    config: TrainingConfig, inputs: TrainingInputs, output_dir: str | Path, processes: int = 1, show_progress: bool = True
+) -> TrainingResult:
+    """Train on ``inputs`` into ``output_dir``; with ``processes`` > 1 as DDP processes."""
+    if processes < 1:
+        raise ValueError(f"processes must be positive, got {processes}")
+    if processes == 1:
+        examples, dev, corpus = inputs.load()
+        return train(config, examples, output_dir, dev, corpus, show_progress=show_progress)
+    if config.batch_size % processes:
+        raise ValueError(f"batch_size {config.batch_size} must be a multiple of processes ({processes})")
+    port = distributed.free_port()
+    torch.multiprocessing.spawn(
+        _worker, args=(processes, port, config.to_dict(), inputs, str(output_dir), show_progress), nprocs=processes
+    )
+    return TrainingResult(**json.loads((Path(output_dir) / RESULT_FILE).read_text(encoding="utf-8")))
+
+
+def _worker(
+    rank: int, world: int, port: int, config: dict, inputs: TrainingInputs, output_dir: str, show_progress: bool
+) -> None:
+    settings = TrainingConfig.from_dict(config)
+    torch.set_num_threads(settings.threads or max(1, (os.cpu_count() or 1) // world))
+    distributed.init_process_group(rank, world, port)
+    try:
+        examples, dev, corpus = inputs.load()
+        train(settings, examples, output_dir, dev, corpus, show_progress=show_progress)
+    finally:
+        distributed.destroy_process_group()

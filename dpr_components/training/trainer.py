@@ -1,0 +1,380 @@
+"""The DPR training loop: in-batch (and shared hard) negatives, AdamW with linear warm-up and
+decay, gradient clipping, optional GradCache and DDP, resumable checkpoints, validation with
+best-checkpoint selection and early stopping.
+
+Output folder::
+
+    config.json            the TrainingConfig (a resumed run must match it)
+    log.jsonl              loss, learning rate, examples/s, validation metrics by step
+    checkpoints/step-N/    resumable state (model, optimizer, scheduler, generators, position)
+    best/                  best validated model, Hugging Face DPR layout (see export.py)
+    final/                 the model at the end of training, same layout
+    result.json            summary (paths, steps, metrics, speed)
+
+Run the same call again after a kill and training continues from the newest checkpoint; run
+it after completion and it returns the stored result."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import random
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from dpr_components.io_utils import atomic_write_text
+from dpr_components.training import distributed
+from dpr_components.training.batching import BatchBuilder, BatchSettings
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.training.export import export_dpr
+from dpr_components.training.losses import build_loss
+from dpr_components.training.model import BiEncoder
+from dpr_components.training.run_log import RunLog
+from dpr_components.training.step import backward_batch
+from dpr_components.training.state import (
+    TrainerState,
+    latest_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    rng_states,
+    save_checkpoint,
+)
+from dpr_components.training.validation import ValidationSet, build_validation_set, validate
+
+CONFIG_FILE = "config.json"
+RESULT_FILE = "result.json"
+LOG_FILE = "log.jsonl"
+
+
+@dataclass
+class TrainingResult:
+    """Where the trained encoders are and how training went. ``model_dir`` is the best validated
+    model if there was validation, else the final one; it holds ``question_encoder/`` and
+    ``passage_encoder/``."""
+
+    output_dir: str
+    model_dir: str
+    final_dir: str
+    best_dir: str | None
+    steps: int
+    total_steps: int
+    stopped_early: bool
+    best_metric: float | None
+    best_step: int | None
+    last_validation: dict[str, float] | None
+    examples: int
+    examples_per_second: float
+    peak_rss_mb: float
+
+    @property
+    def question_model(self) -> str:
+        return str(Path(self.model_dir) / "question_encoder")
+
+    @property
+    def passage_model(self) -> str:
+        return str(Path(self.model_dir) / "passage_encoder")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def data_fingerprint(examples: Sequence[TrainingExample]) -> str:
+    """Identifies the training data, so a resumed run cannot silently switch data."""
+    digest = hashlib.sha256()
+    for e in examples:
+        digest.update(f"{e.id}\x1f{e.question}\x1f{ctx_key(e.positives[0])}\x1f{len(e.hard_negatives)}\x1e".encode())
+    return digest.hexdigest()[:16]
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _optimizer(model: torch.nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+    # As in BERT and DPR: no weight decay on biases and LayerNorm weights.
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.learning_rate, eps=config.adam_eps)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def epoch_order(seed: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch, 1]).permutation(n)
+
+
+class Trainer:
+    """One training run in one process (of ``world_size``); see :func:`train`."""
+
+    def __init__(
+        self,
+        config: TrainingConfig,
+        examples: Sequence[TrainingExample],
+        output_dir: str | Path,
+        dev_examples: Sequence[TrainingExample] | None = None,
+        corpus: Sequence[Ctx] | None = None,
+        show_progress: bool = True,
+        on_step: Callable[[TrainerState], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.examples = examples
+        self.output_dir = Path(output_dir)
+        self.dev_examples = dev_examples
+        self.corpus = corpus
+        self.show_progress = show_progress
+        self.on_step = on_step
+        self.rank, self.world = distributed.rank_and_world()
+        if config.batch_size % self.world:
+            raise ValueError(f"batch_size {config.batch_size} must be a multiple of the {self.world} processes")
+        self.batches_per_epoch = len(examples) // config.batch_size
+        self.steps_per_epoch = self.batches_per_epoch // config.accumulation_steps
+        if self.steps_per_epoch == 0:
+            raise ValueError(
+                f"{len(examples)} training examples are fewer than one step needs "
+                f"(batch_size {config.batch_size} x accumulation_steps {config.accumulation_steps})"
+            )
+        self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
+
+    # ---- setup -------------------------------------------------------------------------
+
+    def _check_output_dir(self, fingerprint: str) -> None:
+        path = self.output_dir / CONFIG_FILE
+        if path.exists():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            previous = TrainingConfig.from_dict(saved["config"])
+            changed = self.config.differences(previous)
+            if changed:
+                raise ValueError(
+                    f"{self.output_dir} holds a run with other settings ({', '.join(changed)} differ): "
+                    "resume it with the same settings or use another output folder"
+                )
+            if saved.get("data") != fingerprint:
+                raise ValueError(f"{self.output_dir} holds a run on other training data: use another output folder")
+        if self.rank == 0:
+            payload = {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)}
+            atomic_write_text(path, json.dumps(payload, indent=1))
+
+    def _build(self) -> None:
+        config = self.config
+        _seed_everything(config.seed + self.rank)
+        self.model = BiEncoder.from_pretrained(
+            config.model,
+            passage_model=config.passage_model,
+            tie=config.tie_encoders,
+            pooling=config.pooling,
+            normalize=config.normalize,
+            max_length=config.max_length,
+            dropout=config.dropout,
+            bf16=config.bf16,
+        )
+        self.loss = build_loss(config.loss, config.similarity, config.scale, config.margin)  # type: ignore[arg-type]
+        self.batches = BatchBuilder(
+            self.examples,
+            BatchSettings(
+                negatives=config.negatives,
+                negative_source=config.negative_source,  # type: ignore[arg-type]
+                in_batch=config.in_batch,
+                mask_answer_hits=config.mask_answer_hits,
+            ),
+            seed=config.seed,
+            random_pool=self.corpus,
+        )
+        from transformers import get_linear_schedule_with_warmup
+
+        self.optimizer = _optimizer(self.model, config)
+        warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * self.total_steps)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
+        self.validation: ValidationSet | None = None
+        if self.dev_examples and self.rank == 0:
+            self.validation = build_validation_set(
+                self.dev_examples, config.val_questions, config.val_hard_negatives, self.corpus,
+                config.val_pool_size, seed=config.seed,
+            )
+
+    # ---- one step ----------------------------------------------------------------------
+
+    def _step(self, state: TrainerState, order: np.ndarray) -> tuple[float, float]:
+        config = self.config
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = 0.0
+        for _ in range(config.accumulation_steps):
+            b = state.batch_in_epoch
+            indices = order[b * config.batch_size : (b + 1) * config.batch_size].tolist()
+            batch = self.batches.build(indices, state.epoch, b, shards=self.world)
+            scale = 1.0 / config.accumulation_steps
+            loss += backward_batch(self.model, self.loss, batch, config.grad_cache_chunk, scale)
+            state.batch_in_epoch += 1
+        distributed.sum_gradients(self.model.parameters())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm))
+        self.optimizer.step()
+        self.scheduler.step()
+        state.step += 1
+        state.examples_seen += config.batch_size * config.accumulation_steps
+        return loss, grad_norm
+
+    # ---- validation, checkpoints -------------------------------------------------------
+
+    def _validate(self, state: TrainerState, log: RunLog | None) -> None:
+        config = self.config
+        if self.rank == 0 and self.validation is not None:
+            metrics = validate(self.model, self.validation, score=config.similarity)
+            name = config.selection_metric
+            if name not in metrics:
+                raise ValueError(f"selection metric {name!r} is not computed; metrics are {sorted(metrics)}")
+            value = metrics[name]
+            lower_is_better = name == "avg_rank"
+            improved = state.best_metric is None or (
+                value < state.best_metric if lower_is_better else value > state.best_metric
+            )
+            if improved:
+                state.best_metric, state.best_step, state.bad_validations = value, state.step, 0
+                export_dpr(self.model, self.output_dir / "best", config.fp16_export, self._metadata(state, metrics))
+            else:
+                state.bad_validations += 1
+            state.stopped_early = config.patience is not None and state.bad_validations >= config.patience
+            state.last_validation = metrics
+            if log is not None:
+                log.write({"step": state.step, "epoch": state.epoch, "validation": metrics, "best": improved})
+        fields = ("best_metric", "best_step", "bad_validations", "stopped_early", "last_validation")
+        shared = distributed.broadcast_object({name: getattr(state, name) for name in fields})
+        for name, value in shared.items():  # type: ignore[attr-defined]
+            setattr(state, name, value)
+
+    def _checkpoint(self, state: TrainerState) -> None:
+        rng = distributed.all_gather_objects(rng_states())
+        if self.rank == 0:
+            folder = self.output_dir / "checkpoints"
+            save_checkpoint(folder, self.model, self.optimizer, self.scheduler, state, rng)  # type: ignore[arg-type]
+            prune_checkpoints(folder, self.config.keep_checkpoints)
+        distributed.barrier()
+
+    def _metadata(self, state: TrainerState, metrics: dict[str, float] | None = None) -> dict[str, Any]:
+        return {"step": state.step, "epoch": state.epoch, "metrics": metrics, "config": self.config.to_dict()}
+
+    # ---- the loop ----------------------------------------------------------------------
+
+    def run(self) -> TrainingResult:
+        config = self.config
+        result_path = self.output_dir / RESULT_FILE
+        fingerprint = data_fingerprint(self.examples)
+        self._check_output_dir(fingerprint)
+        distributed.barrier()
+        self._build()
+        state = TrainerState()
+        checkpoint = latest_checkpoint(self.output_dir / "checkpoints")
+        if checkpoint is not None:
+            state = load_checkpoint(checkpoint, self.model, self.optimizer, self.scheduler, self.rank)
+        if state.step >= self.total_steps or state.stopped_early:
+            if result_path.exists():
+                return TrainingResult(**json.loads(result_path.read_text(encoding="utf-8")))
+        log = RunLog(self.output_dir / LOG_FILE) if self.rank == 0 else None
+        if log is not None:
+            log.truncate_after(state.step if checkpoint is not None else -1)
+        if log is not None and checkpoint is None:
+            log.write({"step": 0, "event": "start", "examples": len(self.examples), "total_steps": self.total_steps,
+                       "steps_per_epoch": self.steps_per_epoch, "processes": self.world})
+        if checkpoint is None and self.dev_examples and config.validate_at_start:
+            # The starting model competes for "best": fine-tuning a strong retriever can also hurt.
+            self._validate(state, log)
+        self.model.train()
+        bar = tqdm(total=self.total_steps, initial=state.step, desc="Training", unit="step",
+                   disable=not self.show_progress or self.rank != 0, smoothing=0.1)
+        session_start, session_examples, elapsed_before = time.perf_counter(), 0, state.elapsed_seconds
+        window_losses: list[float] = []
+        window_start, window_examples = time.perf_counter(), 0
+        order = epoch_order(config.seed, state.epoch, len(self.examples))
+        while state.step < self.total_steps and not state.stopped_early:
+            loss, grad_norm = self._step(state, order)
+            step_examples = config.batch_size * config.accumulation_steps
+            session_examples += step_examples
+            window_examples += step_examples
+            window_losses.append(loss)
+            epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
+            if epoch_done:
+                state.epoch += 1
+                state.batch_in_epoch = 0
+                order = epoch_order(config.seed, state.epoch, len(self.examples))
+            last = state.step >= self.total_steps
+            now = time.perf_counter()
+            speed = window_examples / max(now - window_start, 1e-9)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", ex_s=f"{speed:.1f}", epoch=state.epoch)
+            if state.step % config.log_every == 0 or last:
+                if log is not None:
+                    log.write({
+                        "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window_losses)),
+                        "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm, "examples_per_s": speed,
+                        "elapsed_s": elapsed_before + now - session_start, "peak_rss_mb": peak_rss_mb(),
+                    })
+                window_losses, window_start, window_examples = [], now, 0
+            due = (state.step % config.validate_every == 0) if config.validate_every else epoch_done
+            if self.dev_examples and (due or last):
+                self._validate(state, log)
+            if state.step % config.checkpoint_every == 0 or epoch_done or last or state.stopped_early:
+                state.elapsed_seconds = elapsed_before + time.perf_counter() - session_start
+                self._checkpoint(state)
+            if self.on_step is not None:
+                self.on_step(state)
+        bar.close()
+        session_seconds = time.perf_counter() - session_start
+        state.elapsed_seconds = elapsed_before + session_seconds
+        return self._finish(state, session_examples / session_seconds if session_examples else 0.0)
+
+    def _finish(self, state: TrainerState, speed: float) -> TrainingResult:
+        final_dir = self.output_dir / "final"
+        best_dir = self.output_dir / "best" if state.best_step is not None else None
+        result = TrainingResult(
+            output_dir=str(self.output_dir),
+            model_dir=str(best_dir or final_dir),
+            final_dir=str(final_dir),
+            best_dir=str(best_dir) if best_dir else None,
+            steps=state.step,
+            total_steps=self.total_steps,
+            stopped_early=state.stopped_early,
+            best_metric=state.best_metric,
+            best_step=state.best_step,
+            last_validation=state.last_validation,
+            examples=len(self.examples),
+            examples_per_second=speed,
+            peak_rss_mb=peak_rss_mb(),
+        )
+        if self.rank == 0:
+            export_dpr(self.model, final_dir, self.config.fp16_export, self._metadata(state, state.last_validation))
+            atomic_write_text(self.output_dir / RESULT_FILE, json.dumps(result.to_dict(), indent=1))
+        distributed.barrier()
+        return result
+
+
+def train(
+    config: TrainingConfig,
+    examples: Sequence[TrainingExample],
+    output_dir: str | Path,
+    dev_examples: Sequence[TrainingExample] | None = None,
+    corpus: Sequence[Ctx] | None = None,
+    show_progress: bool = True,
+    on_step: Callable[[TrainerState], None] | None = None,
+) -> TrainingResult:
+    """Train a DPR bi-encoder on ``examples`` into ``output_dir`` (resuming a run found there).
+
+    ``dev_examples`` enable validation and best-model selection; ``corpus`` passages are the
+    random-negative pool and the sampled validation pool. In a DDP process group every process
+    calls this with the same arguments."""
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    return Trainer(config, examples, output_dir, dev_examples, corpus, show_progress, on_step).run()

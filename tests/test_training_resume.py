@@ -1,0 +1,94 @@
+"""A training run killed mid-epoch (SIGKILL) and resumed ends exactly where an uninterrupted run
+ends: same weights, same losses, a clean log."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.data import load_training_examples
+from dpr_components.training.run_log import read_log
+from dpr_components.training.trainer import train
+
+KILLED_RUN = """
+import os, signal, sys
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.data import load_training_examples
+from dpr_components.training.trainer import train
+
+config = TrainingConfig.from_dict(__import__("json").loads(sys.argv[1]))
+examples = load_training_examples(sys.argv[2]).examples
+def kill_at_five(state):
+    if state.step == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+train(config, examples, sys.argv[3], dev_examples=examples[:4], show_progress=False, on_step=kill_at_five)
+"""
+
+
+def _write_examples(path: Path) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(12):
+            record = {
+                "id": f"q{i}",
+                "question": f"what is fact number {i} about subject {i % 5}",
+                "answers": [f"value{i}"],
+                "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
+                "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
+            }
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+@pytest.mark.timeout(120)
+def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    data = _write_examples(tmp_path / "train.jsonl")
+    examples = load_training_examples(data).examples
+    # 12 examples, batch 4: 3 steps per epoch, 6 in all; checkpoints at 2, 3 (epoch end), 4 and 6.
+    config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=2, max_length=32, dropout=0.1,
+                            learning_rate=1e-3, checkpoint_every=2, log_every=1, threads=1, val_questions=4)
+    whole = train(config, examples, tmp_path / "whole", dev_examples=examples[:4], show_progress=False)
+
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, json.dumps(config.to_dict()), str(data), str(tmp_path / "resumed")],
+        capture_output=True, text=True, timeout=100,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (tmp_path / "resumed" / "final").exists()
+    resumed = train(config, examples, tmp_path / "resumed", dev_examples=examples[:4], show_progress=False)
+
+    assert resumed.steps == whole.steps == 6
+    final = "checkpoints/step-00000006/model.pt"
+    a, b = torch.load(tmp_path / "whole" / final), torch.load(tmp_path / "resumed" / final)
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    log_whole, log_resumed = read_log(tmp_path / "whole" / "log.jsonl"), read_log(tmp_path / "resumed" / "log.jsonl")
+    assert [e["step"] for e in log_resumed] == [e["step"] for e in log_whole]
+    assert [e.get("loss") for e in log_resumed] == [e.get("loss") for e in log_whole]
+    assert resumed.best_step == whole.best_step and resumed.last_validation == whole.last_validation
+
+    # Finished runs return their stored result; a changed setting is refused.
+    assert train(config, examples, tmp_path / "whole", show_progress=False).steps == 6
+    changed = TrainingConfig(**{**config.to_dict(), "learning_rate": 5e-4})
+    with pytest.raises(ValueError, match="learning_rate"):
+        train(changed, examples, tmp_path / "whole", show_progress=False)
+
+
+def test_early_stopping_keeps_the_best(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    examples = load_training_examples(_write_examples(tmp_path / "train.jsonl")).examples
+    # A learning rate this small leaves the metric unchanged: no validation after the one before
+    # training (step 0) improves on it, so the untouched start is the best model.
+    config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=3, max_length=32, learning_rate=1e-12,
+                            validate_every=1, patience=2, threads=1, val_questions=4, selection_metric="avg_rank")
+    result = train(config, examples, tmp_path / "run", dev_examples=examples[:4], show_progress=False)
+    assert result.stopped_early and result.steps == 2 and result.total_steps == 9
+    assert result.best_step == 0 and result.model_dir == str(tmp_path / "run" / "best")
+    training = json.loads((tmp_path / "run" / "best" / "training.json").read_text())
+    assert training["step"] == 0 and training["metrics"]["avg_rank"] == result.best_metric
+    assert train(config, examples, tmp_path / "run", dev_examples=examples[:4], show_progress=False).stopped_early

@@ -1,0 +1,1 @@
+"""Training commands and recipes, run from the repository root: ``python -m training.<name>``."""

@@ -1,0 +1,51 @@
+"""Convert encoder folders between the DPR, sentence-transformers and plain BERT layouts.
+
+    python -m training.convert to-dpr bundled:all-MiniLM-L6-v2 models/minilm-dpr
+    python -m training.convert to-dpr runs/dpr/final/question_encoder models/dpr --passage runs/dpr/final/passage_encoder --fp16
+    python -m training.convert to-st runs/dpr/final/question_encoder models/question-st
+    python -m training.convert to-bert runs/dpr/final/passage_encoder models/passage-bert
+
+Pooling and normalisation travel with the weights (sentence-transformers modules, or the
+encoder_config.json sidecar). --fp16 stores float16 safetensors (half the size) that load as
+float32."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dpr_components.encoders import EncoderLoadError
+from dpr_components.training.convert import to_bert, to_dpr, to_sentence_transformers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    dpr = commands.add_parser("to-dpr", help="to question_encoder/ + passage_encoder/ (Hugging Face DPR)")
+    dpr.add_argument("source")
+    dpr.add_argument("out")
+    dpr.add_argument("--passage", help="separate source for the passage encoder (default: same weights)")
+    for name, help_text in (("to-st", "one encoder to a sentence-transformers folder"),
+                            ("to-bert", "one encoder to a plain BERT folder with sidecar")):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("source")
+        sub.add_argument("out")
+    for sub in commands.choices.values():
+        sub.add_argument("--fp16", action="store_true", help="store float16 weights")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "to-dpr":
+            out = to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16)
+        elif args.command == "to-st":
+            out = to_sentence_transformers(args.source, args.out, fp16=args.fp16)
+        else:
+            out = to_bert(args.source, args.out, fp16=args.fp16)
+    except (ValueError, EncoderLoadError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Top-k retrieval accuracy over the full pool (55,350 passages) of trained encoders, the
+zero-shot bundled MiniLM or BM25, on dev question sets.
+
+    python -m training.evaluate --system runs/dpr-nq/<run>/best --questions nq/dev.jsonl,squad/dev.jsonl \\
+        --out runs/dpr-nq/<run>/eval.json
+    python -m training.evaluate --system bm25 --questions nq/dev.jsonl --out runs/dpr-nq/baselines/bm25.json
+
+--system is a training output folder (question_encoder/ + passage_encoder/), one encoder used
+for both (e.g. bundled:all-MiniLM-L6-v2), or ``bm25``. Passage vectors are cached in
+.cache/embeddings as they are computed, so an interrupted evaluation resumes. Retrieval is
+exact inner product (the encoders' own normalisation applies); an answer counts if it occurs
+in a passage's text (DPR's has_answer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpr_components.encoders import EncoderSettings, TextEncoder
+from dpr_components.evaluation.questions import QAExample, load_questions
+from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
+from dpr_components.indexing.embedding import cache_for, encode_passages_cached
+from dpr_components.indexing.passages import Passage
+from dpr_components.io_utils import atomic_write_text
+from dpr_components.settings import cache_dir
+from dpr_components.training.data import resolve_data_source
+from dpr_components.training.negatives import bm25_for, load_corpus_passages
+
+POOL = "wiki/documents.jsonl"
+KS = (1, 5, 20, 100)
+MAX_K = 100
+
+
+def pool_passages(limit: int | None = None) -> list[Passage]:
+    passages = load_corpus_passages(resolve_data_source(POOL))
+    return passages[:limit] if limit else passages
+
+
+def encoder_folders(system: str) -> tuple[str, str]:
+    """(question model, passage model) of a training output folder, else ``system`` for both."""
+    folder = Path(system)
+    if (folder / "question_encoder").is_dir() and (folder / "passage_encoder").is_dir():
+        return str(folder / "question_encoder"), str(folder / "passage_encoder")
+    return system, system
+
+
+def _top_ids(questions: np.ndarray, passages: np.ndarray, k: int) -> np.ndarray:
+    out = np.empty((len(questions), k), dtype=np.int64)
+    for start in range(0, len(questions), 256):
+        scores = questions[start : start + 256] @ passages.T
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        out[start : start + 256] = np.take_along_axis(top, order, axis=1)
+    return out
+
+
+class DenseSystem:
+    def __init__(self, system: str, passages: Sequence[Passage], precision: str = "auto") -> None:
+        question_model, passage_model = encoder_folders(system)
+        self.questions = TextEncoder(EncoderSettings(model=question_model, precision=precision), batch_size=64)
+        encoder = TextEncoder(EncoderSettings(model=passage_model, precision=precision), batch_size=64)
+        self.vectors = encode_passages_cached(
+            encoder, [p.text for p in passages], [p.title or None for p in passages],
+            cache_for(encoder, cache_dir() / "embeddings"), show_progress=True,
+        )
+
+    def top(self, questions: Sequence[QAExample]) -> np.ndarray:
+        vectors = self.questions.encode_questions([q.question for q in questions], show_progress=True)
+        return _top_ids(vectors, self.vectors, MAX_K)
+
+
+class BM25System:
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self.index = bm25_for(passages, cache_dir() / "training")
+
+    def top(self, questions: Sequence[QAExample]) -> list[np.ndarray]:
+        return [self.index.search(q.question, MAX_K)[0] for q in tqdm(questions, desc="BM25", unit="q")]
+
+
+def evaluate(
+    system: str, question_files: Sequence[str], limit: int | None = None, precision: str = "auto",
+    pool_limit: int | None = None,
+) -> dict[str, Any]:
+    """Accuracy of ``system`` on each question file over the pool (its first ``pool_limit``
+    passages only for quick checks: numbers are then not comparable)."""
+    passages = pool_passages(pool_limit)
+    start = time.perf_counter()
+    retriever: Any = BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision)
+    index_seconds = time.perf_counter() - start
+    results: dict[str, Any] = {}
+    for name in question_files:
+        questions = load_questions(resolve_data_source(name), limit=limit)
+        start = time.perf_counter()
+        top = retriever.top(questions)
+        ranks = [
+            first_hit_rank(answer_hits(q.answers, [passages[int(i)].text for i in ids]))
+            for q, ids in zip(questions, top)
+        ]
+        result = RetrievalResult.from_ranks(ranks, max_k=MAX_K, question_ids=[q.id for q in questions])
+        results[name] = {
+            "n_questions": len(questions),
+            "top_k": {str(k): result.accuracy(k) for k in KS},
+            "mrr": result.mrr,
+            "seconds": time.perf_counter() - start,
+            "first_hit_ranks": ranks,
+        }
+        print(f"{system} on {name}: " + ", ".join(f"top-{k} {result.accuracy(k):.1f}" for k in KS), file=sys.stderr)
+    return {"system": system, "pool_passages": len(passages), "precision": precision, "index_seconds": index_seconds,
+            "datasets": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--system", required=True, help="training output folder, encoder folder/bundled name, or bm25")
+    parser.add_argument("--questions", default="nq/dev.jsonl", help="comma-separated question files")
+    parser.add_argument("--limit", type=int, help="first N questions of each file")
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
+    parser.add_argument("--pool-limit", type=int, help="first N pool passages only (a quick check of the code path)")
+    parser.add_argument("--out", required=True, help="JSON result file")
+    args = parser.parse_args(argv)
+    result = evaluate(args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit)
+    atomic_write_text(args.out, json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

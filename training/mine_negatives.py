@@ -1,0 +1,97 @@
+"""Mine BM25 hard negatives for training questions and write DPR-format JSON lines.
+
+    python -m training.mine_negatives --data nq/train.jsonl --out runs/data/nq-train-bm25.jsonl
+    python -m training.mine_negatives --data squad/train-v1.1.json --out runs/data/squad-train-bm25.jsonl \\
+        --limit 7167 --shuffle-seed 0
+
+Relative --data/--corpus paths that do not exist are looked up in the shared data folder
+($DPR_DATA_DIR, default ../shared/data). The corpus (default: the shared pool,
+wiki/documents.jsonl) is split into DPR's 100-word passages and indexed with our BM25; the
+index is cached under .cache/training. Interrupted? Run the same command again: finished
+questions are kept and skipped."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dpr_components.settings import cache_dir
+from dpr_components.training.data import load_training_examples, resolve_data_source
+from dpr_components.training.examples import TrainingExample
+from dpr_components.training.negatives import (
+    BM25NegativeMiner,
+    MiningReport,
+    MiningSettings,
+    bm25_for,
+    load_corpus_passages,
+    mine_to_file,
+)
+
+DEFAULT_CORPUS = "wiki/documents.jsonl"
+
+
+def select(examples: list[TrainingExample], limit: int | None, shuffle_seed: int | None) -> list[TrainingExample]:
+    """The first ``limit`` examples, after a seeded shuffle when ``shuffle_seed`` is given."""
+    if shuffle_seed is not None:
+        order = np.random.default_rng(shuffle_seed).permutation(len(examples))
+        examples = [examples[int(i)] for i in order]
+    return examples[:limit] if limit else examples
+
+
+def mine(
+    data: str,
+    out: str | Path,
+    corpus: str = DEFAULT_CORPUS,
+    settings: MiningSettings | None = None,
+    limit: int | None = None,
+    shuffle_seed: int | None = None,
+) -> MiningReport | None:
+    """Mine ``data`` into ``out`` unless ``out`` already exists; returns the report (None if skipped)."""
+    out = Path(out)
+    if out.exists():
+        print(f"{out} exists: already mined (delete it to mine again)", file=sys.stderr)
+        return None
+    settings = settings or MiningSettings()
+    loaded = load_training_examples(resolve_data_source(data))
+    print(loaded.summary(), file=sys.stderr)
+    examples = select(loaded.examples, limit, shuffle_seed)
+    passages = load_corpus_passages(resolve_data_source(corpus), settings.words_per_passage)
+    print(f"corpus: {len(passages)} passages", file=sys.stderr)
+    index = bm25_for(passages, cache_dir() / "training")
+    miner = BM25NegativeMiner(passages, index, settings)
+    meta = {"data": data, "corpus": corpus, "limit": limit, "shuffle_seed": shuffle_seed,
+            "skipped_without_positive": loaded.skipped_without_positive}
+    report = mine_to_file(examples, miner, out, total=len(examples), extra_meta=meta)
+    print(json.dumps(report.to_dict()), file=sys.stderr)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="training questions with gold passages (any supported format)")
+    parser.add_argument("--out", required=True, help="output DPR JSON lines file")
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="corpus to mine from (JSONL or DPR TSV)")
+    parser.add_argument("--num-negatives", type=int, default=30, help="hard negatives kept per question")
+    parser.add_argument("--depth", type=int, default=100, help="BM25 results searched per question")
+    parser.add_argument("--no-split-positives", action="store_true",
+                        help="keep long gold passages whole instead of their 100-word block with the answer")
+    parser.add_argument("--limit", type=int, help="mine only the first N questions (after --shuffle-seed)")
+    parser.add_argument("--shuffle-seed", type=int, help="shuffle the questions with this seed before --limit")
+    args = parser.parse_args(argv)
+    try:
+        settings = MiningSettings(
+            num_negatives=args.num_negatives, depth=args.depth, split_positives=not args.no_split_positives
+        )
+        mine(args.data, args.out, args.corpus, settings, args.limit, args.shuffle_seed)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Train a DPR bi-encoder from DPR-format data (any format ``load_training_examples`` reads).
+
+    python -m training.train --data runs/data/nq-train-bm25.jsonl --out runs/dpr \\
+        --dev runs/data/nq-dev-bm25.jsonl --corpus wiki/documents.jsonl \\
+        --set batch_size=32 --set negatives=1 --set similarity=cosine --set grad_cache_chunk=16
+    python -m training.train ... --processes 2          # DDP on this machine (gloo)
+
+Settings: --config FILE (JSON object) and --set NAME=VALUE (VALUE parsed as JSON when it
+parses), any field of dpr_components.training.config.TrainingConfig. Interrupted? Run the same
+command again: it resumes from the newest checkpoint in --out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.launch import TrainingInputs, train_from_files
+
+
+def parse_settings(config_file: str | None, assignments: list[str]) -> dict:
+    settings: dict = {}
+    if config_file:
+        loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise ValueError(f"--config {config_file}: expected a JSON object of settings")
+        settings.update(loaded)
+    for item in assignments:
+        if "=" not in item:
+            raise ValueError(f"--set expects NAME=VALUE, got {item!r}")
+        name, raw = item.split("=", 1)
+        try:
+            settings[name] = json.loads(raw)
+        except json.JSONDecodeError:
+            settings[name] = raw
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, action="append", help="training data (repeat to concatenate)")
+    parser.add_argument("--out", required=True, help="run folder")
+    parser.add_argument("--dev", help="validation examples (DPR format; hard negatives used for the average rank)")
+    parser.add_argument("--corpus", help="corpus for random negatives and the validation pool (e.g. wiki/documents.jsonl)")
+    parser.add_argument("--subset", type=int, help="train on a seeded random subset of this many examples")
+    parser.add_argument("--config", help="JSON file of training settings")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--processes", type=int, default=1, help="DDP processes on this machine")
+    args = parser.parse_args(argv)
+    try:
+        config = TrainingConfig.from_dict(parse_settings(args.config, args.assignments))
+        inputs = TrainingInputs(args.data, args.dev, args.corpus, args.subset)
+        result = train_from_files(config, inputs, args.out, processes=args.processes)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_dict(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

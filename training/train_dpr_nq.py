@@ -1,0 +1,230 @@
+"""Recipe: DPR (Karpukhin et al. 2020) on Natural Questions, at the scale of a 2-core CPU.
+
+Starts from the bundled all-MiniLM-L6-v2, mines BM25 hard negatives from the shared pool for
+nq/train, trains question and passage encoders with in-batch negatives plus one shared BM25
+negative per question, and evaluates top-k retrieval accuracy on nq/dev (and squad/dev) over
+the full 55,350-passage pool, next to BM25 and zero-shot MiniLM.
+
+    python -m training.train_dpr_nq                       # the default run, every stage
+    python -m training.train_dpr_nq --dry-run             # print the plan and the expected time
+    python -m training.train_dpr_nq --with-squad          # NQ + 7,167 SQuAD questions
+    python -m training.train_dpr_nq --sweep negatives     # 0 / 1 / 2 hard negatives per question
+    python -m training.train_dpr_nq --sweep batch         # batch 8 / 16 / 32 / 64 (64 with GradCache)
+    python -m training.train_dpr_nq --sweep subsets       # 1,000 / 2,000 / 4,000 / 7,167 questions
+    python -m training.train_dpr_nq --stage report        # rewrite docs/training/ from finished runs
+
+Every stage is restartable: mining appends and skips finished questions, training resumes from
+its newest checkpoint, evaluation reuses cached passage vectors, finished stages are skipped.
+Runs live in runs/dpr-nq/<variant>/; the report goes to docs/training/dpr_nq.md."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpr_components.encoders import BUNDLED_MINILM
+from dpr_components.io_utils import atomic_write_text
+from dpr_components.training.config import TrainingConfig
+from dpr_components.training.launch import TrainingInputs, train_from_files
+from dpr_components.training.negatives import MiningSettings
+from training import evaluate as pool_eval
+from training import report
+from training.mine_negatives import mine
+
+ROOT = Path("runs/dpr-nq")
+DATA = ROOT / "data"
+NQ_TRAIN, NQ_DEV, SQUAD_TRAIN = "nq/train.jsonl", "nq/dev.jsonl", "squad/train-v1.1.json"
+EVAL_SETS = ("nq/dev.jsonl", "squad/dev.jsonl")
+NQ_QUESTIONS = 7167
+# For --dry-run: training.measure_speed gave 1.35 examples/s at batch 16 + 1 negative on one
+# thread of this (shared, loaded) 2-core machine, fp32; two threads are assumed to give ~1.5x.
+EXAMPLES_PER_SECOND = 2.0
+POOL_ENCODING_MINUTES = 20
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What changes between runs of the recipe; everything else is the TrainingConfig below."""
+
+    subset: int | None = None
+    batch_size: int = 32
+    negatives: int = 1
+    squad_questions: int = 0
+    epochs: int = 2
+    similarity: str = "cosine"
+    learning_rate: float = 2e-5
+    grad_cache_chunk: int | None = None
+    bf16: bool = False
+    threads: int = 2
+
+    @property
+    def name(self) -> str:
+        parts = [f"nq{self.subset or 'all'}"]
+        if self.squad_questions:
+            parts.append(f"squad{self.squad_questions}")
+        parts += [f"bs{self.batch_size}", f"hn{self.negatives}", self.similarity, f"e{self.epochs}"]
+        parts.append(f"lr{self.learning_rate:g}")
+        return "-".join(parts)
+
+    @property
+    def train_questions(self) -> int:
+        return (self.subset or NQ_QUESTIONS) + self.squad_questions
+
+    def config(self) -> TrainingConfig:
+        return TrainingConfig(
+            model=BUNDLED_MINILM,
+            similarity=self.similarity,
+            batch_size=self.batch_size,
+            negatives=self.negatives,
+            epochs=self.epochs,
+            learning_rate=self.learning_rate,
+            grad_cache_chunk=self.grad_cache_chunk,
+            bf16=self.bf16,
+            threads=self.threads,
+            max_length=256,
+            dropout=0.1,
+            max_grad_norm=2.0,
+            warmup_ratio=0.1,
+            checkpoint_every=50,
+            keep_checkpoints=2,
+            val_questions=300,
+            val_hard_negatives=5,
+            val_pool_size=3000,
+            selection_metric="mrr",
+        )
+
+    def expected_hours(self) -> float:
+        # Cost grows with the passages per question (1 + negatives); GradCache adds a forward pass.
+        relative = (1 + self.negatives) / 2 * (1.3 if self.grad_cache_chunk else 1.0)
+        steps = self.train_questions // self.batch_size * self.epochs
+        training = steps * self.batch_size / EXAMPLES_PER_SECOND * relative
+        validation = (self.epochs + 1) * 5 * 60  # at the start and after each epoch
+        return (training + validation) / 3600 + POOL_ENCODING_MINUTES / 60
+
+
+def sweep(name: str | None, base: Variant) -> list[Variant]:
+    if name is None:
+        return [base]
+    if name == "negatives":
+        return [dataclasses.replace(base, negatives=n) for n in (0, 1, 2)]
+    if name == "batch":
+        # 64 questions do not fit comfortably in memory with 128 passages: GradCache, chunks of 16.
+        return [dataclasses.replace(base, batch_size=b, grad_cache_chunk=16 if b > 32 else None) for b in (8, 16, 32, 64)]
+    if name == "subsets":
+        return [dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)]
+    if name == "squad":
+        return [base, dataclasses.replace(base, squad_questions=NQ_QUESTIONS)]
+    raise ValueError(f"unknown sweep {name!r}")
+
+
+# ---- stages ---------------------------------------------------------------------------------
+
+
+def squad_file(questions: int) -> Path:
+    return DATA / f"squad-train-{questions}-bm25.jsonl"
+
+
+def stage_mine(variants: list[Variant]) -> None:
+    settings = MiningSettings(num_negatives=30, depth=100)
+    mine(NQ_TRAIN, DATA / "nq-train-bm25.jsonl", settings=settings)
+    mine(NQ_DEV, DATA / "nq-dev-bm25.jsonl", settings=settings)
+    for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):
+        mine(SQUAD_TRAIN, squad_file(questions), settings=settings, limit=questions, shuffle_seed=0)
+
+
+def stage_baselines() -> None:
+    for name, system in (("bm25", "bm25"), ("minilm-zero-shot", BUNDLED_MINILM)):
+        out = ROOT / "baselines" / f"{name}.json"
+        if out.exists():
+            continue
+        result = pool_eval.evaluate(system, EVAL_SETS)
+        atomic_write_text(out, json.dumps({**result, "name": name}, indent=1))
+
+
+def run_dir(variant: Variant) -> Path:
+    return ROOT / variant.name
+
+
+def stage_train(variant: Variant) -> None:
+    data = [str(DATA / "nq-train-bm25.jsonl")]
+    if variant.squad_questions:
+        if variant.subset:
+            raise ValueError("--subset samples NQ questions; do not combine it with --with-squad")
+        data.append(str(squad_file(variant.squad_questions)))
+    inputs = TrainingInputs(data=data, dev=str(DATA / "nq-dev-bm25.jsonl"), corpus=pool_eval.POOL, subset=variant.subset)
+    out = run_dir(variant)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "variant.json", json.dumps(dataclasses.asdict(variant), indent=1))
+    result = train_from_files(variant.config(), inputs, out)
+    print(f"trained {variant.name}: {result.steps} steps, model in {result.model_dir}", file=sys.stderr)
+
+
+def stage_evaluate(variant: Variant) -> None:
+    folder = run_dir(variant)
+    out = folder / "eval.json"
+    result_file = folder / "result.json"
+    if out.exists() or not result_file.exists():
+        return
+    model_dir = json.loads(result_file.read_text(encoding="utf-8"))["model_dir"]
+    # Recorded relative to the repository so the report names no machine paths.
+    result = pool_eval.evaluate(str(Path(model_dir)), EVAL_SETS)
+    atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stage", default="all", choices=["all", "mine", "baselines", "train", "evaluate", "report"])
+    parser.add_argument("--sweep", choices=["negatives", "batch", "subsets", "squad"])
+    parser.add_argument("--subset", type=int, help="train on a seeded random subset of N NQ questions")
+    parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
+    parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
+    parser.add_argument("--with-squad", type=int, nargs="?", const=NQ_QUESTIONS, default=0, metavar="N",
+                        help=f"add N SQuAD train questions with BM25 negatives (default N: {NQ_QUESTIONS})")
+    parser.add_argument("--epochs", type=int, default=Variant.epochs)
+    parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
+    parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
+    parser.add_argument("--grad-cache-chunk", type=int, help="GradCache chunk size (sequences)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (about 10%% faster here; not the default)")
+    parser.add_argument("--threads", type=int, default=Variant.threads)
+    parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
+    args = parser.parse_args(argv)
+    base = Variant(
+        subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
+        epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
+        grad_cache_chunk=args.grad_cache_chunk, bf16=args.bf16, threads=args.threads,
+    )
+    variants = sweep(args.sweep, base)
+    if args.dry_run:
+        for v in variants:
+            hours = v.expected_hours()
+            print(f"{v.name}: {v.train_questions} questions, ~{hours:.1f} h (training, validation, pool encoding)")
+        return 0
+    started = time.perf_counter()
+    try:
+        if args.stage in ("all", "mine"):
+            stage_mine(variants)
+        if args.stage in ("all", "baselines"):
+            stage_baselines()
+        for variant in variants:
+            if args.stage in ("all", "train"):
+                stage_train(variant)
+            if args.stage in ("all", "evaluate"):
+                stage_evaluate(variant)
+        if args.stage in ("all", "report"):
+            command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
+            report.write_report(ROOT, Path("docs/training"), command)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"done in {(time.perf_counter() - started) / 60:.1f} min", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
