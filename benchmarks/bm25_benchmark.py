@@ -151,6 +151,7 @@ def main() -> None:
     from benchmarks.bm25_report import render_markdown
 
     args = parse_args()
+    load_before = os.getloadavg()
     work = args.work_dir or cache_dir() / "bm25_benchmark"
     results_dir = work / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -201,7 +202,14 @@ def main() -> None:
     report = {
         "command": "python -m benchmarks.bm25_benchmark " + " ".join(sys.argv[1:]),
         "date": date.today().isoformat(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            # 1-minute load average; above ~0.5 other work shared the cores during the run.
+            "load_average_start": round(load_before[0], 2),
+            "load_average_end": round(os.getloadavg()[0], 2),
+        },
         "pool": {"passages": len(data.passage_ids), "questions": {"nq": 655, "squad": 3470}},
         "cutoffs": list(CUTOFFS),
         "query_repeats": repeats,

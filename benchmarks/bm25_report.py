@@ -96,7 +96,9 @@ def render_markdown(report: dict) -> str:
         "",
         f"Run on {report['date']} on a {report['machine']['cpus']}-core CPU machine without GPU "
         f"({report['machine']['platform']}, Python {report['machine']['python']}). The machine is shared "
-        "and noisy: absolute speeds move between runs, so compare the ratios, which come from one run.",
+        "and noisy: absolute speeds move between runs, so compare the ratios, which come from one run. "
+        f"1-minute load average at the start and end of the run: {report['machine'].get('load_average_start')} "
+        f"and {report['machine'].get('load_average_end')} (the benchmark itself adds about 1).",
         "",
         "## Setup",
         "",

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dpr_components.evaluation.answer_matching import has_answer
+from dpr_components.evaluation.retrieval_metrics import first_hit_rank_for, top_k_accuracy_from_ranks
 
 CUTOFFS = (1, 5, 20, 100)
 
 
 def first_hit_rank(ranked_ids: Sequence[str], answers: Sequence[str], passage_text: Mapping[str, str]) -> int | None:
     """1-based rank of the first passage whose text (not title) contains an answer, or None."""
-    for rank, passage_id in enumerate(ranked_ids, 1):
-        if has_answer(answers, passage_text[passage_id]):
-            return rank
-    return None
+    return first_hit_rank_for(answers, (passage_text[passage_id] for passage_id in ranked_ids))
 
 
 def top_k_accuracy(first_hits: Sequence[int | None], cutoffs: Sequence[int] = CUTOFFS) -> dict[str, float]:
-    """Percentage of questions with an answer-bearing passage within the top k, for each cutoff."""
+    """Percentage of questions with an answer-bearing passage within the top k, keyed ``top<k>``."""
     if not first_hits:
         return {f"top{k}": float("nan") for k in cutoffs}
-    return {
-        f"top{k}": 100.0 * sum(1 for rank in first_hits if rank is not None and rank <= k) / len(first_hits)
-        for k in cutoffs
-    }
+    return {f"top{k}": value for k, value in top_k_accuracy_from_ranks(list(first_hits), list(cutoffs)).items()}
 
 
 def ranking_agreement(a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], depth: int) -> dict[str, float]:

@@ -18,6 +18,9 @@ LUCENE_STOP_WORDS: frozenset[str] = frozenset(
 )
 STOP_WORD_SETS: dict[str, frozenset[str]] = {"lucene": LUCENE_STOP_WORDS}
 
+# Bump when analysis changes: saved BM25 indexes built with another version are rebuilt.
+ANALYZER_VERSION = 1
+
 # Word-boundary classes from Unicode's WordBreakProperty.txt (UAX #29).
 _MID_LETTER = ":\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a"
 _MID_NUM = ",;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b"

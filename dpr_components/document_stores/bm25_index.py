@@ -13,7 +13,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
-from dpr_components.document_stores.analyzer import STOP_WORD_SETS, EnglishAnalyzer
+from dpr_components.document_stores.analyzer import ANALYZER_VERSION, STOP_WORD_SETS, EnglishAnalyzer
 from dpr_components.io_utils import atomic_directory
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -166,7 +166,10 @@ class BM25Index:
     def save(self, directory: Path) -> None:
         """Write the index and its parameters to ``directory``, replacing it atomically."""
         directory = Path(directory)
-        meta = {"format_version": FORMAT_VERSION, "num_docs": self._num_docs, "params": self.params}
+        meta = {
+            "format_version": FORMAT_VERSION, "analyzer_version": ANALYZER_VERSION,
+            "num_docs": self._num_docs, "params": self.params,
+        }
         with atomic_directory(directory) as tmp:
             if self._bm25 is not None:
                 self._bm25.save(tmp, show_progress=False)
@@ -186,6 +189,11 @@ class BM25Index:
             raise ValueError(f"corrupt BM25 index at {directory}: unreadable {META_FILE} ({error})") from error
         if version != FORMAT_VERSION:
             raise ValueError(f"BM25 index at {directory} has format version {version}, expected {FORMAT_VERSION}")
+        if meta.get("analyzer_version") != ANALYZER_VERSION:
+            raise ValueError(
+                f"BM25 index at {directory} was built with analyzer version {meta.get('analyzer_version')}, "
+                f"this code analyzes text with version {ANALYZER_VERSION}: rebuild it"
+            )
         try:
             index = cls(**params)
         except (TypeError, ValueError) as error:

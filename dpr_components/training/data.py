@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from dpr_components.training.examples import LoadedExamples, TrainingExample
+from dpr_components.training.examples import LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.hf_source import load_hf_examples
 from dpr_components.training.records import RecordError, example_from_record
 from dpr_components.training.squad import examples_from_squad, looks_like_squad
@@ -85,16 +85,8 @@ def _load_whole(path: Path) -> object:
 def _from_records(records: object, path: Path, limit: int | None) -> LoadedExamples:
     if not isinstance(records, list):
         raise RecordError(f"{path}: expected a JSON array of records")
-    examples: list[TrainingExample] = []
-    skipped = 0
-    for index, record in enumerate(records):
-        example = example_from_record(record, f"{path}, record {index}", f"record-{index}")
-        if example is None:
-            skipped += 1
-            continue
-        examples.append(example)
-        if limit is not None and len(examples) >= limit:
-            break
+    parsed = (example_from_record(r, f"{path}, record {i}", f"record-{i}") for i, r in enumerate(records))
+    examples, skipped = collect_examples(parsed, limit)
     return _checked(LoadedExamples(examples, str(path), skipped))
 
 

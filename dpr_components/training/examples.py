@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -59,3 +60,19 @@ class LoadedExamples:
             f"{self.source}: {len(self.examples)} examples ({hard} with hard negatives), "
             f"{self.skipped_without_positive} skipped without a positive passage"
         )
+
+
+def collect_examples(
+    parsed: Iterable[TrainingExample | None], limit: int | None
+) -> tuple[list[TrainingExample], int]:
+    """Keep parsed examples up to ``limit``; ``None`` marks a record skipped for having no positive."""
+    examples: list[TrainingExample] = []
+    skipped = 0
+    for example in parsed:
+        if example is None:
+            skipped += 1
+            continue
+        examples.append(example)
+        if limit is not None and len(examples) >= limit:
+            break
+    return examples, skipped

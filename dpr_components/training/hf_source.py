@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample
+from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.records import RecordError, check_answers, check_question, example_from_record, record_id
 
 _BUILDERS = {".parquet": "parquet", ".arrow": "arrow", ".json": "json", ".jsonl": "json", ".csv": "csv"}
@@ -90,14 +90,6 @@ def load_hf_examples(source: str, split: str | None = None, limit: int | None = 
             f"{source}, split {split!r}: columns {sorted(columns)} are neither DPR's "
             "(question, answers, positive_ctxs) nor SQuAD's (question, context, answers)"
         )
-    examples: list[TrainingExample] = []
-    skipped = 0
-    for index, row in enumerate(dataset):
-        example = parse(row, f"{source}, split {split!r}, row {index}", f"{split}-{index}")
-        if example is None:
-            skipped += 1
-            continue
-        examples.append(example)
-        if limit is not None and len(examples) >= limit:
-            break
+    parsed = (parse(row, f"{source}, split {split!r}, row {i}", f"{split}-{i}") for i, row in enumerate(dataset))
+    examples, skipped = collect_examples(parsed, limit)
     return LoadedExamples(examples, f"{source} [{split}]", skipped)
