@@ -291,3 +291,23 @@ def test_dense_index_save_load(tmp_path: Path) -> None:
     with pytest.raises(DenseIndexError, match="no FAISS index"):
         DenseIndex.load(tmp_path / "missing")
     assert os.path.exists(tmp_path / "idx" / "settings.json")
+
+
+@pytest.mark.parametrize("factory", ["HNSW16", "HNSW16_SQ8,RFlat", "PCA16,HNSW16"])
+def test_hnsw_variants_with_build_and_search_depth_and_filters(factory: str) -> None:
+    docs = _docs(n=300, dim=16, seed=4)
+    store = EmbeddedDocumentStore(index_factory=factory, ef_construction=80, ef_search=64)
+    store.write_documents(docs)
+    query = np.array(docs[7].embedding, dtype=np.float32)
+    found = [d.id for d in store.embedding_retrieval(query, top_k=10)]
+    assert len(set(found) & set(_brute_force(docs, query, 10, "dot_product"))) >= 8
+    only_2001 = {"field": "meta.year", "operator": "==", "value": 2001}
+    filtered = store.embedding_retrieval(query, top_k=10, filters=only_2001)
+    assert filtered and all(d.meta["year"] == 2001 for d in filtered)
+
+
+def test_ef_construction_needs_hnsw() -> None:
+    store = EmbeddedDocumentStore(index_factory="Flat", ef_construction=100)
+    store.write_documents(_docs(5))
+    with pytest.raises(DenseIndexError, match="ef_construction needs an HNSW index"):
+        store.embedding_retrieval([1.0] * 8, top_k=1)

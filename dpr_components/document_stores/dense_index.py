@@ -29,6 +29,18 @@ def _metric(similarity: str) -> int:
     return faiss.METRIC_L2 if similarity == "l2" else faiss.METRIC_INNER_PRODUCT
 
 
+def _find_hnsw(index: faiss.Index) -> faiss.IndexHNSW | None:
+    """The HNSW index inside ``index`` (itself, or below a pre-transform or refine wrapper)."""
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexHNSW):
+        return index
+    for attribute in ("index", "base_index"):
+        inner = getattr(index, attribute, None)
+        if isinstance(inner, faiss.Index):
+            return _find_hnsw(inner)
+    return None
+
+
 class DenseIndex:
     """Vectors searchable by similarity; scores are higher-is-better (negative squared L2 for ``l2``)."""
 
@@ -39,12 +51,14 @@ class DenseIndex:
         factory: str = "Flat",
         ef_search: int | None = None,
         nprobe: int | None = None,
+        ef_construction: int | None = None,
     ) -> None:
         self.dim = dim
         self.similarity = similarity
         self.factory = factory
         self.ef_search = ef_search
         self.nprobe = nprobe
+        self.ef_construction = ef_construction
         self.generation = -1
         self._index = self._new_index()
 
@@ -53,6 +67,12 @@ class DenseIndex:
             inner = faiss.index_factory(self.dim, self.factory, _metric(self.similarity))
         except RuntimeError as error:
             raise DenseIndexError(f"invalid FAISS factory string {self.factory!r}: {error}") from error
+        if self.ef_construction:
+            # Not expressible in a factory string; it only matters while vectors are added.
+            hnsw = _find_hnsw(inner)
+            if hnsw is None:
+                raise DenseIndexError(f"ef_construction needs an HNSW index, not {self.factory!r}")
+            hnsw.hnsw.efConstruction = self.ef_construction
         return faiss.IndexIDMap2(inner)
 
     def __len__(self) -> int:
@@ -111,22 +131,42 @@ class DenseIndex:
         queries = self._prepare(np.asarray(query, dtype=np.float32).reshape(1, -1))
         if len(self) == 0 or top_k <= 0 or (allowed_rowids is not None and len(allowed_rowids) == 0):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed_rowids, dtype=np.int64)) if allowed_rowids is not None else None
-        params = self._search_parameters(self._index.index, selector)
+        outer = inner = None
+        if allowed_rowids is not None:
+            allowed = np.ascontiguousarray(allowed_rowids, dtype=np.int64)
+            outer = faiss.IDSelectorBatch(allowed)
+            if self._wrapped():
+                # IndexIDMap translates only the outermost selector; wrapped indexes need theirs
+                # in internal positions already.
+                positions = np.flatnonzero(np.isin(faiss.vector_to_array(self._index.id_map), allowed))
+                inner = faiss.IDSelectorBatch(positions.astype(np.int64))
+        params = self._search_parameters(self._index.index, outer, inner)
         distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
         keep = labels[0] >= 0
         scores = distances[0][keep]
         return labels[0][keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)
 
-    def _search_parameters(self, index: faiss.Index, selector: faiss.IDSelector | None) -> faiss.SearchParameters | None:
+    def _wrapped(self) -> bool:
+        return isinstance(faiss.downcast_index(self._index.index), (faiss.IndexPreTransform, faiss.IndexRefine))
+
+    def _search_parameters(
+        self, index: faiss.Index, selector: faiss.IDSelector | None, inner_selector: faiss.IDSelector | None
+    ) -> faiss.SearchParameters | None:
+        """Search parameters for ``index``: efSearch/nprobe where they apply, and the id filter."""
         index = faiss.downcast_index(index)
-        if isinstance(index, faiss.IndexPreTransform):
-            inner = self._search_parameters(index.index, selector)
-            if inner is None:
+        if isinstance(index, (faiss.IndexPreTransform, faiss.IndexRefine)):
+            wrapped = index.index if isinstance(index, faiss.IndexPreTransform) else index.base_index
+            nested = self._search_parameters(wrapped, inner_selector, inner_selector)
+            if nested is None:
                 return None
-            params = faiss.SearchParametersPreTransform()
-            params.index_params = inner
-            params._keep = inner  # the C++ object holds a raw pointer; keep the Python owner alive
+            if isinstance(index, faiss.IndexPreTransform):
+                params = faiss.SearchParametersPreTransform()
+                params.index_params = nested
+            else:
+                params = faiss.IndexRefineSearchParameters()
+                params.k_factor = index.k_factor
+                params.base_index_params = nested
+            params._keep = nested  # the C++ object holds a raw pointer; keep the Python owner alive
             return params
         if isinstance(index, faiss.IndexHNSW) and (self.ef_search or selector):
             params = faiss.SearchParametersHNSW()

@@ -38,6 +38,7 @@ class StoreConfig:
     index_factory: str
     ef_search: int | None
     nprobe: int | None
+    ef_construction: int | None
     bm25_k1: float
     bm25_b: float
     bm25_method: str
@@ -101,7 +102,8 @@ class _Backend:
                     logger.info("FAISS index in %s is out of date: rebuilding it", self.root)
                 except DenseIndexError as error:
                     logger.warning("%s: rebuilding it from the documents", error)
-            index = DenseIndex(dim, self.config.similarity, self.config.index_factory, self.config.ef_search, self.config.nprobe)  # type: ignore[arg-type]
+            c = self.config
+            index = DenseIndex(dim, c.similarity, c.index_factory, c.ef_search, c.nprobe, c.ef_construction)  # type: ignore[arg-type]
             rowids, vectors = self.table.vectors(dim)
             index.rebuild(rowids, vectors)
             index.generation = generation
@@ -218,6 +220,8 @@ class EmbeddedDocumentStore:
         indexes that need training are trained on the stored vectors.
     :param ef_search: HNSW search depth (higher: better recall, slower).
     :param nprobe: IVF lists visited per query.
+    :param ef_construction: HNSW build depth (FAISS default 40; higher builds slower, searches better;
+        see docs/benchmarks/faiss.md).
     :param bm25_k1: BM25 term-frequency saturation (Lucene/Pyserini default 0.9).
     :param bm25_b: BM25 length normalisation (Lucene/Pyserini default 0.4).
     :param bm25_method: bm25s scoring variant (``lucene`` by default).
@@ -233,6 +237,7 @@ class EmbeddedDocumentStore:
         index_factory: str = "Flat",
         ef_search: int | None = None,
         nprobe: int | None = None,
+        ef_construction: int | None = None,
         bm25_k1: float = 0.9,
         bm25_b: float = 0.4,
         bm25_method: str = "lucene",
@@ -249,7 +254,7 @@ class EmbeddedDocumentStore:
         self.autosave = autosave
         self._config = StoreConfig(
             path=path, embedding_dim=embedding_dim, similarity=similarity, index_factory=index_factory,
-            ef_search=ef_search, nprobe=nprobe, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
+            ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
             bm25_title_field=bm25_title_field,
         )
         self._backend = _backend_for(self._config)
@@ -266,7 +271,7 @@ class EmbeddedDocumentStore:
         c = self._config
         return default_to_dict(
             self, path=c.path, embedding_dim=c.embedding_dim, similarity=c.similarity, index_factory=c.index_factory,
-            ef_search=c.ef_search, nprobe=c.nprobe, bm25_k1=c.bm25_k1, bm25_b=c.bm25_b, bm25_method=c.bm25_method,
+            ef_search=c.ef_search, nprobe=c.nprobe, ef_construction=c.ef_construction, bm25_k1=c.bm25_k1, bm25_b=c.bm25_b, bm25_method=c.bm25_method,
             bm25_title_field=c.bm25_title_field, autosave=self.autosave,
         )
 
