@@ -194,7 +194,7 @@ def render_markdown(report: dict, command: str) -> str:
         "",
         f"## Single-question latency ({cfg['latency_questions']} NQ dev questions, one call per question)",
         "",
-        "Systems alternate question by question; the first 10 questions warm up and are also measured.",
+        "Systems alternate question by question (rotating order). The first 10 questions are run once untimed to warm up; every question is then timed.",
         "",
         "| system | p50 ms | p95 ms | mean ms |",
         "|---|---:|---:|---:|",
