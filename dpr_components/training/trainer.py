@@ -295,14 +295,14 @@ class Trainer:
         self.model.train()
         bar = tqdm(total=self.total_steps, initial=state.step, desc="Training", unit="step",
                    disable=not self.show_progress or self.rank != 0, smoothing=0.1)
-        session_start, session_examples, elapsed_before = time.perf_counter(), 0, state.elapsed_seconds
+        segment_start, segment_examples, elapsed_before = time.perf_counter(), 0, state.elapsed_seconds
         window_losses: list[float] = []
         window_start, window_examples = time.perf_counter(), 0
         order = epoch_order(config.seed, state.epoch, len(self.examples))
         while state.step < self.total_steps and not state.stopped_early:
             loss, grad_norm = self._step(state, order)
             step_examples = config.batch_size * config.accumulation_steps
-            session_examples += step_examples
+            segment_examples += step_examples
             window_examples += step_examples
             window_losses.append(loss)
             epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
@@ -320,21 +320,21 @@ class Trainer:
                     log.write({
                         "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window_losses)),
                         "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm, "examples_per_s": speed,
-                        "elapsed_s": elapsed_before + now - session_start, "peak_rss_mb": peak_rss_mb(),
+                        "elapsed_s": elapsed_before + now - segment_start, "peak_rss_mb": peak_rss_mb(),
                     })
                 window_losses, window_start, window_examples = [], now, 0
             due = (state.step % config.validate_every == 0) if config.validate_every else epoch_done
             if self.dev_examples and (due or last):
                 self._validate(state, log)
             if state.step % config.checkpoint_every == 0 or epoch_done or last or state.stopped_early:
-                state.elapsed_seconds = elapsed_before + time.perf_counter() - session_start
+                state.elapsed_seconds = elapsed_before + time.perf_counter() - segment_start
                 self._checkpoint(state)
             if self.on_step is not None:
                 self.on_step(state)
         bar.close()
-        session_seconds = time.perf_counter() - session_start
-        state.elapsed_seconds = elapsed_before + session_seconds
-        return self._finish(state, session_examples / session_seconds if session_examples else 0.0)
+        segment_seconds = time.perf_counter() - segment_start
+        state.elapsed_seconds = elapsed_before + segment_seconds
+        return self._finish(state, segment_examples / segment_seconds if segment_examples else 0.0)
 
     def _finish(self, state: TrainerState, speed: float) -> TrainingResult:
         final_dir = self.output_dir / "final"
