@@ -38,8 +38,9 @@ from dpr_components.settings import cache_dir, data_dir
 KS = (1, 5, 20, 100)
 
 
-def pool_store(model: str, path: Path) -> EmbeddedDocumentStore:
-    """The pool indexed with ``model`` (built on first use; later runs reopen it)."""
+def pool_store(model: str | None, path: Path) -> EmbeddedDocumentStore:
+    """The pool indexed with ``model`` (built on first use; later runs reopen it). Without a
+    model the store holds text only: BM25 search, no vectors."""
     passages = pool_passages()
     store = EmbeddedDocumentStore(path=str(path))
     if store.count_documents() == len(passages):
@@ -49,8 +50,10 @@ def pool_store(model: str, path: Path) -> EmbeddedDocumentStore:
         Document(id=p.id, content=p.text, meta={"title": p.title, "document_id": p.document_id, "passage_index": p.index})
         for p in passages
     ]
-    embedder = PassageEmbedder(model=model, cache_dir=str(cache_dir() / "embeddings"))
-    store.write_documents(embedder.run(documents)["documents"], policy=DuplicatePolicy.OVERWRITE)
+    if model is not None:
+        embedder = PassageEmbedder(model=model, cache_dir=str(cache_dir() / "embeddings"))
+        documents = embedder.run(documents)["documents"]
+    store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE)
     return store
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from dpr_components.encoders import BUNDLED_MINILM, bf16_supported
-from dpr_components.io_utils import atomic_directory
+from dpr_components.io_utils import atomic_directory, atomic_write_text
 from dpr_components.reader.data import (
     Kind,
     MinedQuestion,
@@ -44,7 +44,8 @@ def _kind(path: Path) -> Kind:
     return "gold" if "squad" in str(path).lower() else "retrieved"
 
 
-def _store(path: Path, encoder: str) -> Any:
+def _store(path: Path, encoder: str | None) -> Any:
+    """The pool store (built on first use: with ``encoder``'s vectors, or text only for BM25)."""
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
     store = EmbeddedDocumentStore(path=str(path))
@@ -105,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="comma-separated training files under the data folder: squad/train-v1.1.json "
                         "and/or nq/train.jsonl")
     parser.add_argument("--dev", default="squad/dev.jsonl", help="dev file for model selection ('' for none)")
-    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm; built if empty)")
+    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm, or pool-text when "
+                        "mining with bm25 only; built if empty)")
     parser.add_argument("--encoder", default=BUNDLED_MINILM, help="question encoder of the store, for dense mining")
     parser.add_argument("--negatives-from", default="bm25,dense", help="retrievers to mine passages with")
     parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
@@ -140,15 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    store_path = Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm"
-    store = _store(store_path, args.encoder)
     names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
+    dense = "dense" in names
+    store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
+    store = _store(store_path, args.encoder if dense else None)
     settings = MiningSettings(depth=args.depth)
     train_questions: list[MinedQuestion] = []
-    for name in [n for n in args.train.split(",") if n.strip()]:
-        path = data_dir() / name.strip()
-        train_questions += mined_questions(path, store, store_path, names, settings, args.limit, args.encoder, False,
-                                           args.sample, args.seed)
+    data_record: dict[str, int] = {}
+    for name in [n.strip() for n in args.train.split(",") if n.strip()]:
+        mined = mined_questions(data_dir() / name, store, store_path, names, settings, args.limit, args.encoder, False,
+                                args.sample, args.seed)
+        data_record[name] = len(mined)
+        train_questions += mined
     dev_questions = []
     if args.dev:
         dev_questions = mined_questions(data_dir() / args.dev, store, store_path, names, settings, None,
@@ -163,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)
     (Path(args.output) / "command.txt").write_text("python -m training.train_reader " + " ".join(sys.argv[1:]) + "\n")
+    # Training questions per file (after sampling and mining): the model card reports them.
+    atomic_write_text(Path(args.output) / "data.json", json.dumps(data_record, indent=1) + "\n")
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops like Ctrl-C: a checkpoint is saved first
     try:
         result = train(config, train_questions, dev_questions, PassageLookup(store))

@@ -1,0 +1,116 @@
+"""Write the model card (README.md) of a committed reader from its training run and benchmark.
+
+    python -m training.model_card --model models/reader-minilm --run runs/reader-minilm \\
+        --benchmark docs/benchmarks/reader.json
+
+Every number in the card is read from the run folder (``command.txt``, ``data.json``), the
+model's ``reader_info.json`` and the benchmark result, so the card never disagrees with them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dpr_components.io_utils import atomic_write_text
+
+BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
+
+
+def _json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: train and benchmark the reader first (training/READER.md)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) / 1e6
+
+
+def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
+    lines = []
+    for name, count in data.items():
+        if name.startswith("squad"):
+            how = f"drawn at random (seed {seed}) from the 87,599 of SQuAD v1.1 train" if sample else "SQuAD v1.1 train"
+            lines.append(f"- `{name}`: {count:,} questions {how}; positive: the question's own paragraph.")
+        else:
+            lines.append(f"- `{name}`: {count:,} questions with at least one retrieved passage containing an answer "
+                         "(the positives); the others are dropped.")
+    return lines
+
+
+def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
+    info = _json(model / "reader_info.json")
+    training = info["training"]
+    command = (run / "command.txt").read_text(encoding="utf-8").strip() if (run / "command.txt").is_file() else "?"
+    data = _json(run / "data.json")
+    sample = next((a.split("=", 1)[-1] for a in command.split("--sample ")[1:2]), None)
+    squad, nq, latency = benchmark["squad_gold"], benchmark["nq_end_to_end"], benchmark["latency"]
+    ks = list(next(iter(nq["exact_match"].values())).keys())
+    lines = [
+        f"# {model.name}: DPR span reader from all-MiniLM-L6-v2",
+        "",
+        "The extractive reader of Dense Passage Retrieval (Karpukhin et al. 2020, section 6) in the Hugging Face "
+        "`DPRReader` layout: one encoder pass over `[CLS] question [SEP] title [SEP] passage` per passage, a "
+        "passage-selection score from the `[CLS]` vector and start/end scores for the answer span. Encoder: "
+        "all-MiniLM-L6-v2 (6 layers, hidden size 384), fine-tuned on a 2-core CPU. Weights in float16 safetensors "
+        f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). `dpr_components.reader.span_reader."
+        "SpanReader` and `pipelines/qa.yml` use it.",
+        "",
+        "## How it was made",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        "Training questions (each with one positive and "
+        f"{training['passages_per_question'] - 1} BM25-retrieved negative passage(s) without any answer):",
+        *_data_lines(data, sample, training["seed"]),
+        "",
+        f"Settings: {training['passages_per_question']} passages per question, {training['batch_size']} questions per "
+        f"step, {info['step']} steps kept of {training.get('max_steps') or 'one epoch'}, AdamW lr "
+        f"{training['learning_rate']:g} (warm-up {training['warmup_ratio']:.0%}, linear decay, weight decay "
+        f"{training['weight_decay']:g}), inputs of at most {training['max_length']} tokens, "
+        f"{'bf16 autocast' if training['bf16'] else 'fp32'}. Loss: marginal likelihood of every answer occurrence in "
+        "the positive plus the passage-selection log-likelihood (training/READER.md). Selected by exact match on "
+        f"{training['dev_limit']} squad/dev questions read with {training['dev_passages']} passages each: "
+        f"EM {info['dev_em']:.1f} at step {info['step']}.",
+        "",
+        f"## Results ({BENCHMARK_COMMAND_DOC}, `{benchmark['command']}`)",
+        "",
+        f"- SQuAD dev, gold paragraph given ({squad['n']:,} questions): exact match {squad['exact_match']:.1f}, "
+        f"F1 {squad['f1']:.1f}.",
+        f"- NQ dev end to end over the 55,350-passage pool ({nq['n']} questions), exact match with the top-k passages:",
+        "",
+        "| retriever | " + " | ".join(f"k={k}" for k in ks) + " |",
+        "|---|" + "---:|" * len(ks),
+        *[f"| {name} | " + " | ".join(f"{by_k[k]:.1f}" for k in ks) + " |" for name, by_k in nq["exact_match"].items()],
+        "",
+        f"- `pipelines/qa.yml` on the pool, top 10 passages read: p50 "
+        f"{latency['stages']['pipeline']['p50_ms']:.0f} ms, p95 {latency['stages']['pipeline']['p95_ms']:.0f} ms "
+        "per question.",
+        "",
+        "## Licence and data",
+        "",
+        "Derived from all-MiniLM-L6-v2 (Apache-2.0). Trained on SQuAD v1.1 (CC BY-SA 4.0) and Natural Questions "
+        "(CC BY-SA 3.0) passages from English Wikipedia (CC BY-SA).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="models/reader-minilm", help="the committed reader folder")
+    parser.add_argument("--run", default="runs/reader-minilm", help="its training run folder")
+    parser.add_argument("--benchmark", default="docs/benchmarks/reader.json")
+    args = parser.parse_args(argv)
+    card = render(Path(args.model), Path(args.run), _json(Path(args.benchmark)))
+    atomic_write_text(Path(args.model) / "README.md", card)
+    print(f"wrote {Path(args.model) / 'README.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
