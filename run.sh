@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up the project environment (once) and run the demo or the tests.
-#   ./run.sh demo          index examples/corpus.jsonl and answer example questions
+#   ./run.sh demo          index examples/corpus.jsonl and answer example questions (pipelines/qa.yml)
 #   ./run.sh test [ARGS]   run the test suite (ARGS go to pytest)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,7 +32,7 @@ case "${1:-}" in
   demo)
     setup
     "$VENV/bin/haystack" run pipelines/index.yml --input path=examples/corpus.jsonl
-    "$VENV/bin/haystack" run pipelines/search.yml --batch examples/demo_queries.txt --top-k 3
+    "$VENV/bin/haystack" run pipelines/qa.yml --batch examples/demo_queries.txt --top-k 1
     ;;
   test)
     setup

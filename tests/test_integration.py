@@ -75,3 +75,21 @@ def test_pool_slice_with_nq_gold_passages(shared_data: Path, tmp_path: Path) -> 
     # Zero-shot MiniLM is strong on NQ (it saw NQ pairs in pre-training); BM25 less so.
     assert systems["dense"]["top_k_accuracy"]["5"] >= 75.0
     assert systems["bm25"]["top_k_accuracy"]["20"] >= 60.0
+
+
+def test_qa_pipeline_with_the_committed_reader(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's demo: the committed reader finds the answer spans in the example corpus."""
+    reader = REPO / "models" / "reader-minilm"
+    if not (reader / "model.safetensors").is_file():
+        pytest.fail(f"{reader} is missing: pipelines/qa.yml and the demo need the committed reader")
+    questions = [json.loads(line) for line in (REPO / "examples" / "questions.jsonl").read_text().splitlines()]
+    batch = example_store.parent / "questions.txt"
+    batch.write_text("\n".join(q["question"] for q in questions) + "\n")
+    assert main(["run", str(PIPELINES / "qa.yml"), "--store", str(example_store), "--batch", str(batch), "--json"]) == 0
+    results = [json.loads(line)["result"] for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert len(results) == len(questions)
+    from dpr_components.evaluation.answer_metrics import exact_match
+
+    hits = [exact_match(r["reader"]["answers"][0]["data"], q["answers"]) for r, q in zip(results, questions)]
+    # The committed reader answers 19 of the 25 exactly; a broken reader or pipeline gets few.
+    assert sum(hits) >= 0.7 * len(questions), [r["reader"]["answers"][0]["data"] for r in results]

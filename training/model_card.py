@@ -41,6 +41,27 @@ def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
     return lines
 
 
+def _training_cost(run: Path) -> str:
+    """Throughput and memory of the run from its log (median over the logging windows)."""
+    log = run / "log.jsonl"
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.is_file() else []
+    windows = [e for e in entries if "passages_per_s" in e]
+    if not windows:
+        return ""
+    rates = sorted(e["passages_per_s"] for e in windows)
+    questions = sorted(e["questions_per_s"] for e in windows)
+    peak = max(e["peak_rss_mb"] for e in windows)
+    hours = sum(1 / e["steps_per_s"] for e in windows) * (windows[1]["step"] - windows[0]["step"] if len(windows) > 1
+                                                          else 1) / 3600
+    return (f"Training cost on the 2-core CPU (shared with other jobs for part of the run): median "
+            f"{rates[len(rates) // 2]:.1f} passages/s ({questions[len(questions) // 2]:.1f} questions/s), "
+            f"about {hours:.1f} h of training steps (dev evaluations excluded), peak memory {peak / 1024:.1f} GB.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
     info = _json(model / "reader_info.json")
     training = info["training"]
@@ -66,7 +87,7 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         "```",
         "",
         "Training questions (each with one positive and "
-        f"{training['passages_per_question'] - 1} BM25-retrieved negative passage(s) without any answer):",
+        f"{_count(training['passages_per_question'] - 1, 'BM25-retrieved negative passage')} without any answer):",
         *_data_lines(data, sample, training["seed"]),
         "",
         f"Settings: {training['passages_per_question']} passages per question, {training['batch_size']} questions per "
@@ -77,6 +98,8 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         "the positive plus the passage-selection log-likelihood (training/READER.md). Selected by exact match on "
         f"{training['dev_limit']} squad/dev questions read with {training['dev_passages']} passages each: "
         f"EM {info['dev_em']:.1f} at step {info['step']}.",
+        "",
+        _training_cost(run),
         "",
         f"## Results ({BENCHMARK_COMMAND_DOC}, `{benchmark['command']}`)",
         "",

@@ -1,0 +1,57 @@
+"""The reader's model card is written from its run folder, training record and benchmark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training.model_card import main
+
+
+def _write(path: Path, payload: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload) if not isinstance(payload, str) else payload)
+
+
+@pytest.fixture()
+def reader_run(tmp_path: Path) -> tuple[Path, Path, Path]:
+    model, run, benchmark = tmp_path / "models" / "reader", tmp_path / "runs" / "reader", tmp_path / "reader.json"
+    training = {"passages_per_question": 2, "batch_size": 8, "max_steps": 1800, "learning_rate": 1e-4,
+                "warmup_ratio": 0.1, "weight_decay": 0.01, "max_length": 192, "bf16": True, "seed": 0,
+                "dev_limit": 300, "dev_passages": 8}
+    _write(model / "reader_info.json", {"training": training, "step": 1800, "dev_em": 52.33, "dev_f1": 63.1})
+    _write(model / "model.safetensors", "x" * 1000)
+    _write(run / "command.txt", "python -m training.train_reader --sample 16000 --passages 2\n")
+    _write(run / "data.json", {"squad/train-v1.1.json": 16000, "nq/train.jsonl": 7142})
+    log = [{"step": s, "passages_per_s": 9.0, "questions_per_s": 4.5, "steps_per_s": 0.5, "peak_rss_mb": 3072.0}
+           for s in (10, 20, 30)]
+    _write(run / "log.jsonl", "\n".join(json.dumps(e) for e in log) + "\n")
+    _write(benchmark, {
+        "command": "python -m benchmarks.reader_benchmark",
+        "squad_gold": {"n": 3470, "exact_match": 61.23, "f1": 70.94},
+        "nq_end_to_end": {"n": 655, "exact_match": {"BM25": {"1": 20.0, "10": 25.5}, "hybrid": {"1": 24.0, "10": 30.1}}},
+        "latency": {"stages": {"pipeline": {"p50_ms": 420.0, "p95_ms": 610.0}}},
+    })
+    return model, run, benchmark
+
+
+def test_card_reports_the_run_and_the_benchmark(reader_run: tuple[Path, Path, Path]) -> None:
+    model, run, benchmark = reader_run
+    assert main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)]) == 0
+    card = (model / "README.md").read_text()
+    assert "python -m training.train_reader --sample 16000 --passages 2" in card
+    assert "16,000 questions drawn at random" in card and "7,142 questions" in card
+    assert "exact match 61.2, F1 70.9" in card
+    assert "| hybrid | 24.0 | 30.1 |" in card
+    assert "p50 420 ms, p95 610 ms" in card
+    assert "EM 52.3 at step 1800" in card
+    assert "median 9.0 passages/s" in card and "peak memory 3.0 GB" in card
+
+
+def test_missing_benchmark_is_a_clear_error(reader_run: tuple[Path, Path, Path]) -> None:
+    model, run, benchmark = reader_run
+    benchmark.unlink()
+    with pytest.raises(SystemExit, match="reader.json is missing"):
+        main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)])
