@@ -2,6 +2,8 @@
 
     python -m benchmarks.retrieval_quality            # nq/dev and squad/dev, writes docs/benchmarks/
     python -m benchmarks.retrieval_quality --limit 100 --out /tmp/quick   # smoke run
+    python -m benchmarks.retrieval_quality --model models/dpr-minilm-nq/question_encoder \
+        --passage-model models/dpr-minilm-nq/passage_encoder --out docs/training/hybrid   # a trained DPR pair
 
 The pool (55,350 passages) is indexed once into a cached embedded store (vectors come from the
 embedding cache that ``benchmarks/encode_pool.py`` fills). For the hybrid, λ is fitted on one
@@ -176,14 +178,14 @@ def _row(name: str, acc: dict[int, float]) -> str:
     return f"| {name} | " + " | ".join(f"{acc[k]:.1f}" for k in KS) + " |"
 
 
-def render(results: list[dict], command: str, default_weight: float) -> str:
+def render(results: list[dict], command: str, default_weight: float, dense_name: str = "MiniLM zero-shot") -> str:
     lines = [
-        "# Retrieval accuracy on the pool: BM25, zero-shot MiniLM, hybrid",
+        f"# Retrieval accuracy on the pool: BM25, dense ({dense_name}), hybrid",
         "",
         "Pool: the shared Wikipedia pool split into DPR passages (55,350 passages of at most 100 words).",
         "Top-k accuracy: percent of questions with a passage containing an answer among the top k "
         "(DPR's answer matching on the passage text). BM25: Lucene-style scoring, k1=0.9, b=0.4, "
-        "title + text indexed. Dense: bundled all-MiniLM-L6-v2, zero-shot, exact inner-product search. "
+        f"title + text indexed. Dense: {dense_name}, exact inner-product search. "
         "Hybrid: the DPR paper's BM25 + λ·sim over the union of both top-N lists, both scores exact.",
         "",
         f"Produced by: `{command}`",
@@ -202,7 +204,7 @@ def render(results: list[dict], command: str, default_weight: float) -> str:
                 "| system | " + " | ".join(f"top-{k}" for k in KS) + " |",
                 "|---|" + "---|" * len(KS),
                 _row("BM25", fold["bm25"]),
-                _row("dense (MiniLM zero-shot)", fold["dense"]),
+                _row(f"dense ({dense_name})", fold["dense"]),
                 _row(f"hybrid (λ={fold['weight']:g})", fold["hybrid"]),
                 _row("RRF (k=60)", fold["rrf"]),
                 "",
@@ -215,9 +217,14 @@ def render(results: list[dict], command: str, default_weight: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _slug(model: str) -> str:
+    return model.strip("/").replace("/", "_").replace(":", "_")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=BUNDLED_MINILM)
+    parser.add_argument("--model", default=BUNDLED_MINILM, help="question encoder (and passage encoder by default)")
+    parser.add_argument("--passage-model", help="passage encoder, when it differs from --model (a DPR pair)")
     parser.add_argument("--datasets", default="nq/dev.jsonl,squad/dev.jsonl")
     parser.add_argument("--candidates", type=int, default=2000, help="top-N of each retriever for the hybrid union")
     parser.add_argument("--limit", type=int, help="first N questions of each dataset")
@@ -226,7 +233,12 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="reuse cached retrieval results of an earlier run")
     args = parser.parse_args()
     command = shlex.join(["python", "-m", "benchmarks.retrieval_quality", *sys.argv[1:]])
-    store = pool_store(args.model, Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm")
+    passage_model = args.passage_model or args.model
+    default_store = "pool-minilm" if passage_model == BUNDLED_MINILM else f"pool-{_slug(passage_model)}"
+    store = pool_store(passage_model, Path(args.store) if args.store else cache_dir() / "indexes" / default_store)
+    dense_name = "bundled all-MiniLM-L6-v2, zero-shot" if args.model == BUNDLED_MINILM else f"`{args.model}`"
+    if args.passage_model:
+        dense_name += f" with passages by `{args.passage_model}`"
     out = Path(args.out)
     names = args.datasets.split(",")
     retrieved = {name: _retrieved(store, args, name) for name in names}
@@ -240,7 +252,7 @@ def main() -> None:
             command=command, dataset_name=name,
         )
         results.append(result)
-    atomic_write_text(out / "retrieval_quality.md", render(results, command, default_weight))
+    atomic_write_text(out / "retrieval_quality.md", render(results, command, default_weight, dense_name))
     serialisable = [
         {**r, "full": {k: v.to_dict() for k, v in r["full"].items()}} for r in results
     ]

@@ -55,3 +55,33 @@ def test_missing_benchmark_is_a_clear_error(reader_run: tuple[Path, Path, Path])
     benchmark.unlink()
     with pytest.raises(SystemExit, match="reader.json is missing"):
         main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)])
+
+
+def test_dpr_card_reports_training_and_full_pool_results(tmp_path: Path) -> None:
+    from training.dpr_model_card import main as dpr_main
+
+    run, model = tmp_path / "runs" / "dpr-nq" / "nqall", tmp_path / "models" / "dpr"
+    config = {"similarity": "cosine", "learning_rate": 2e-5, "warmup_ratio": 0.1, "max_grad_norm": 2.0,
+              "dropout": 0.1, "max_length": 256, "bf16": True, "val_questions": 300, "val_pool_size": 3000}
+    _write(run / "config.json", {"config": config})
+    _write(run / "variant.json", {"batch_size": 32, "negatives": 1, "epochs": 1})
+    _write(run / "result.json", {"examples": 7167, "steps": 223, "best_step": 223, "examples_per_second": 3.27,
+                                 "peak_rss_mb": 9759.0, "last_validation": {"mrr": 0.9025, "top1": 83.67}})
+    _write(run.parent / "data" / "nq-train-bm25.jsonl.meta.json", {"mining": {"num_negatives": 30}})
+    _write(model / "question_encoder" / "model.safetensors", "x" * 1000)
+    scores = lambda top1: {"nq/dev.jsonl": {"top_k": {"1": top1, "5": 94.0, "20": 98.0, "100": 99.5}}}  # noqa: E731
+    report = {"command": "python -m training.train_dpr_nq", "baselines": [
+        {"name": "bm25", "datasets": scores(63.8)}, {"name": "minilm-zero-shot", "datasets": scores(79.8)}],
+        "runs": [{"name": "nqall", "datasets": scores(82.1)}]}
+    _write(tmp_path / "dpr_nq.json", report)
+    accuracy = {"1": 83.0, "5": 96.0, "20": 99.0, "100": 99.8}
+    _write(tmp_path / "hybrid.json", [{"dataset": "nq/dev.jsonl", "full": {
+        "bm25": {"top_k_accuracy": accuracy}, "hybrid (pipeline default λ=10)": {"top_k_accuracy": accuracy}}}])
+
+    assert dpr_main(["--model", str(model), "--run", str(run), "--report", str(tmp_path / "dpr_nq.json"),
+                     "--hybrid", str(tmp_path / "hybrid.json")]) == 0
+    card = (model / "README.md").read_text()
+    assert "| bm25 | 63.8 |" in card and "| minilm-zero-shot | 79.8 |" in card and "| **dpr** | 82.1 |" in card
+    assert "| BM25 + dpr, hybrid (pipeline default λ=10) | 83.0 | 96.0 | 99.0 | 99.8 |" in card
+    assert "7,167 questions" in card and "30 BM25 negatives" in card
+    assert "MRR 0.902, top-1 83.7 at step 223" in card and "peak memory 9.5 GB" in card

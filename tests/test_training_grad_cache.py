@@ -69,3 +69,12 @@ def test_grad_cache_replays_dropout_per_chunk(model: BiEncoder) -> None:
     # and without replay the masks (so the gradients) would differ
     embeddings = "question_model.question_encoder.bert_model.embeddings.word_embeddings.weight"
     assert not torch.allclose(_gradients(model, chunk=None, seed=7)[embeddings], cached[embeddings])
+
+
+def test_speed_variants_parse_batch_precision_and_chunks() -> None:
+    from training.measure_speed import variant_settings
+
+    assert variant_settings("plain") == {}
+    assert variant_settings("bs128+bf16+grad_cache:32") == {"batch_size": 128, "bf16": True, "grad_cache_chunk": 32}
+    with pytest.raises(ValueError, match="unknown variant 'fast'"):
+        variant_settings("bf16+fast")

@@ -33,7 +33,7 @@ def _one(args: argparse.Namespace) -> None:
     examples = load_training_examples(resolve_data_source(args.data)).examples
     settings = json.loads(args.one)
     config = TrainingConfig(
-        batch_size=args.batch_size, negatives=args.negatives, max_steps=args.steps, log_every=1,
+        batch_size=settings.pop("batch_size", args.batch_size), negatives=args.negatives, max_steps=args.steps, log_every=1,
         checkpoint_every=10**6, threads=args.threads, similarity="cosine", **settings,
     )
     with tempfile.TemporaryDirectory() as out:
@@ -42,6 +42,7 @@ def _one(args: argparse.Namespace) -> None:
     timed = log[1:]  # the first step includes one-off warm-up costs
     seconds = timed[-1]["elapsed_s"] - log[0]["elapsed_s"]
     print(json.dumps({
+        "batch_size": config.batch_size,
         "examples_per_s": len(timed) * config.batch_size / seconds,
         "seconds_per_step": seconds / len(timed),
         "peak_rss_mb": peak_rss_mb(),
@@ -56,10 +57,13 @@ VARIANTS = {
 
 
 def variant_settings(name: str) -> dict:
-    """``plain``, ``bf16``, ``grad_cache:<chunk>`` or ``bf16+grad_cache:<chunk>``."""
+    """``plain``, ``bf16``, ``grad_cache:<chunk>``, ``bs<N>`` (batch size), joined by ``+``:
+    e.g. ``bs128+bf16+grad_cache:32``."""
     settings: dict = {}
     for part in name.split("+"):
-        if part.startswith("grad_cache:"):
+        if part.startswith("bs") and part[2:].isdigit():
+            settings["batch_size"] = int(part[2:])
+        elif part.startswith("grad_cache:"):
             settings["grad_cache_chunk"] = int(part.split(":", 1)[1])
         elif part in VARIANTS:
             settings.update(VARIANTS[part])
@@ -101,14 +105,16 @@ def main(argv: list[str] | None = None) -> int:
         f"Produced by: `{command}`",
         "",
         f"Machine: {platform.machine()}, {args.threads} thread(s). Batch: {args.batch_size} questions and "
-        f"{passages} passages per step; {args.steps} steps, the first not timed. The machine is shared: "
-        "absolute speeds vary between runs.",
+        f"{passages} passages per step unless the variant sets `bs<N>` (N questions, N × {1 + args.negatives} "
+        f"passages); {args.steps} steps, the first not timed. The machine is shared: absolute speeds vary "
+        "between runs; compare the rows of one run.",
         "",
-        "| variant | examples/s | s/step | peak RSS (MB) |",
-        "|---|---:|---:|---:|",
+        "| variant | batch (questions) | examples/s | s/step | peak RSS (MB) |",
+        "|---|---:|---:|---:|---:|",
     ]
     lines += [
-        f"| {r['variant']} | {r['examples_per_s']:.2f} | {r['seconds_per_step']:.1f} | {r['peak_rss_mb']:.0f} |"
+        f"| {r['variant']} | {r['batch_size']} | {r['examples_per_s']:.2f} | {r['seconds_per_step']:.1f} | "
+        f"{r['peak_rss_mb']:.0f} |"
         for r in rows
     ]
     out = Path(args.out)

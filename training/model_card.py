@@ -19,9 +19,9 @@ from dpr_components.io_utils import atomic_write_text
 BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
 
 
-def _json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise SystemExit(f"{path} is missing: train and benchmark the reader first (training/READER.md)")
+        raise SystemExit(f"{path} is missing: run the training recipe and its benchmark first")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -63,10 +63,10 @@ def _count(n: int, noun: str) -> str:
 
 
 def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
-    info = _json(model / "reader_info.json")
+    info = read_json(model / "reader_info.json")
     training = info["training"]
     command = (run / "command.txt").read_text(encoding="utf-8").strip() if (run / "command.txt").is_file() else "?"
-    data = _json(run / "data.json")
+    data = read_json(run / "data.json")
     sample = next((a.split("=", 1)[-1] for a in command.split("--sample ")[1:2]), None)
     squad, nq, latency = benchmark["squad_gold"], benchmark["nq_end_to_end"], benchmark["latency"]
     ks = list(next(iter(nq["exact_match"].values())).keys())
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default="runs/reader-minilm", help="its training run folder")
     parser.add_argument("--benchmark", default="docs/benchmarks/reader.json")
     args = parser.parse_args(argv)
-    card = render(Path(args.model), Path(args.run), _json(Path(args.benchmark)))
+    card = render(Path(args.model), Path(args.run), read_json(Path(args.benchmark)))
     atomic_write_text(Path(args.model) / "README.md", card)
     print(f"wrote {Path(args.model) / 'README.md'}", file=sys.stderr)
     return 0

@@ -31,22 +31,58 @@ def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+# Settings that do not change what is learned (or only how fast), ignored when grouping ablations.
+NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16")
+
+
 def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))]
+    baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))
+                 if not p.name.startswith("sampled-")]
     runs = []
     for evaluation in sorted(root.glob("*/eval.json")):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
         result = _load(evaluation.parent / "result.json") or {}
-        run["training"] = {
-            "steps": result.get("steps"),
-            "best_step": result.get("best_step"),
-            "examples": result.get("examples"),
-            "hours": _training_hours(evaluation.parent / "log.jsonl"),
-            "examples_per_second": result.get("examples_per_second"),
-            "peak_rss_mb": result.get("peak_rss_mb"),
-        }
+        run["training"] = _training(evaluation.parent)
         runs.append(run)
     return baselines, runs
+
+
+def _training(folder: Path) -> dict[str, Any]:
+    result = _load(folder / "result.json") or {}
+    return {
+        "steps": result.get("steps"),
+        "best_step": result.get("best_step"),
+        "examples": result.get("examples"),
+        "hours": _training_hours(folder / "log.jsonl"),
+        "examples_per_second": result.get("examples_per_second"),
+        "peak_rss_mb": result.get("peak_rss_mb"),
+    }
+
+
+def collect_sampled(root: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Zero-shot and trained runs scored against the sampled pool (training/sampled_pool_eval.py)."""
+    baseline = _load(root / "baselines" / "sampled-minilm-zero-shot.json")
+    runs = []
+    for path in sorted(root.glob("*/sampled_eval.json")):
+        run = json.loads(path.read_text(encoding="utf-8"))
+        run["variant"] = _load(path.parent / "variant.json") or {}
+        run["training"] = _training(path.parent)
+        runs.append(run)
+    return baseline, runs
+
+
+def ablation_groups(runs: list[dict[str, Any]], field: str) -> list[list[dict[str, Any]]]:
+    """Runs that differ in ``field`` only (settings in NOT_ABLATED aside), two or more per group."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        rest = {k: v for k, v in run["variant"].items() if k != field and k not in NOT_ABLATED}
+        groups.setdefault(json.dumps(rest, sort_keys=True), []).append(run)
+    ordered = []
+    for group in groups.values():
+        if len({json.dumps(r["variant"][field]) for r in group}) >= 2:
+            # subset None means all questions: sort it last
+            ordered.append(sorted(group, key=lambda r: 10**9 if r["variant"][field] is None else r["variant"][field]))
+    return ordered
 
 
 def _training_hours(log: Path) -> float | None:
@@ -80,7 +116,20 @@ def _run_row(run: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
+def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
+    """Rows of benchmarks/retrieval_quality.py's result for a trained pair (its BM25 + DPR hybrid)."""
+    rows = []
+    for name in hybrid[0]["full"] if hybrid else []:
+        if not name.startswith("hybrid"):
+            continue
+        run = {"datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}}
+                            for r in hybrid}}
+        rows.append("| " + " | ".join([f"BM25 + trained DPR, {name}", "", "", "", "", ""] + _accuracy_cells(run)) + " |")
+    return rows
+
+
+def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command: str,
+           hybrid: list[dict[str, Any]] | None = None) -> str:
     lines = [
         "# DPR on Natural Questions at CPU scale",
         "",
@@ -104,17 +153,15 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         lines.append("| " + " | ".join(cells) + " |")
     for run in runs:
         lines.append("| " + " | ".join(_run_row(run) + _accuracy_cells(run)) + " |")
+    if hybrid:
+        lines += hybrid_rows(hybrid)
+        lines += ["", "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
+                  "`docs/training/hybrid/retrieval_quality.md` (its command there; λ fitted on these dev questions, "
+                  "so optimistic; its 2-fold tables fit and report on separate halves)."]
     for field, title in ABLATIONS.items():
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for run in runs:
-            rest = {k: v for k, v in run["variant"].items() if k not in (field, "grad_cache_chunk")}
-            groups.setdefault(json.dumps(rest, sort_keys=True), []).append(run)
-        for group in groups.values():
-            if len({json.dumps(r["variant"][field]) for r in group}) < 2:
-                continue
+        for group in ablation_groups(runs, field):
             lines += ["", f"## Ablation: {title}", "", *_header([field, "run", "train hours"])]
-            # subset None means all questions: sort it last
-            for run in sorted(group, key=lambda r: 10**9 if r["variant"][field] is None else r["variant"][field]):
+            for run in group:
                 hours = run["training"].get("hours")
                 value = run["variant"][field]
                 lines.append("| " + " | ".join(["all" if value is None else str(value), run["name"],
@@ -124,15 +171,21 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
 
 def write_report(root: Path, out: Path, command: str) -> Path | None:
     baselines, runs = collect(root)
-    if not baselines and not runs:
+    if not baselines and not runs and not collect_sampled(root)[1]:
         print(f"no finished runs under {root}: nothing to report", file=sys.stderr)
         return None
     strip = lambda r: {**r, "datasets": {k: {kk: vv for kk, vv in v.items() if kk != "first_hit_ranks"}  # noqa: E731
                                          for k, v in r["datasets"].items()}}
-    atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command))
+    hybrid_file = out / "hybrid" / "retrieval_quality.json"
+    hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
+    atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid))
     payload = {"command": command, "baselines": [strip(b) for b in baselines], "runs": [strip(r) for r in runs]}
     atomic_write_text(out / "dpr_nq.json", json.dumps(payload, indent=1))
     print(f"wrote {out / 'dpr_nq.md'}", file=sys.stderr)
+    from training.ablation_report import write_ablation_report  # imports this module
+
+    if write_ablation_report(root, out, command):
+        print(f"wrote {out / 'ablations.md'}", file=sys.stderr)
     return out / "dpr_nq.md"
 
 

@@ -7,11 +7,15 @@ the full 55,350-passage pool, next to BM25 and zero-shot MiniLM.
 
     python -m training.train_dpr_nq                       # the default run, every stage
     python -m training.train_dpr_nq --dry-run             # print the plan and the expected time
-    python -m training.train_dpr_nq --with-squad          # NQ + 7,167 SQuAD questions
-    python -m training.train_dpr_nq --sweep negatives     # 0 / 1 / 2 hard negatives per question
-    python -m training.train_dpr_nq --sweep batch         # batch 8 / 16 / 32 / 64 (64 with GradCache)
-    python -m training.train_dpr_nq --sweep subsets       # 1,000 / 2,000 / 4,000 / 7,167 questions
+    python -m training.train_dpr_nq --with-squad 2500     # continue the NQ model on 2,500 SQuAD + 2,500 NQ
     python -m training.train_dpr_nq --stage report        # rewrite docs/training/ from finished runs
+
+Ablations on a reduced budget (one epoch, no validation during training, the final model
+scored against a sampled pool by training/sampled_pool_eval.py instead of the full pool):
+
+    python -m training.train_dpr_nq --ablation --sweep negatives --subset 2000   # 0 / 1 / 2 hard negatives
+    python -m training.train_dpr_nq --ablation --sweep batch --subset 2000       # batch 8 / 32 / 128 (GradCache)
+    python -m training.train_dpr_nq --ablation --sweep subsets                   # 1,000 / 2,000 / 4,000 / 7,167
 
 Every stage is restartable: mining appends and skips finished questions, training resumes from
 its newest checkpoint, evaluation reuses cached passage vectors, finished stages are skipped.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import random
 import shlex
 import sys
 import time
@@ -34,7 +39,7 @@ from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
 from dpr_components.training.negatives import MiningSettings
 from training import evaluate as pool_eval
-from training import report
+from training import report, sampled_pool_eval
 from training.mine_negatives import mine
 
 ROOT = Path("runs/dpr-nq")
@@ -42,10 +47,10 @@ DATA = ROOT / "data"
 NQ_TRAIN, NQ_DEV, SQUAD_TRAIN = "nq/train.jsonl", "nq/dev.jsonl", "squad/train-v1.1.json"
 EVAL_SETS = ("nq/dev.jsonl", "squad/dev.jsonl")
 NQ_QUESTIONS = 7167
-# For --dry-run: training.measure_speed gave 1.35 examples/s at batch 16 + 1 negative on one
-# thread of this (shared, loaded) 2-core machine, fp32; two threads are assumed to give ~1.5x.
-EXAMPLES_PER_SECOND = 2.0
-POOL_ENCODING_MINUTES = 20
+# For --dry-run: the NQ run (batch 32 + 1 negative, bf16, two threads) averaged 3.3 examples/s
+# on this shared 2-core machine (runs/dpr-nq/<run>/result.json).
+EXAMPLES_PER_SECOND = 3.3
+POOL_ENCODING_MINUTES = 28
 
 
 @dataclass(frozen=True)
@@ -56,25 +61,26 @@ class Variant:
     batch_size: int = 32
     negatives: int = 1
     squad_questions: int = 0
-    epochs: int = 2
+    epochs: int = 1
     similarity: str = "cosine"
     learning_rate: float = 2e-5
     grad_cache_chunk: int | None = None
-    bf16: bool = False
+    bf16: bool = True
     threads: int = 2
+    validation: bool = True
 
     @property
     def name(self) -> str:
         parts = [f"nq{self.subset or 'all'}"]
         if self.squad_questions:
-            parts.append(f"squad{self.squad_questions}")
+            parts = [f"squad{self.squad_questions}", f"nq{self.squad_questions}", "from-nqall"]
         parts += [f"bs{self.batch_size}", f"hn{self.negatives}", self.similarity, f"e{self.epochs}"]
         parts.append(f"lr{self.learning_rate:g}")
         return "-".join(parts)
 
     @property
     def train_questions(self) -> int:
-        return (self.subset or NQ_QUESTIONS) + self.squad_questions
+        return 2 * self.squad_questions if self.squad_questions else self.subset or NQ_QUESTIONS
 
     def config(self) -> TrainingConfig:
         return TrainingConfig(
@@ -104,6 +110,8 @@ class Variant:
         relative = (1 + self.negatives) / 2 * (1.3 if self.grad_cache_chunk else 1.0)
         steps = self.train_questions // self.batch_size * self.epochs
         training = steps * self.batch_size / EXAMPLES_PER_SECOND * relative
+        if not self.validation:  # an ablation: scored against the sampled pool (~14k passages) instead
+            return (training + 7 * 60) / 3600
         validation = (self.epochs + 1) * 5 * 60  # at the start and after each epoch
         return (training + validation) / 3600 + POOL_ENCODING_MINUTES / 60
 
@@ -114,12 +122,13 @@ def sweep(name: str | None, base: Variant) -> list[Variant]:
     if name == "negatives":
         return [dataclasses.replace(base, negatives=n) for n in (0, 1, 2)]
     if name == "batch":
-        # 64 questions do not fit comfortably in memory with 128 passages: GradCache, chunks of 16.
-        return [dataclasses.replace(base, batch_size=b, grad_cache_chunk=16 if b > 32 else None) for b in (8, 16, 32, 64)]
+        # Batch 32 with one negative peaks at about 11 GB here; 128 would need about 40 GB without
+        # GradCache, so it runs with GradCache in chunks of 32 sequences.
+        return [dataclasses.replace(base, batch_size=b, grad_cache_chunk=32 if b > 32 else None) for b in (8, 32, 128)]
     if name == "subsets":
         return [dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)]
     if name == "squad":
-        return [base, dataclasses.replace(base, squad_questions=NQ_QUESTIONS)]
+        return [base, dataclasses.replace(base, squad_questions=2500)]
     raise ValueError(f"unknown sweep {name!r}")
 
 
@@ -130,12 +139,27 @@ def squad_file(questions: int) -> Path:
     return DATA / f"squad-train-{questions}-bm25.jsonl"
 
 
+def nq_replay_file(questions: int) -> Path:
+    return DATA / f"nq-train-{questions}-bm25.jsonl"
+
+
 def stage_mine(variants: list[Variant]) -> None:
     settings = MiningSettings(num_negatives=30, depth=100)
     mine(NQ_TRAIN, DATA / "nq-train-bm25.jsonl", settings=settings)
     mine(NQ_DEV, DATA / "nq-dev-bm25.jsonl", settings=settings)
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):
         mine(SQUAD_TRAIN, squad_file(questions), settings=settings, limit=questions, shuffle_seed=0)
+        write_nq_replay(questions)
+
+
+def write_nq_replay(questions: int) -> None:
+    """A seeded sample of the mined NQ questions, replayed next to SQuAD so NQ is not forgotten."""
+    out = nq_replay_file(questions)
+    if out.exists():
+        return
+    lines = (DATA / "nq-train-bm25.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    chosen = sorted(random.Random(0).sample(range(len(lines)), questions))
+    atomic_write_text(out, "".join(lines[i] for i in chosen))
 
 
 def stage_baselines() -> None:
@@ -152,16 +176,29 @@ def run_dir(variant: Variant) -> Path:
 
 
 def stage_train(variant: Variant) -> None:
+    """Train ``variant`` from MiniLM on NQ; a SQuAD variant continues from the NQ model instead
+    (one pass over the 7,167 + N questions from scratch is beyond this CPU's budget)."""
     data = [str(DATA / "nq-train-bm25.jsonl")]
+    config = variant.config()
     if variant.squad_questions:
         if variant.subset:
             raise ValueError("--subset samples NQ questions; do not combine it with --with-squad")
-        data.append(str(squad_file(variant.squad_questions)))
-    inputs = TrainingInputs(data=data, dev=str(DATA / "nq-dev-bm25.jsonl"), corpus=pool_eval.POOL, subset=variant.subset)
+        nq_run = run_dir(dataclasses.replace(variant, squad_questions=0)) / "result.json"
+        if not nq_run.exists():
+            raise FileNotFoundError(f"{nq_run} not found: train the NQ model first (without --with-squad)")
+        nq_model = Path(json.loads(nq_run.read_text(encoding="utf-8"))["model_dir"])
+        config = dataclasses.replace(config, model=str(nq_model / "question_encoder"),
+                                     passage_model=str(nq_model / "passage_encoder"))
+        data = [str(squad_file(variant.squad_questions)), str(nq_replay_file(variant.squad_questions))]
+    dev = str(DATA / "nq-dev-bm25.jsonl") if variant.validation else None
+    inputs = TrainingInputs(data=data, dev=dev, corpus=pool_eval.POOL, subset=variant.subset)
     out = run_dir(variant)
+    if (out / "result.json").exists():
+        print(f"{variant.name}: already trained", file=sys.stderr)
+        return
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "variant.json", json.dumps(dataclasses.asdict(variant), indent=1))
-    result = train_from_files(variant.config(), inputs, out)
+    result = train_from_files(config, inputs, out)
     print(f"trained {variant.name}: {result.steps} steps, model in {result.model_dir}", file=sys.stderr)
 
 
@@ -177,28 +214,52 @@ def stage_evaluate(variant: Variant) -> None:
     atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))
 
 
+def stage_sampled(variants: list[Variant]) -> None:
+    """Score each run's final model (and zero-shot MiniLM once) against the sampled pool."""
+    jobs = [(ROOT / "baselines" / "sampled-minilm-zero-shot.json", BUNDLED_MINILM, "cosine")]
+    for variant in variants:
+        result_file = run_dir(variant) / "result.json"
+        if result_file.exists():
+            final = json.loads(result_file.read_text(encoding="utf-8"))["final_dir"]
+            jobs.append((run_dir(variant) / "sampled_eval.json", final, variant.similarity))
+    jobs = [job for job in jobs if not job[0].exists()]
+    if not jobs:
+        return
+    candidates = sampled_pool_eval.candidate_set(str(DATA / "nq-dev-bm25.jsonl"))
+    for out, system, similarity in jobs:
+        result = sampled_pool_eval.evaluate_sampled(system, candidates, similarity)
+        atomic_write_text(out, json.dumps({**result, "name": out.parent.name if out.name == "sampled_eval.json"
+                                           else "minilm-zero-shot"}, indent=1))
+        print(f"{system}: {result['metrics']}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", default="all", choices=["all", "mine", "baselines", "train", "evaluate", "report"])
+    parser.add_argument("--stage", default="all",
+                        choices=["all", "mine", "baselines", "train", "evaluate", "sampled", "report"])
     parser.add_argument("--sweep", choices=["negatives", "batch", "subsets", "squad"])
     parser.add_argument("--subset", type=int, help="train on a seeded random subset of N NQ questions")
     parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
-    parser.add_argument("--with-squad", type=int, nargs="?", const=NQ_QUESTIONS, default=0, metavar="N",
-                        help=f"add N SQuAD train questions with BM25 negatives (default N: {NQ_QUESTIONS})")
+    parser.add_argument("--with-squad", type=int, nargs="?", const=2500, default=0, metavar="N",
+                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 2500)")
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
     parser.add_argument("--grad-cache-chunk", type=int, help="GradCache chunk size (sequences)")
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (about 10%% faster here; not the default)")
+    parser.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 autocast, ~10%% faster here)")
     parser.add_argument("--threads", type=int, default=Variant.threads)
+    parser.add_argument("--ablation", action="store_true",
+                        help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation")
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
     args = parser.parse_args(argv)
     base = Variant(
         subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
         epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
-        grad_cache_chunk=args.grad_cache_chunk, bf16=args.bf16, threads=args.threads,
+        grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads,
     )
+    if args.ablation:
+        base = dataclasses.replace(base, epochs=1, validation=False)
     variants = sweep(args.sweep, base)
     if args.dry_run:
         for v in variants:
@@ -214,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             if args.stage in ("all", "train"):
                 stage_train(variant)
-            if args.stage in ("all", "evaluate"):
+            if args.stage in ("all", "evaluate") and not args.ablation:
                 stage_evaluate(variant)
+        if args.stage in ("all", "sampled") and (args.ablation or args.stage == "sampled"):
+            stage_sampled(variants)
         if args.stage in ("all", "report"):
             command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
             report.write_report(ROOT, Path("docs/training"), command)
