@@ -34,10 +34,12 @@ POOL_SIZE = 10_000
 HARD_NEGATIVES = 5
 
 
-def candidate_set(dev: str = DEV, pool_size: int = POOL_SIZE, hard_negatives: int = HARD_NEGATIVES) -> ValidationSet:
+def candidate_set(
+    dev: str = DEV, pool_size: int = POOL_SIZE, hard_negatives: int = HARD_NEGATIVES, corpus_file: str = POOL
+) -> ValidationSet:
     """All questions of ``dev`` with their fixed candidate passages (seed 0)."""
     examples = load_training_examples(resolve_data_source(dev)).examples
-    corpus = [Ctx(p.title, p.text) for p in load_corpus_passages(resolve_data_source(POOL))]
+    corpus = [Ctx(p.title, p.text) for p in load_corpus_passages(resolve_data_source(corpus_file))]
     return build_validation_set(examples, len(examples), hard_negatives, corpus, pool_size, seed=0)
 
 
@@ -60,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--system", required=True, help="training output folder, or one encoder for both sides")
     parser.add_argument("--dev", default=DEV, help="dev questions with gold passages and BM25 negatives")
     parser.add_argument("--similarity", default="cosine", choices=["dot", "cosine", "l2"])
+    parser.add_argument("--corpus", default=POOL, help="the passage pool to sample from")
     parser.add_argument("--pool-size", type=int, default=POOL_SIZE)
     parser.add_argument("--threads", type=int)
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     try:
-        result = evaluate_sampled(args.system, candidate_set(args.dev, args.pool_size), args.similarity, args.threads)
+        result = evaluate_sampled(args.system, candidate_set(args.dev, args.pool_size, corpus_file=args.corpus), args.similarity, args.threads)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
