@@ -7,6 +7,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from dpr_components.encoder_pairing import META_FIELD, weights_digest
 from dpr_components.encoders import BUNDLED_MINILM, EncoderSettings, Pooling, Precision, TextEncoder, TitleMode
 from dpr_components.indexing.embedding import cache_for, encode_passages_cached
 
@@ -128,4 +129,15 @@ class PassageEmbedder:
         vectors = encode_passages_cached(
             self.encoder, [d.content or "" for d in documents], titles, cache, show_progress=self.progress_bar
         )
-        return {"documents": [dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(documents, vectors)]}
+        stamp = self._weights_digest()
+        return {
+            "documents": [
+                dataclasses.replace(d, embedding=v.tolist(), meta={**d.meta, META_FIELD: stamp} if stamp else d.meta)
+                for d, v in zip(documents, vectors)
+            ]
+        }
+
+    def _weights_digest(self) -> str | None:
+        if not hasattr(self, "_digest"):
+            self._digest = weights_digest(self.model)
+        return self._digest

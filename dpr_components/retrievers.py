@@ -9,6 +9,7 @@ from haystack.core.serialization import import_class_by_name
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.document_stores.search_backend import search_backend, warn_if_empty
+from dpr_components.encoder_pairing import META_FIELD, check_pairing, paired_passage_model, weights_digest
 from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
 
@@ -134,4 +135,14 @@ class DenseRetriever:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
             query_embedding = self.embedder.run(_check_query(query))["embedding"]
         documents = self._backend.embedding_retrieval(query_embedding, top_k, filters or self.filters)
+        recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}
+        if recorded:
+            check_pairing(self.embedder.model, self._expected_passage_digest(), recorded)
         return {"documents": documents, "query_embedding": list(query_embedding)}
+
+    def _expected_passage_digest(self) -> str | None:
+        """Digest of the passage encoder paired with this question encoder (computed once)."""
+        if not hasattr(self, "_passage_digest"):
+            passage_model = paired_passage_model(self.embedder.model)
+            self._passage_digest = weights_digest(passage_model) if passage_model else None
+        return self._passage_digest

@@ -41,7 +41,6 @@ def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     runs = []
     for evaluation in sorted(root.glob("*/eval.json")):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
-        result = _load(evaluation.parent / "result.json") or {}
         run["training"] = _training(evaluation.parent)
         runs.append(run)
     return baselines, runs
@@ -140,7 +139,8 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         "from the full pool (55,350 passages), exact inner-product search. The checkpoint kept is the one "
         "with the best MRR on a 300-question subset of nq/dev against a 3,000-passage sample of the pool "
         "(validated before training and after each epoch), so NQ numbers are mildly optimistic; SQuAD dev is never looked at "
-        "during training.",
+        "during training. The SQuAD-added model continues from the NQ model on N SQuAD train questions plus N replayed "
+        "NQ ones and is reported at its final step (NQ-only validation would keep its starting point).",
         "",
         f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU).",
         "",

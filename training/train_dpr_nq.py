@@ -208,7 +208,11 @@ def stage_evaluate(variant: Variant) -> None:
     result_file = folder / "result.json"
     if out.exists() or not result_file.exists():
         return
-    model_dir = json.loads(result_file.read_text(encoding="utf-8"))["model_dir"]
+    result_json = json.loads(result_file.read_text(encoding="utf-8"))
+    # The SQuAD continuation validates on NQ dev only, where its starting point (the NQ model)
+    # already scores best, so best-checkpoint selection would hand back that starting point:
+    # its final model is the one that learned from SQuAD.
+    model_dir = result_json["final_dir"] if variant.squad_questions else result_json["model_dir"]
     # Recorded relative to the repository so the report names no machine paths.
     result = pool_eval.evaluate(str(Path(model_dir)), EVAL_SETS)
     atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))

@@ -1,0 +1,78 @@
+"""DenseRetriever refuses a store indexed by a passage encoder that does not go with its question encoder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from dpr_components.embedders import PassageEmbedder
+from dpr_components.encoder_pairing import META_FIELD, paired_passage_model, weights_digest
+from dpr_components.retrievers import DenseRetriever
+
+PASSAGES = {
+    "hamlet": "Hamlet is a tragedy written by William Shakespeare.",
+    "everest": "Mount Everest is the highest mountain on Earth.",
+    "curie": "Marie Curie won the Nobel Prize in Physics in 1903.",
+}
+
+
+@pytest.fixture(scope="module")
+def trained_pair(tiny_dpr_dirs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trained pair's layout: ``question_encoder/`` next to ``passage_encoder/``."""
+    pair = tmp_path_factory.mktemp("pair")
+    shutil.copytree(tiny_dpr_dirs[0], pair / "question_encoder")
+    shutil.copytree(tiny_dpr_dirs[1], pair / "passage_encoder")
+    return pair
+
+
+def _index(passage_model: Path) -> EmbeddedDocumentStore:
+    from haystack import Document
+
+    documents = [Document(id=key, content=text) for key, text in PASSAGES.items()]
+    embedder = PassageEmbedder(model=str(passage_model), cache_dir=None, progress_bar=False)
+    embedder.warm_up()
+    store = EmbeddedDocumentStore()
+    store.write_documents(embedder.run(documents)["documents"])
+    return store
+
+
+def test_passages_are_stamped_with_their_encoder(trained_pair: Path) -> None:
+    store = _index(trained_pair / "passage_encoder")
+    stamps = {d.meta[META_FIELD] for d in store.filter_documents()}
+    assert stamps == {weights_digest(str(trained_pair / "passage_encoder"))}
+
+
+def test_matching_pair_retrieves(trained_pair: Path) -> None:
+    store = _index(trained_pair / "passage_encoder")
+    retriever = DenseRetriever(store, model=str(trained_pair / "question_encoder"))
+    retriever.warm_up()
+    assert len(retriever.run(query="who wrote hamlet", top_k=3)["documents"]) == 3
+
+
+def test_question_encoder_of_another_pair_is_refused(trained_pair: Path, tiny_st_dir: Path) -> None:
+    store = _index(tiny_st_dir)  # 32-d like the pair, so only the stamp tells them apart
+    retriever = DenseRetriever(store, model=str(trained_pair / "question_encoder"))
+    retriever.warm_up()
+    with pytest.raises(ValueError, match="embedded by another passage encoder"):
+        retriever.run(query="who wrote hamlet", top_k=3)
+
+
+def test_shared_encoder_is_its_own_pair(tiny_st_dir: Path, trained_pair: Path) -> None:
+    assert paired_passage_model(str(tiny_st_dir)) == str(tiny_st_dir)
+    store = _index(trained_pair / "passage_encoder")
+    retriever = DenseRetriever(store, model=str(tiny_st_dir))
+    retriever.warm_up()
+    with pytest.raises(ValueError, match="re-index the store"):
+        retriever.run(query="who wrote hamlet", top_k=3)
+
+
+def test_lone_question_encoder_is_not_checked(tiny_dpr_dirs: tuple[Path, Path], tiny_st_dir: Path) -> None:
+    """A DPRQuestionEncoder folder without a sibling passage encoder: the pairing cannot be known."""
+    assert paired_passage_model(str(tiny_dpr_dirs[0])) is None
+    store = _index(tiny_st_dir)
+    retriever = DenseRetriever(store, model=str(tiny_dpr_dirs[0]))
+    retriever.warm_up()
+    assert retriever.run(query="who wrote hamlet", top_k=2)["documents"]
