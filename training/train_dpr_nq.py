@@ -158,6 +158,9 @@ def write_nq_replay(questions: int) -> None:
     if out.exists():
         return
     lines = (DATA / "nq-train-bm25.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    if questions > len(lines):
+        raise ValueError(f"--with-squad {questions}: the NQ replay needs as many NQ questions, "
+                         f"but {DATA / 'nq-train-bm25.jsonl'} has {len(lines)}")
     chosen = sorted(random.Random(0).sample(range(len(lines)), questions))
     atomic_write_text(out, "".join(lines[i] for i in chosen))
 
