@@ -122,8 +122,8 @@ def sweep(name: str | None, base: Variant) -> list[Variant]:
     if name == "negatives":
         return [dataclasses.replace(base, negatives=n) for n in (0, 1, 2)]
     if name == "batch":
-        # Batch 32 with one negative peaks at about 11 GB here; 128 would need about 40 GB without
-        # GradCache, so it runs with GradCache in chunks of 32 sequences.
+        # Memory grows with the batch (docs/training/speed.md, run logs); 128 questions would not
+        # fit next to other jobs without GradCache, so that run uses chunks of 32 sequences.
         return [dataclasses.replace(base, batch_size=b, grad_cache_chunk=32 if b > 32 else None) for b in (8, 32, 128)]
     if name == "subsets":
         return [dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)]
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
     parser.add_argument("--grad-cache-chunk", type=int, help="GradCache chunk size (sequences)")
-    parser.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 autocast, ~10%% faster here)")
+    parser.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)")
     parser.add_argument("--threads", type=int, default=Variant.threads)
     parser.add_argument("--ablation", action="store_true",
                         help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation")
