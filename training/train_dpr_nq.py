@@ -7,14 +7,14 @@ the full 55,350-passage pool, next to BM25 and zero-shot MiniLM.
 
     python -m training.train_dpr_nq                       # the default run, every stage
     python -m training.train_dpr_nq --dry-run             # print the plan and the expected time
-    python -m training.train_dpr_nq --with-squad 2500     # continue the NQ model on 2,500 SQuAD + 2,500 NQ
+    python -m training.train_dpr_nq --with-squad 7000     # continue the NQ model on 7,000 SQuAD + 7,000 NQ
     python -m training.train_dpr_nq --stage report        # rewrite docs/training/ from finished runs
 
 Ablations on a reduced budget (one epoch, no validation during training, the final model
 scored against a sampled pool by training/sampled_pool_eval.py instead of the full pool):
 
-    python -m training.train_dpr_nq --ablation --sweep negatives --subset 2000   # 0 / 1 / 2 hard negatives
-    python -m training.train_dpr_nq --ablation --sweep batch --subset 2000       # batch 8 / 32 / 128 (GradCache)
+    python -m training.train_dpr_nq --ablation --sweep negatives --subset 1000   # 0 / 1 / 2 hard negatives
+    python -m training.train_dpr_nq --ablation --sweep batch --subset 1000       # batch 8 / 32 / 128 (GradCache)
     python -m training.train_dpr_nq --ablation --sweep subsets                   # 1,000 / 2,000 / 4,000 / 7,167
 
 Every stage is restartable: mining appends and skips finished questions, training resumes from
@@ -128,7 +128,7 @@ def sweep(name: str | None, base: Variant) -> list[Variant]:
     if name == "subsets":
         return [dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)]
     if name == "squad":
-        return [base, dataclasses.replace(base, squad_questions=2500)]
+        return [base] + [dataclasses.replace(base, squad_questions=n) for n in (2500, 5000, 7000)]
     raise ValueError(f"unknown sweep {name!r}")
 
 
@@ -248,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subset", type=int, help="train on a seeded random subset of N NQ questions")
     parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
-    parser.add_argument("--with-squad", type=int, nargs="?", const=2500, default=0, metavar="N",
-                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 2500)")
+    parser.add_argument("--with-squad", type=int, nargs="?", const=7000, default=0, metavar="N",
+                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000, at most the 7,167 NQ questions)")
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
