@@ -33,6 +33,8 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 # Settings that do not change what is learned (or only how fast), ignored when grouping ablations.
 NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16")
+# Variant fields added after earlier runs were recorded, with the value those runs had.
+LATER_FIELDS = {"multi": False}
 
 
 def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -74,7 +76,8 @@ def ablation_groups(runs: list[dict[str, Any]], field: str) -> list[list[dict[st
     """Runs that differ in ``field`` only (settings in NOT_ABLATED aside), two or more per group."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        rest = {k: v for k, v in run["variant"].items() if k != field and k not in NOT_ABLATED}
+        variant = {**LATER_FIELDS, **run["variant"]}
+        rest = {k: v for k, v in variant.items() if k != field and k not in NOT_ABLATED}
         groups.setdefault(json.dumps(rest, sort_keys=True), []).append(run)
     ordered = []
     for group in groups.values():
@@ -140,7 +143,8 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         "with the best MRR on a 300-question subset of nq/dev against a 3,000-passage sample of the pool "
         "(validated before training and after each epoch), so NQ numbers are mildly optimistic; SQuAD dev is never looked at "
         "during training. The SQuAD-added model continues from the NQ model on N SQuAD train questions plus N replayed "
-        "NQ ones and is reported at its final step (NQ-only validation would keep its starting point).",
+        "NQ ones and is reported at its final step (NQ-only validation would keep its starting point); a run named multi-… "
+        "trains from MiniLM on all of nq/train plus the SQuAD questions in one mix, also reported at its final step.",
         "",
         f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU).",
         "",

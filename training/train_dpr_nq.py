@@ -68,11 +68,14 @@ class Variant:
     bf16: bool = True
     threads: int = 2
     validation: bool = True
+    multi: bool = False  # with squad_questions: train from MiniLM on all of nq/train plus the SQuAD ones
 
     @property
     def name(self) -> str:
         parts = [f"nq{self.subset or 'all'}"]
-        if self.squad_questions:
+        if self.multi:
+            parts = [f"multi-nqall-squad{self.squad_questions}"]
+        elif self.squad_questions:
             parts = [f"squad{self.squad_questions}", f"nq{self.squad_questions}", "from-nqall"]
         parts += [f"bs{self.batch_size}", f"hn{self.negatives}", self.similarity, f"e{self.epochs}"]
         parts.append(f"lr{self.learning_rate:g}")
@@ -80,6 +83,8 @@ class Variant:
 
     @property
     def train_questions(self) -> int:
+        if self.multi:
+            return NQ_QUESTIONS + self.squad_questions
         return 2 * self.squad_questions if self.squad_questions else self.subset or NQ_QUESTIONS
 
     def config(self) -> TrainingConfig:
@@ -183,7 +188,11 @@ def stage_train(variant: Variant) -> None:
     (one pass over the 7,167 + N questions from scratch is beyond this CPU's budget)."""
     data = [str(DATA / "nq-train-bm25.jsonl")]
     config = variant.config()
-    if variant.squad_questions:
+    if variant.multi:
+        if not variant.squad_questions or variant.subset:
+            raise ValueError("--multi needs --with-squad N and no --subset")
+        data.append(str(squad_file(variant.squad_questions)))
+    elif variant.squad_questions:
         if variant.subset:
             raise ValueError("--subset samples NQ questions; do not combine it with --with-squad")
         nq_run = run_dir(dataclasses.replace(variant, squad_questions=0)) / "result.json"
@@ -214,7 +223,8 @@ def stage_evaluate(variant: Variant) -> None:
     result_json = json.loads(result_file.read_text(encoding="utf-8"))
     # The SQuAD continuation validates on NQ dev only, where its starting point (the NQ model)
     # already scores best, so best-checkpoint selection would hand back that starting point:
-    # its final model is the one that learned from SQuAD.
+    # its final model is the one that learned from SQuAD. The same holds for the multi setting,
+    # whose start is zero-shot MiniLM.
     model_dir = result_json["final_dir"] if variant.squad_questions else result_json["model_dir"]
     # Recorded relative to the repository so the report names no machine paths.
     result = pool_eval.evaluate(str(Path(model_dir)), EVAL_SETS)
@@ -250,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
     parser.add_argument("--with-squad", type=int, nargs="?", const=7000, default=0, metavar="N",
                         help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000, at most the 7,167 NQ questions)")
+    parser.add_argument("--multi", action="store_true",
+                        help="with --with-squad N: train from MiniLM on nq/train plus N SQuAD questions in one mix "
+                             "(the paper's multi setting) instead of continuing the NQ model")
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
@@ -260,10 +273,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation")
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
     args = parser.parse_args(argv)
+    if args.multi and (not args.with_squad or args.subset):
+        parser.error("--multi needs --with-squad N and no --subset")
     base = Variant(
         subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
         epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
-        grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads,
+        grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads, multi=args.multi,
     )
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)
