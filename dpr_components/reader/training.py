@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -24,6 +23,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.io_utils import atomic_directory, atomic_write_text, recover_directory
+from dpr_components.process_state import peak_rss_mb, restore_rng_states, rng_states
 from dpr_components.reader.batches import Group, build_group, collate_groups
 from dpr_components.reader.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.reader.evaluate import dev_cases, evaluate_reader
@@ -129,20 +129,6 @@ def _scheduler(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> tor
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def _rng_states() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-
-
-def _set_rng_states(states: dict[str, Any]) -> None:
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
-    torch.set_rng_state(states["torch"])
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 class _Run:
     """State of one training run and its files."""
 
@@ -217,7 +203,7 @@ def train(
         reader.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _set_rng_states(state["rng"])
+        restore_rng_states(state["rng"])
         position = Position(**state["position"])
         run.truncate_log(position.step)
         print(f"resuming from step {position.step} (epoch {position.epoch}, example {position.index})", flush=True)
@@ -229,7 +215,7 @@ def train(
     needed = (i for q in [*train_questions, *dev_questions] for i in [*q.negative_ids, *q.positive_ids, *q.top_ids])
     lookup.preload(needed)
     dev = dev_cases(dev_questions, lookup, config.dev_passages, config.seed)
-    rng_after_step = _rng_states()
+    rng_after_step = rng_states()
     reader.train()
     bar = tqdm(total=run.total, initial=position.step, desc="Training reader", unit="step", disable=not config.progress)
     window = {"loss": 0.0, "span_loss": 0.0, "selection_loss": 0.0, "steps": 0, "questions": 0, "rows": 0,
@@ -256,7 +242,7 @@ def train(
                 scheduler.step()
                 position.index += len(batch_ids)
                 position.step += 1
-                rng_after_step = _rng_states()
+                rng_after_step = rng_states()
                 in_update = False
                 for key in ("loss", "span_loss", "selection_loss"):
                     window[key] += parts[key]
@@ -314,7 +300,7 @@ def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float
         "loss": window["loss"] / steps, "span_loss": window["span_loss"] / steps,
         "selection_loss": window["selection_loss"] / steps, "lr": lr,
         "steps_per_s": window["steps"] / seconds, "questions_per_s": window["questions"] / seconds,
-        "passages_per_s": window["rows"] / seconds, "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "passages_per_s": window["rows"] / seconds, "peak_rss_mb": round(peak_rss_mb(), 1),
     }
     run.log(entry)
     bar.set_postfix(loss=f"{entry['loss']:.3f}", q_s=f"{entry['questions_per_s']:.2f}")

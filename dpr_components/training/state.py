@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from dpr_components.io_utils import atomic_directory
+from dpr_components.process_state import restore_rng_states, rng_states
 
 STATE_FILE = "state.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -42,17 +41,6 @@ class TrainerState:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def rng_states() -> dict[str, Any]:
-    """This process's random generator states (python, numpy, torch)."""
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-
-
-def _restore_rng(states: dict[str, Any]) -> None:
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
-    torch.set_rng_state(states["torch"])
 
 
 def save_checkpoint(
@@ -106,7 +94,7 @@ def load_checkpoint(
         saved_rng = torch.load(path / "rng.pt", map_location="cpu", weights_only=False)
         if rank >= len(saved_rng):
             raise ValueError(f"it was written by {len(saved_rng)} processes, this is process {rank}")
-        _restore_rng(saved_rng[rank])
+        restore_rng_states(saved_rng[rank])
     except (OSError, KeyError, TypeError, RuntimeError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot resume from checkpoint {path}: {error}") from error
     return state

@@ -20,7 +20,6 @@ import dataclasses
 import hashlib
 import json
 import random
-import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from dpr_components.io_utils import atomic_write_text
+from dpr_components.process_state import peak_rss_mb, rng_states
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.config import TrainingConfig
@@ -40,15 +40,14 @@ from dpr_components.training.export import export_dpr
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
 from dpr_components.training.run_log import RunLog
-from dpr_components.training.step import backward_batch
 from dpr_components.training.state import (
     TrainerState,
     latest_checkpoint,
     load_checkpoint,
     prune_checkpoints,
-    rng_states,
     save_checkpoint,
 )
+from dpr_components.training.step import backward_batch
 from dpr_components.training.validation import ValidationSet, build_validation_set, validate
 
 CONFIG_FILE = "config.json"
@@ -94,10 +93,6 @@ def data_fingerprint(examples: Sequence[TrainingExample]) -> str:
     for e in examples:
         digest.update(f"{e.id}\x1f{e.question}\x1f{ctx_key(e.positives[0])}\x1f{len(e.hard_negatives)}\x1e".encode())
     return digest.hexdigest()[:16]
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _optimizer(model: torch.nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
