@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from training.train_dpr_nq import NQ_QUESTIONS, main
+from training import train_dpr_nq
+from training.train_dpr_nq import NQ_QUESTIONS, Variant, main
 
 
 def test_dry_run_names_the_multi_run_and_its_questions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,3 +29,21 @@ def test_multi_needs_squad_questions_and_no_subset(argv: list[str], capsys: pyte
         main(["--dry-run", *argv])
     assert exit_info.value.code == 2
     assert "--multi needs --with-squad N and no --subset" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("multi", "replayed"), [(True, []), (False, [3000])])
+def test_mining_replays_nq_only_for_the_continuation(
+    multi: bool, replayed: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The multi setting trains on all of nq/train, so it may ask for more SQuAD questions than NQ has."""
+    mined: list[str] = []
+    replays: list[int] = []
+
+    def fake_mine(source: str, out: Path, **_: Any) -> None:
+        mined.append(Path(out).name)
+
+    monkeypatch.setattr(train_dpr_nq, "mine", fake_mine)
+    monkeypatch.setattr(train_dpr_nq, "write_nq_replay", replays.append)
+    train_dpr_nq.stage_mine([Variant(squad_questions=3000, multi=multi)])
+    assert "squad-train-3000-bm25.jsonl" in mined
+    assert replays == replayed

@@ -154,6 +154,8 @@ def stage_mine(variants: list[Variant]) -> None:
     mine(NQ_DEV, DATA / "nq-dev-bm25.jsonl", settings=settings)
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):
         mine(SQUAD_TRAIN, squad_file(questions), settings=settings, limit=questions, shuffle_seed=0)
+    # Only the continuation replays NQ; the multi setting trains on all of nq/train.
+    for questions in sorted({v.squad_questions for v in variants if v.squad_questions and not v.multi}):
         write_nq_replay(questions)
 
 
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
     parser.add_argument("--with-squad", type=int, nargs="?", const=7000, default=0, metavar="N",
-                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000, at most the 7,167 NQ questions)")
+                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000; without --multi at most the 7,167 NQ questions)")
     parser.add_argument("--multi", action="store_true",
                         help="with --with-squad N: train from MiniLM on nq/train plus N SQuAD questions in one mix "
                              "(the paper's multi setting) instead of continuing the NQ model")
