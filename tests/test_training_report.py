@@ -69,3 +69,19 @@ def test_reports_results_ablations_and_plot(tmp_path: Path) -> None:
     assert (docs / "sample_efficiency.png").read_bytes()[:4] == b"\x89PNG"
     payload = json.loads((docs / "ablations.json").read_text(encoding="utf-8"))
     assert {r["name"] for r in payload["runs"]} == {"main", "nq1000", "nq2000", "nq2000-hn0", "nq2000-bs128"}
+
+
+def test_names_the_multi_setting_table_and_orders_runs_by_their_numbers(tmp_path: Path) -> None:
+    runs, docs = tmp_path / "runs", tmp_path / "docs"
+    for name, squad, multi in [("squad7000", 7000, False), ("squad2500", 2500, False),
+                               ("multi-squad14000", 14000, True), ("multi-squad7000", 7000, True)]:
+        _run(runs, name, 80.0, full_top1=80.0, squad_questions=squad, multi=multi)
+
+    write_report(runs, docs, "python -m training.report")
+
+    results = (docs / "dpr_nq.md").read_text(encoding="utf-8")
+    assert results.index("| multi-squad7000 |") < results.index("| multi-squad14000 |")
+    continuation = results.split("## Ablation: SQuAD questions added\n")[1].split("##")[0]
+    assert "squad2500" in continuation and "multi-" not in continuation
+    multi = results.split("## Ablation: SQuAD questions added (multi setting)\n")[1].split("##")[0]
+    assert multi.index("| 7000 | multi-squad7000 |") < multi.index("| 14000 | multi-squad14000 |")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,21 @@ def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))
                  if not p.name.startswith("sampled-")]
     runs = []
-    for evaluation in sorted(root.glob("*/eval.json")):
+    for evaluation in sorted(root.glob("*/eval.json"), key=_natural_key):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
         run["training"] = _training(evaluation.parent)
         runs.append(run)
     return baselines, runs
+
+
+def _natural_key(path: Path) -> list[Any]:
+    """Order run folders with their numbers as numbers (squad7000 before squad14000)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def _group_title(title: str, group: list[dict[str, Any]]) -> str:
+    # The multi setting and the continuation both vary squad_questions: name which one a table is.
+    return f"{title} (multi setting)" if group[0]["variant"].get("multi") else title
 
 
 def _training(folder: Path) -> dict[str, Any]:
@@ -164,7 +175,7 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
                   "so optimistic; its 2-fold tables fit and report on separate halves)."]
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
-            lines += ["", f"## Ablation: {title}", "", *_header([field, "run", "train hours"])]
+            lines += ["", f"## Ablation: {_group_title(title, group)}", "", *_header([field, "run", "train hours"])]
             for run in group:
                 hours = run["training"].get("hours")
                 value = run["variant"][field]
