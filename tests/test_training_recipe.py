@@ -47,3 +47,52 @@ def test_mining_replays_nq_only_for_the_continuation(
     train_dpr_nq.stage_mine([Variant(squad_questions=3000, multi=multi)])
     assert "squad-train-3000-bm25.jsonl" in mined
     assert replays == replayed
+
+
+def _finished_run(root: Path, name: str, encoder: Path, **variant: Any) -> None:
+    import dataclasses
+    import json
+    import shutil
+
+    folder = root / name
+    for role in ("question_encoder", "passage_encoder"):
+        shutil.copytree(encoder, folder / "final" / role)
+    (folder / "variant.json").write_text(json.dumps(dataclasses.asdict(Variant(**variant))))
+    (folder / "result.json").write_text(json.dumps({"final_dir": str(folder / "final"), "model_dir": "unused"}))
+
+
+def test_soup_averages_the_evaluated_models_of_finished_runs(
+    tiny_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setattr(train_dpr_nq, "ROOT", tmp_path)
+    evaluated: list[str] = []
+
+    def fake_evaluate(system: str, question_files: Any) -> dict[str, Any]:
+        evaluated.append(system)
+        return {"system": system, "datasets": {"nq/dev.jsonl": {"top_k": {"1": 80.0}}}}
+
+    monkeypatch.setattr(train_dpr_nq.pool_eval, "evaluate", fake_evaluate)
+    _finished_run(tmp_path, "multi-a", tiny_bert_dir, squad_questions=7000, multi=True)
+    _finished_run(tmp_path, "multi-b", tiny_bert_dir, squad_questions=14000, multi=True)
+
+    out = train_dpr_nq.stage_soup(["multi-a", "multi-b"])
+
+    assert out == train_dpr_nq.soup_dir(["multi-b", "multi-a"]) and out.name.startswith("soup2-")
+    assert (out / "final" / "passage_encoder" / "model.safetensors").is_file()
+    record = json.loads((out / "eval.json").read_text())
+    assert record["soup"] == ["multi-a", "multi-b"] and evaluated == [str(out / "final")]
+    train_dpr_nq.stage_soup(["multi-a", "multi-b"])  # finished: nothing is evaluated again
+    assert len(evaluated) == 1
+
+
+def test_soup_of_an_unfinished_run_is_refused(
+    tiny_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(train_dpr_nq, "ROOT", tmp_path)
+    _finished_run(tmp_path, "multi-a", tiny_bert_dir, squad_questions=7000, multi=True)
+    assert main(["--soup", "multi-a,still-training"]) == 2
+    assert "still-training: not a finished run" in capsys.readouterr().err
+    assert main(["--soup", "multi-a,multi-a"]) == 2
+    assert "two or more different runs" in capsys.readouterr().err

@@ -85,3 +85,19 @@ def test_names_the_multi_setting_table_and_orders_runs_by_their_numbers(tmp_path
     assert "squad2500" in continuation and "multi-" not in continuation
     multi = results.split("## Ablation: SQuAD questions added (multi setting)\n")[1].split("##")[0]
     assert multi.index("| 7000 | multi-squad7000 |") < multi.index("| 14000 | multi-squad14000 |")
+
+
+def test_weight_averages_get_their_own_section_with_their_command(tmp_path: Path) -> None:
+    runs, docs = tmp_path / "runs", tmp_path / "docs"
+    _run(runs, "multi-a", 80.0, full_top1=80.0, squad_questions=7000, multi=True)
+    _write(runs / "soup2-0123abcd" / "eval.json", {"name": "soup2-0123abcd", "soup": ["multi-a", "multi-b"],
+                                                   **_full_eval(81.5)})
+
+    write_report(runs, docs, "python -m training.report")
+
+    results = (docs / "dpr_nq.md").read_text(encoding="utf-8")
+    main_table, soups = results.split("## Weight averages (model soups)")
+    assert "soup2-0123abcd" not in main_table and "| multi-a |" in main_table
+    assert "| soup2-0123abcd | 2 | 81.5 |" in soups
+    assert "`python -m training.train_dpr_nq --soup multi-a,multi-b`" in soups
+    assert [s["name"] for s in json.loads((docs / "dpr_nq.json").read_text())["soups"]] == ["soup2-0123abcd"]

@@ -3,7 +3,8 @@
     python -m training.report                      # reads runs/dpr-nq, writes docs/training
 
 Baselines come from runs/dpr-nq/baselines/*.json, trained runs from runs/dpr-nq/*/eval.json
-(with their variant.json, result.json and log.jsonl). Runs that differ in one setting only
+(with their variant.json, result.json and log.jsonl), weight averages of runs from
+runs/dpr-nq/soup*/eval.json. Runs that differ in one setting only
 (hard negatives, batch size, training questions, SQuAD added) are also shown side by side."""
 
 from __future__ import annotations
@@ -44,9 +45,17 @@ def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     runs = []
     for evaluation in sorted(root.glob("*/eval.json"), key=_natural_key):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
+        if "soup" in run:
+            continue
         run["training"] = _training(evaluation.parent)
         runs.append(run)
     return baselines, runs
+
+
+def collect_soups(root: Path) -> list[dict[str, Any]]:
+    """Weight averages of finished runs (``train_dpr_nq --soup``), with their evaluations."""
+    evaluations = (json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.glob("*/eval.json"), key=_natural_key))
+    return [run for run in evaluations if "soup" in run]
 
 
 def _natural_key(path: Path) -> list[Any]:
@@ -141,8 +150,27 @@ def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
+def soup_lines(soups: list[dict[str, Any]]) -> list[str]:
+    """The section on weight averages: one row each, then the ingredients and the command."""
+    if not soups:
+        return []
+    lines = ["", "## Weight averages (model soups)", "",
+             "The uniform average of the weights of runs that start from the same MiniLM (a \"uniform soup\", "
+             "Wortsman et al. 2022, https://arxiv.org/abs/2203.05482): one model, no extra training; each run "
+             "contributes the model evaluated above. The runs to average were picked after seeing their dev "
+             "numbers (as were the runs' own settings), so these rows are as optimistic as any choice made on dev; "
+             "averaging itself looks at no data.", "",
+             *_header(["soup", "runs averaged"])]
+    for soup in soups:
+        lines.append("| " + " | ".join([soup["name"], str(len(soup["soup"]))] + _accuracy_cells(soup)) + " |")
+    lines.append("")
+    for soup in soups:
+        lines += [f"- {soup['name']}: `python -m training.train_dpr_nq --soup {','.join(soup['soup'])}`"]
+    return lines
+
+
 def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command: str,
-           hybrid: list[dict[str, Any]] | None = None) -> str:
+           hybrid: list[dict[str, Any]] | None = None, soups: list[dict[str, Any]] | None = None) -> str:
     lines = [
         "# DPR on Natural Questions at CPU scale",
         "",
@@ -173,6 +201,7 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         lines += ["", "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
                   "`docs/training/hybrid/retrieval_quality.md` (its command there; λ fitted on these dev questions, "
                   "so optimistic; its 2-fold tables fit and report on separate halves)."]
+    lines += soup_lines(soups or [])
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
             lines += ["", f"## Ablation: {_group_title(title, group)}", "", *_header([field, "run", "train hours"])]
@@ -193,8 +222,10 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
                                          for k, v in r["datasets"].items()}}
     hybrid_file = out / "hybrid" / "retrieval_quality.json"
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
-    atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid))
-    payload = {"command": command, "baselines": [strip(b) for b in baselines], "runs": [strip(r) for r in runs]}
+    soups = collect_soups(root)
+    atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid, soups))
+    payload = {"command": command, "baselines": [strip(b) for b in baselines], "runs": [strip(r) for r in runs],
+               "soups": [strip(s) for s in soups]}
     atomic_write_text(out / "dpr_nq.json", json.dumps(payload, indent=1))
     print(f"wrote {out / 'dpr_nq.md'}", file=sys.stderr)
     from training.ablation_report import write_ablation_report  # imports this module

@@ -9,6 +9,7 @@ the full 55,350-passage pool, next to BM25 and zero-shot MiniLM.
     python -m training.train_dpr_nq --dry-run             # print the plan and the expected time
     python -m training.train_dpr_nq --with-squad 7000     # continue the NQ model on 7,000 SQuAD + 7,000 NQ
     python -m training.train_dpr_nq --stage report        # rewrite docs/training/ from finished runs
+    python -m training.train_dpr_nq --soup RUN_A,RUN_B    # average finished runs' weights, evaluate the average
 
 Ablations on a reduced budget (one epoch, no validation during training, the final model
 scored against a sampled pool by training/sampled_pool_eval.py instead of the full pool):
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import random
 import shlex
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.io_utils import atomic_write_text
+from dpr_components.training.averaging import average_models
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
 from dpr_components.training.negatives import MiningSettings
@@ -216,20 +219,49 @@ def stage_train(variant: Variant) -> None:
     print(f"trained {variant.name}: {result.steps} steps, model in {result.model_dir}", file=sys.stderr)
 
 
+def evaluated_model(folder: Path, variant: Variant) -> Path:
+    """The model of a finished run that the full-pool evaluation scores."""
+    result_json = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    # The SQuAD continuation validates on NQ dev only, where its starting point (the NQ model)
+    # already scores best, so best-checkpoint selection would hand back that starting point:
+    # its final model is the one that learned from SQuAD. The same holds for the multi setting,
+    # whose start is zero-shot MiniLM.
+    return Path(result_json["final_dir"] if variant.squad_questions else result_json["model_dir"])
+
+
+def soup_dir(runs: list[str]) -> Path:
+    digest = hashlib.sha1("\n".join(sorted(runs)).encode("utf-8")).hexdigest()[:8]
+    return ROOT / f"soup{len(runs)}-{digest}"
+
+
+def stage_soup(runs: list[str]) -> Path:
+    """Average the evaluated models of finished runs (training/average.py) and evaluate the average."""
+    if len(set(runs)) < 2:
+        raise ValueError(f"--soup needs two or more different runs, got {runs}")
+    models = []
+    for name in runs:
+        folder = ROOT / name
+        if not (folder / "result.json").is_file() or not (folder / "variant.json").is_file():
+            raise FileNotFoundError(f"{folder}: not a finished run of this recipe (no result.json / variant.json)")
+        variant = Variant(**json.loads((folder / "variant.json").read_text(encoding="utf-8")))
+        models.append(evaluated_model(folder, variant))
+    out = soup_dir(runs)
+    if not (out / "final").is_dir():
+        average_models(models, out / "final")
+    if not (out / "eval.json").exists():
+        result = pool_eval.evaluate(str(out / "final"), EVAL_SETS)
+        atomic_write_text(out / "eval.json", json.dumps({**result, "name": out.name, "soup": runs}, indent=1))
+    return out
+
+
 def stage_evaluate(variant: Variant) -> None:
     folder = run_dir(variant)
     out = folder / "eval.json"
     result_file = folder / "result.json"
     if out.exists() or not result_file.exists():
         return
-    result_json = json.loads(result_file.read_text(encoding="utf-8"))
-    # The SQuAD continuation validates on NQ dev only, where its starting point (the NQ model)
-    # already scores best, so best-checkpoint selection would hand back that starting point:
-    # its final model is the one that learned from SQuAD. The same holds for the multi setting,
-    # whose start is zero-shot MiniLM.
-    model_dir = result_json["final_dir"] if variant.squad_questions else result_json["model_dir"]
     # Recorded relative to the repository so the report names no machine paths.
-    result = pool_eval.evaluate(str(Path(model_dir)), EVAL_SETS)
+    result = pool_eval.evaluate(str(evaluated_model(folder, variant)), EVAL_SETS)
     atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))
 
 
@@ -273,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=Variant.threads)
     parser.add_argument("--ablation", action="store_true",
                         help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation")
+    parser.add_argument("--soup", metavar="RUNS",
+                        help="comma-separated names of finished runs (folders in runs/dpr-nq): average their "
+                             "weights (a uniform model soup), evaluate it and rewrite the report")
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
     args = parser.parse_args(argv)
     if args.multi and (not args.with_squad or args.subset):
@@ -292,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.perf_counter()
     try:
+        if args.soup:
+            print(f"averaged and evaluated: {stage_soup(args.soup.split(','))}", file=sys.stderr)
+            command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
+            report.write_report(ROOT, Path("docs/training"), command)
+            return 0
         if args.stage in ("all", "mine"):
             stage_mine(variants)
         if args.stage in ("all", "baselines"):
