@@ -39,23 +39,19 @@ NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16")
 LATER_FIELDS = {"multi": False}
 
 
-def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Baselines, trained runs and weight averages of runs (``train_dpr_nq --soup``), with their evaluations."""
     baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))
                  if not p.name.startswith("sampled-")]
-    runs = []
+    runs, soups = [], []
     for evaluation in sorted(root.glob("*/eval.json"), key=_natural_key):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
         if "soup" in run:
+            soups.append(run)
             continue
         run["training"] = _training(evaluation.parent)
         runs.append(run)
-    return baselines, runs
-
-
-def collect_soups(root: Path) -> list[dict[str, Any]]:
-    """Weight averages of finished runs (``train_dpr_nq --soup``), with their evaluations."""
-    evaluations = (json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.glob("*/eval.json"), key=_natural_key))
-    return [run for run in evaluations if "soup" in run]
+    return baselines, runs, soups
 
 
 def _natural_key(path: Path) -> list[Any]:
@@ -214,7 +210,7 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
 
 
 def write_report(root: Path, out: Path, command: str) -> Path | None:
-    baselines, runs = collect(root)
+    baselines, runs, soups = collect(root)
     if not baselines and not runs and not collect_sampled(root)[1]:
         print(f"no finished runs under {root}: nothing to report", file=sys.stderr)
         return None
@@ -222,7 +218,6 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
                                          for k, v in r["datasets"].items()}}
     hybrid_file = out / "hybrid" / "retrieval_quality.json"
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
-    soups = collect_soups(root)
     atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid, soups))
     payload = {"command": command, "baselines": [strip(b) for b in baselines], "runs": [strip(r) for r in runs],
                "soups": [strip(s) for s in soups]}

@@ -326,10 +326,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{v.name}: {v.train_questions} questions, ~{hours:.1f} h (training, validation, pool encoding)")
         return 0
     started = time.perf_counter()
+    command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
     try:
         if args.soup:
             print(f"averaged and evaluated: {stage_soup(args.soup.split(','))}", file=sys.stderr)
-            command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
             report.write_report(ROOT, Path("docs/training"), command)
             return 0
         if args.stage in ("all", "mine"):
@@ -344,7 +344,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.stage in ("all", "sampled") and (args.ablation or args.stage == "sampled"):
             stage_sampled(variants)
         if args.stage in ("all", "report"):
-            command = "python -m training.train_dpr_nq " + shlex.join(sys.argv[1:] if argv is None else argv)
             report.write_report(ROOT, Path("docs/training"), command)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
