@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import shlex
 import sys
 import time
@@ -32,8 +31,8 @@ from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.report import write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
-from dpr_components.hybrid_fit import best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
-from dpr_components.io_utils import atomic_path, atomic_write_text
+from dpr_components.hybrid_fit import Candidates, best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
+from dpr_components.io_utils import atomic_write_text
 from dpr_components.ranker import rrf_scores
 from dpr_components.settings import cache_dir, data_dir
 
@@ -157,17 +156,29 @@ def pipeline_default_weight(datasets: list[list]) -> float:
 
 
 def _retrieved(store: EmbeddedDocumentStore, args: argparse.Namespace, name: str) -> dict:
-    """Retrieval results of one dataset, cached so that re-rendering does not retrieve again."""
+    """Retrieval results of one dataset, cached (as JSON) so that re-rendering does not retrieve again."""
     key = f"{name.replace('/', '-')}-{args.candidates}-{args.limit}-{args.model.replace('/', '_').replace(':', '_')}"
-    cached = cache_dir() / "retrieval_quality" / f"{key}.pkl"
+    cached = cache_dir() / "retrieval_quality" / f"{key}.json"
     if args.reuse and cached.is_file():
-        with open(cached, "rb") as handle:
-            return pickle.load(handle)
+        return _retrieved_from_json(json.loads(cached.read_text(encoding="utf-8")))
     retrieved = retrieve_dataset(store, args.model, data_dir() / name, args.candidates, args.limit)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(cached) as tmp, open(tmp, "wb") as handle:
-        pickle.dump(retrieved, handle)
+    atomic_write_text(cached, json.dumps(_retrieved_to_json(retrieved)))
     return retrieved
+
+
+def _retrieved_to_json(retrieved: dict) -> dict:
+    candidates = [{"bm25": c.bm25.tolist(), "dense": c.dense.tolist(), "hits": c.hits.tolist()}
+                  for c in retrieved["candidates"]]
+    return {**retrieved, "candidates": candidates}
+
+
+def _retrieved_from_json(data: dict) -> dict:
+    candidates = [
+        Candidates(bm25=np.array(c["bm25"], dtype=np.float64), dense=np.array(c["dense"], dtype=np.float64),
+                   hits=np.array(c["hits"], dtype=bool))
+        for c in data["candidates"]
+    ]
+    return {**data, "candidates": candidates}
 
 
 def _accuracy(ranks: list[int | None]) -> dict[int, float]:

@@ -28,6 +28,11 @@ def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
         "--set", dest="overrides", action="append", default=[], metavar="COMPONENT.PARAM=VALUE",
         help="override an init parameter, e.g. --set ranker.weight=20 or --set bm25.document_store.bm25_k1=1.2",
     )
+    parser.add_argument(
+        "--allow-network", action="store_true",
+        help="also build components that may reach the network (remote stores, fetchers, generators) "
+             "and read secrets from the environment; only for pipeline files you trust",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -81,23 +86,41 @@ def _leaf_components(pipeline: Any) -> list[str]:
     return [name for name in graph.nodes if graph.out_degree(name) == 0]
 
 
+def _read_inputs_file(path: str) -> dict[str, Any]:
+    """The JSON object of pipeline inputs in ``path``."""
+    from dpr_components.output_files import describe_os_error
+    from dpr_components.validation import strict_json_loads
+
+    if Path(path).is_dir():
+        raise ValueError(f"--inputs-file {path} is a directory, not a JSON file")
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as error:
+        raise ValueError(f"--inputs-file {describe_os_error(error, path)}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"--inputs-file {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    try:
+        loaded = strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--inputs-file {path}:{error.lineno}: invalid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"--inputs-file {path}: {error}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(f"--inputs-file {path}: expected a JSON object of inputs, got {type(loaded).__name__}")
+    return loaded
+
+
 def _base_inputs(args: argparse.Namespace, pipeline: Any) -> dict[str, Any]:
     from dpr_components.pipeline_loading import parse_value
 
     data: dict[str, Any] = {}
     if args.inputs_file:
-        try:
-            loaded = json.loads(Path(args.inputs_file).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
-            raise ValueError(f"--inputs-file {args.inputs_file}: {error}") from error
-        if not isinstance(loaded, dict):
-            raise ValueError(f"--inputs-file {args.inputs_file}: expected a JSON object of inputs")
-        data.update(loaded)
+        data.update(_read_inputs_file(args.inputs_file))
     for item in args.input:
         if "=" not in item:
             raise ValueError(f"--input expects NAME=VALUE, got {item!r}")
         name, raw = item.split("=", 1)
-        _set_input(data, name, parse_value(raw))
+        _set_input(data, name, parse_value(raw, f"--input {name}"))
     if args.top_k is not None:
         if args.top_k <= 0:
             raise ValueError(f"--top-k must be positive, got {args.top_k}")
@@ -107,26 +130,33 @@ def _base_inputs(args: argparse.Namespace, pipeline: Any) -> dict[str, Any]:
     return data
 
 
-def _batch_queries(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _batch_item(text: str, where: str) -> dict[str, Any]:
+    """One batch line as pipeline inputs: JSON (an object of inputs, or a quoted query) or plain query text."""
+    from dpr_components.validation import strict_json_loads
+
+    if not text.startswith(("{", "[", '"')):
+        return {"query": text}
     try:
-        handle = open(path, encoding="utf-8")
-    except OSError as error:
-        raise ValueError(f"--batch {path}: {error}") from error
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            text = line.strip()
-            if text.startswith("{"):
-                try:
-                    item = json.loads(text)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{number}: invalid JSON ({error.msg})") from None
-                if not isinstance(item, dict):
-                    raise ValueError(f"{path}:{number}: expected a JSON object of inputs")
-                yield number, item
-            else:
-                yield number, {"query": json.loads(text) if text.startswith('"') else text}
+        item = strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: invalid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if isinstance(item, str):
+        return {"query": item}
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: expected query text or a JSON object of inputs, got a JSON {type(item).__name__}")
+    return item
+
+
+def _batch_queries(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Numbered lines of a batch file; a line starting with ``{``, ``[`` or ``"`` is JSON, any other is query text."""
+    from dpr_components.line_files import numbered_lines
+
+    for number, line in numbered_lines(path, "--batch file"):
+        text = line.strip()
+        if text:
+            yield number, _batch_item(text, f"{path}:{number}")
 
 
 def nest_inputs(pipeline: Any, data: dict[str, Any]) -> dict[str, Any]:
@@ -157,19 +187,39 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that describe a mistake in the input, printed as one line; anything else is a bug and surfaces."""
+    from haystack.document_stores.errors import DocumentStoreError
+    from haystack.errors import FilterError
+
+    return (ValueError, FilterError, DocumentStoreError, OSError)
+
+
+def one_line(error: BaseException) -> str:
+    """The message of a user error on one line (an ``OSError`` says which file)."""
+    from dpr_components.output_files import describe_os_error
+
+    if isinstance(error, OSError):
+        return describe_os_error(error)
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 def command_run(args: argparse.Namespace) -> int:
-    from dpr_components.output_format import result_text, to_json_line
+    from dpr_components.output_format import printable, result_text, to_json_line
     from dpr_components.pipeline_loading import load_pipeline
 
-    pipeline = load_pipeline(args.pipeline, args.store, args.overrides)
+    pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     base = _base_inputs(args, pipeline)
     if args.batch:
         if args.query:
             raise ValueError("give either --query or --batch, not both")
         for number, item in _batch_queries(args.batch):
-            result = run_pipeline(pipeline, _merge(base, item))
+            try:
+                result = run_pipeline(pipeline, _merge(base, item))
+            except _user_errors() as error:
+                raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
             print(to_json_line({"line": number, **item, "result": result}) if args.json else
-                  f"== {item.get('query', item)}\n{result_text(result)}", flush=True)
+                  f"== {printable(str(item.get('query', item)))}\n{result_text(result)}", flush=True)
         return 0
     if args.query is not None:
         base["query"] = args.query
@@ -180,15 +230,31 @@ def command_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pipeline(pipeline: Any, data: dict[str, Any]) -> dict[str, Any]:
-    """``Pipeline.run`` with the component's own error surfaced instead of Haystack's wrapper."""
+def check_inputs(pipeline: Any, nested: dict[str, dict[str, Any]]) -> None:
+    """Every input value against the type of the socket it goes to (Haystack does not check them)."""
+    from dpr_components.type_checks import type_mismatch
+
+    sockets = pipeline.inputs(include_components_with_connected_inputs=True)
+    for component, values in nested.items():
+        for name, value in values.items():
+            socket = sockets.get(component, {}).get(name)
+            problem = type_mismatch(value, socket["type"], check_classes=True) if socket else None
+            if problem:
+                raise ValueError(f"input {component}.{name}: {problem}")
+
+
+def run_pipeline(pipeline: Any, data: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """``Pipeline.run`` with inputs checked first and the component's own error surfaced instead of Haystack's wrapper."""
+    nested = nest_inputs(pipeline, data)
+    check_inputs(pipeline, nested)
     try:
-        return pipeline.run(nest_inputs(pipeline, data))
+        return pipeline.run(nested, **options)
     except Exception as error:
-        cause = error
-        while cause.__cause__ is not None:
+        # The outermost user error (under Haystack's wrapper, if any): it may itself wrap a library's error.
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, _user_errors()):
             cause = cause.__cause__
-        if cause is not error and isinstance(cause, (ValueError, TypeError, FileNotFoundError, KeyError)):
+        if cause is not None and cause is not error:
             raise cause from None
         raise
 
@@ -208,9 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             from dpr_components.hybrid_fit import command_fit_lambda
 
             return command_fit_lambda(args)
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"error: {message}", file=sys.stderr)
+    except _user_errors() as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

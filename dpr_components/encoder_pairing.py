@@ -3,19 +3,36 @@
 Questions must be encoded by the E_Q trained together with the E_P that indexed the passages;
 with any other pair the search still returns passages, only bad ones. ``PassageEmbedder``
 stamps each document with a digest of its encoder's weights (``meta["passage_encoder"]``) and
-``DenseRetriever`` compares it with the passage encoder that goes with its question encoder:
-the sibling ``passage_encoder/`` of a trained pair's ``question_encoder/``, or the model itself
-when one encoder serves both sides (bundled MiniLM, sentence-transformers, BERT folders)."""
+``DenseRetriever`` compares the store's digest with the passage encoder that goes with its
+question encoder. That partner is known from, in order:
+
+1. the pair file ``encoder_pair.json`` written beside the weights when a pair is saved
+   (role ``question`` or ``passage`` and the weights digest of the pair's passage encoder), so
+   a question encoder copied out of its pair's folder still knows its partner;
+2. the sibling ``passage_encoder/`` of a trained pair's ``question_encoder/``;
+3. the model itself when one encoder serves both sides (bundled MiniLM, sentence-transformers,
+   BERT folders).
+
+A passage encoder (a ``DPRContextEncoder``, a ``passage_encoder/`` folder, or role ``passage``
+in its pair file) is refused as a question encoder."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Literal
 
-from dpr_components.encoders import detect_layout, file_digest, resolve_model_path
+from dpr_components.encoders import EncoderLoadError, detect_layout, file_digest, resolve_model_path
+from dpr_components.io_utils import atomic_write_text
 
 META_FIELD = "passage_encoder"
+PAIR_FILE = "encoder_pair.json"
+QUESTION_DIR = "question_encoder"
+PASSAGE_DIR = "passage_encoder"
+
+Role = Literal["question", "passage"]
 
 
 @lru_cache(maxsize=32)
@@ -34,17 +51,79 @@ def weights_digest(model: str) -> str | None:
     return _digest(tuple((str(f), f.stat().st_mtime, f.stat().st_size) for f in files))
 
 
+def write_pair_files(question_dir: str | Path, passage_dir: str | Path) -> str:
+    """Record in both encoder folders their role and the weights digest of the pair's passage
+    encoder; return that digest."""
+    digest = weights_digest(str(passage_dir))
+    if digest is None:
+        raise EncoderLoadError(f"{passage_dir} holds no weight file: cannot record the encoder pair")
+    for folder, role in ((question_dir, "question"), (passage_dir, "passage")):
+        record = {"role": role, "passage_encoder": digest}
+        atomic_write_text(Path(folder) / PAIR_FILE, json.dumps(record, indent=2) + "\n")
+    return digest
+
+
+def read_pair_file(folder: Path) -> dict[str, Any] | None:
+    """The pair record of an encoder folder (None when it has none)."""
+    path = Path(folder) / PAIR_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise EncoderLoadError(f"cannot read {path}: {error}") from error
+    if (
+        not isinstance(record, dict)
+        or record.get("role") not in ("question", "passage")
+        or not isinstance(record.get("passage_encoder"), str)
+    ):
+        raise EncoderLoadError(
+            f"{path} is malformed: expected {{\"role\": \"question\" or \"passage\", \"passage_encoder\": \"<digest>\"}}"
+        )
+    return record
+
+
+def encoder_role(model: str) -> Role | None:
+    """``question`` or ``passage`` when the folder says which side of a pair it is, else None."""
+    path = resolve_model_path(model)
+    record = read_pair_file(path)
+    if record is not None:
+        return record["role"]
+    kind = detect_layout(path).kind
+    if kind == "dpr_context" or path.name == PASSAGE_DIR:
+        return "passage"
+    if kind == "dpr_question":
+        return "question"
+    return None
+
+
 def paired_passage_model(question_model: str) -> str | None:
-    """The passage encoder trained with ``question_model``; None when it cannot be known (a lone
-    DPRQuestionEncoder folder)."""
+    """The passage encoder folder that goes with ``question_model``; None when it cannot be known
+    from the folders alone (a lone DPRQuestionEncoder folder, or a passage encoder)."""
     path = resolve_model_path(question_model)
     layout = detect_layout(path)
     if layout.kind == "dpr_question":
-        sibling = path.parent / "passage_encoder"
-        return str(sibling) if path.name == "question_encoder" and sibling.is_dir() else None
+        sibling = path.parent / PASSAGE_DIR
+        return str(sibling) if path.name == QUESTION_DIR and sibling.is_dir() else None
     if layout.kind == "dpr_context":
         return None
     return question_model
+
+
+def expected_passage_digest(question_model: str) -> str | None:
+    """Weights digest of the passage encoder that goes with ``question_model`` (None: unknown).
+
+    Raises when ``question_model`` is itself a passage encoder."""
+    if encoder_role(question_model) == "passage":
+        raise ValueError(
+            f"{question_model!r} is a passage encoder (E_P), not a question encoder: questions must be encoded by "
+            f"the question encoder trained with it (the sibling {QUESTION_DIR}/ folder of a trained pair)"
+        )
+    record = read_pair_file(resolve_model_path(question_model))
+    if record is not None:
+        return record["passage_encoder"]
+    passage_model = paired_passage_model(question_model)
+    return weights_digest(passage_model) if passage_model else None
 
 
 def check_pairing(question_model: str, expected: str | None, recorded: set[str]) -> None:

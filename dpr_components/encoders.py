@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,16 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from tqdm.auto import tqdm
+
+from dpr_components.model_files import (
+    LOAD_ERRORS,
+    ModelFileError,
+    check_weight_files,
+    describe_load_error,
+    first_line,
+    quiet_transformers,
+    weight_files,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +42,13 @@ SIDECAR_FILE = "encoder_config.json"
 Pooling = Literal["auto", "cls", "mean", "pooler"]
 Precision = Literal["auto", "fp32", "bf16"]
 TitleMode = Literal["pair", "prefix", "none"]
+BatchCallback = Callable[[np.ndarray, np.ndarray], None]
 
 # Weights a plain encoder may lack without being broken: the pooler is unused by CLS/mean pooling.
 _HARMLESS_MISSING = ("pooler.", "embeddings.position_ids")
 
 
-class EncoderLoadError(ValueError):
+class EncoderLoadError(ModelFileError):
     """A model folder is missing, of an unknown layout, or would load with random weights."""
 
 
@@ -85,6 +97,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 def detect_layout(path: Path) -> ModelLayout:
     """Inspect a checkpoint folder and describe it."""
     config = _read_json(path / "config.json")
+    if not isinstance(config, dict):
+        raise EncoderLoadError(f"{path / 'config.json'} is not a JSON object: not a transformers configuration")
     architectures = config.get("architectures") or []
     sidecar = _read_json(path / SIDECAR_FILE) if (path / SIDECAR_FILE).is_file() else {}
     if "DPRQuestionEncoder" in architectures or "DPRContextEncoder" in architectures:
@@ -143,20 +157,22 @@ def _sentence_transformers_layout(path: Path, sidecar: dict[str, Any]) -> ModelL
 
 def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
     from transformers import AutoModel, DPRContextEncoder, DPRQuestionEncoder
-    from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()
-
+    folder = layout.transformer_path
+    check_weight_files(folder)
     model_class = {"dpr_question": DPRQuestionEncoder, "dpr_context": DPRContextEncoder}.get(layout.kind, AutoModel)
     try:
-        model, info = model_class.from_pretrained(str(layout.transformer_path), output_loading_info=True)
-    except (OSError, ValueError, KeyError) as error:
-        raise EncoderLoadError(f"cannot load encoder weights from {layout.transformer_path}: {error}") from error
+        with quiet_transformers():
+            model, info = model_class.from_pretrained(str(folder), output_loading_info=True, trust_remote_code=False)
+    except LOAD_ERRORS as error:
+        raise EncoderLoadError(describe_load_error(folder, error)) from error
     missing = [key for key in info.get("missing_keys", []) if not any(h in key for h in _HARMLESS_MISSING)]
     if missing:
+        files = ", ".join(p.name for p in weight_files(folder))
         raise EncoderLoadError(
-            f"{layout.transformer_path} does not hold weights for a {model_class.__name__} "
-            f"({len(missing)} missing, e.g. {sorted(missing)[:3]}); it would run with random weights"
+            f"the weights in {folder} ({files}) are not those of the {model.config.model_type!r} architecture "
+            f"its config.json names ({len(missing)} missing, e.g. {sorted(missing)[:3]}); it would run with "
+            "random weights"
         )
     return model.eval()
 
@@ -164,12 +180,17 @@ def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
 def _load_tokenizer(layout: ModelLayout) -> Any:
     from transformers import AutoTokenizer
 
+    folder = layout.transformer_path
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(layout.transformer_path))
-    except (OSError, ValueError) as error:
-        raise EncoderLoadError(f"cannot load the tokenizer of {layout.transformer_path}: {error}") from error
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    except LOAD_ERRORS as error:
+        raise EncoderLoadError(f"cannot load the tokenizer of {folder} (tokenizer.json, vocab.txt): {first_line(error)}") from error
     if len(tokenizer) < 100:
-        raise EncoderLoadError(f"the tokenizer of {layout.transformer_path} has only {len(tokenizer)} tokens")
+        raise EncoderLoadError(
+            f"the tokenizer of {folder} has only {len(tokenizer)} tokens: its tokenizer files (tokenizer.json, "
+            "vocab.txt) are missing or incomplete"
+        )
     return tokenizer
 
 
@@ -281,14 +302,25 @@ class TextEncoder:
         return self._encode(questions, None, show_progress, "questions")
 
     def encode_passages(
-        self, texts: list[str], titles: list[str | None] | None = None, show_progress: bool = False
+        self,
+        texts: list[str],
+        titles: list[str | None] | None = None,
+        show_progress: bool = False,
+        on_batch: BatchCallback | None = None,
     ) -> np.ndarray:
+        """Vectors of ``texts`` (with ``titles``); ``on_batch(positions, vectors)`` receives each
+        batch as soon as it is encoded (e.g. to save it), ``positions`` indexing ``texts``."""
         if titles is not None and len(titles) != len(texts):
             raise ValueError(f"got {len(texts)} passages but {len(titles)} titles")
-        return self._encode(texts, titles, show_progress, "passages")
+        return self._encode(texts, titles, show_progress, "passages", on_batch)
 
     def _encode(
-        self, texts: list[str], titles: list[str | None] | None, show_progress: bool, unit: str
+        self,
+        texts: list[str],
+        titles: list[str | None] | None,
+        show_progress: bool,
+        unit: str,
+        on_batch: BatchCallback | None = None,
     ) -> np.ndarray:
         self.load()
         if not texts:
@@ -304,6 +336,8 @@ class TextEncoder:
             out[idx] = self._forward(
                 [firsts[i] for i in idx], batch_seconds if any(s is not None for s in batch_seconds) else None
             )
+            if on_batch is not None:
+                on_batch(idx, out[idx])
             bar.update(len(idx))
         bar.close()
         return out

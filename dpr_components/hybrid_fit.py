@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.evaluation.retrieval_metrics import answer_hits, top_k_accuracy_from_ranks
 from dpr_components.io_utils import atomic_path, atomic_write_text
+from dpr_components.output_files import prepare_output_folder, reporting_write_errors
 
 DEFAULT_GRID = tuple([0.0] + [float(x) for x in np.round(np.logspace(-2, 3, 51), 4)])
 
@@ -92,8 +93,7 @@ def write_lambda_report(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_output_folder(out_dir, "report folder")
     ks = sorted(curve[0]["top_k"])
     lines = [
         "# Hybrid weight λ (BM25 + λ·sim)",
@@ -107,8 +107,11 @@ def write_lambda_report(
         "|---|" + "---|" * len(ks),
     ]
     lines += [f"| {p['weight']:g} | " + " | ".join(f"{p['top_k'][k]:.1f}" for k in ks) + " |" for p in curve]
-    atomic_write_text(out / "lambda.md", "\n".join(lines) + "\n")
-    atomic_write_text(out / "lambda.json", json.dumps({"best": best, "objective_ks": list(objective_ks), "curve": curve}, indent=1))
+    with reporting_write_errors(out / "lambda.md"):
+        atomic_write_text(out / "lambda.md", "\n".join(lines) + "\n")
+    summary = {"best": best, "objective_ks": list(objective_ks), "curve": curve}
+    with reporting_write_errors(out / "lambda.json"):
+        atomic_write_text(out / "lambda.json", json.dumps(summary, indent=1, allow_nan=False))
     figure, axis = plt.subplots(figsize=(7, 4))
     positive = [p for p in curve if p["weight"] > 0]
     for k in ks:
@@ -119,9 +122,11 @@ def write_lambda_report(
     axis.set_ylabel("top-k accuracy (%)")
     axis.legend()
     figure.tight_layout()
-    with atomic_path(out / "lambda.png") as tmp:
-        figure.savefig(tmp, format="png", dpi=110)
-    plt.close(figure)
+    try:
+        with reporting_write_errors(out / "lambda.png"), atomic_path(out / "lambda.png") as tmp:
+            figure.savefig(tmp, format="png", dpi=110)
+    finally:
+        plt.close(figure)
 
 
 def _hybrid_inputs(pipeline: Any) -> tuple[str, str, Any]:
@@ -144,15 +149,19 @@ def command_fit_lambda(args: Any) -> int:
     from dpr_components.evaluation.questions import load_questions
     from dpr_components.pipeline_loading import load_pipeline
 
-    objective_ks = [int(k) for k in str(args.objective).split(",")]
-    pipeline = load_pipeline(args.pipeline, args.store, args.overrides)
+    objective_ks = parse_objective(args.objective)
+    prepare_output_folder(args.out)
+    pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     bm25_name, dense_name, ranker = _hybrid_inputs(pipeline)
     if ranker.mode != "dpr":
         raise ValueError("fit-lambda tunes HybridRanker mode 'dpr'")
     questions = load_questions(args.questions, split=args.split, limit=args.limit)
     candidates = []
     for example in tqdm(questions, desc="Scoring candidates", unit="question"):
-        result = run_pipeline_with_outputs(pipeline, example.question, {bm25_name, dense_name})
+        try:
+            result = run_pipeline_with_outputs(pipeline, example.question, {bm25_name, dense_name})
+        except ValueError as error:
+            raise ValueError(f"question {example.id!r}: {' '.join(str(error).split())}") from None
         candidates.append(
             collect_candidates(
                 ranker._backend, example.question, result[dense_name]["query_embedding"],
@@ -167,7 +176,18 @@ def command_fit_lambda(args: Any) -> int:
     return 0
 
 
-def run_pipeline_with_outputs(pipeline: Any, query: str, names: set[str]) -> dict[str, Any]:
-    from dpr_components.cli import nest_inputs
+def parse_objective(text: str) -> list[int]:
+    """``--objective 1,5,20``: the positive k values whose mean top-k accuracy is maximised."""
+    try:
+        ks = [int(k) for k in str(text).split(",")]
+    except ValueError:
+        ks = []
+    if not ks or any(k <= 0 for k in ks):
+        raise ValueError(f"--objective expects comma-separated positive integers such as 1,5,20, got {text!r}")
+    return ks
 
-    return pipeline.run(nest_inputs(pipeline, {"query": query}), include_outputs_from=names)
+
+def run_pipeline_with_outputs(pipeline: Any, query: str, names: set[str]) -> dict[str, Any]:
+    from dpr_components.cli import run_pipeline
+
+    return run_pipeline(pipeline, {"query": query}, include_outputs_from=names)

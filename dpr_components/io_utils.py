@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from dpr_components.fault_points import fault_point
+
 
 def _fsync_dir(directory: Path) -> None:
     with contextlib.suppress(OSError):
@@ -59,6 +61,7 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes 0700 folders; the target should read like any other folder
     old = target.parent / f".{target.name}.old"
     try:
         yield tmp
@@ -66,6 +69,7 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.rmtree(old)
         if target.exists():
             os.replace(target, old)
+        fault_point("atomic_directory.between_renames")
         os.replace(tmp, target)
         _fsync_dir(target.parent)
         if old.exists():
@@ -81,3 +85,22 @@ def recover_directory(target: str | os.PathLike[str]) -> None:
     old = target.parent / f".{target.name}.old"
     if not target.exists() and old.exists():
         os.replace(old, target)
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
+    """Delete the ``.<name>.*.tmp`` and ``.<name>.old`` leftovers of interrupted atomic writes in
+    ``folder`` (after putting back an old directory whose replacement never arrived).
+
+    Only call this while no writer can be between the two steps of an atomic write (the store
+    holds its exclusive lock); returns what was removed."""
+    folder = Path(folder)
+    removed = []
+    for old in folder.glob(".*.old"):
+        recover_directory(folder / old.name[1 : -len(".old")])
+    for leftover in [*folder.glob(".*.tmp"), *folder.glob(".*.old")]:
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed

@@ -16,6 +16,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from dpr_components.document_stores.search_backend import search_backend
 from dpr_components.retrievers import _check_top_k, store_from_dict, store_to_dict
+from dpr_components.validation import check_finite
 
 FusionMode = Literal["dpr", "rrf"]
 
@@ -57,11 +58,11 @@ class HybridRanker:
             raise ValueError(f"mode must be 'dpr' or 'rrf', got {mode!r}")
         if mode == "dpr" and document_store is None:
             raise ValueError("mode 'dpr' needs the document_store to score documents found by one retriever only")
-        if rrf_k <= 0:
-            raise ValueError(f"rrf_k must be positive, got {rrf_k}")
+        if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or rrf_k <= 0:
+            raise ValueError(f"rrf_k must be a positive integer, got {rrf_k!r}")
         self.document_store = document_store
         self.mode = mode
-        self.weight = float(weight)
+        self.weight = check_finite("weight", weight)
         self.rrf_k = rrf_k
         self.top_k = _check_top_k(top_k)
         self._backend = search_backend(document_store) if document_store is not None else None
@@ -106,7 +107,7 @@ class HybridRanker:
             scores = self._backend.score_documents(list(by_id), query, query_embedding)
             bm25_of = {i: s[0] for i, s in scores.items()}
             dense_of = {i: s[1] for i, s in scores.items()}
-            lam = self.weight if weight is None else float(weight)
+            lam = self.weight if weight is None else check_finite("weight", weight)
             # A document without a vector cannot be scored densely: it ranks on BM25 alone.
             fused = {i: dpr_fuse(bm25_of.get(i) or 0.0, dense_of.get(i) or 0.0, lam) for i in by_id if i in scores}
         ranked = sorted(fused, key=lambda i: fused[i], reverse=True)[:top_k]

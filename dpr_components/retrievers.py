@@ -9,9 +9,10 @@ from haystack.core.serialization import import_class_by_name
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.document_stores.search_backend import search_backend, warn_if_empty
-from dpr_components.encoder_pairing import META_FIELD, check_pairing, paired_passage_model, weights_digest
+from dpr_components.encoder_pairing import META_FIELD, check_pairing, expected_passage_digest
 from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.validation import check_query
 
 
 def _check_top_k(top_k: Any) -> int:
@@ -21,9 +22,7 @@ def _check_top_k(top_k: Any) -> int:
 
 
 def _check_query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise ValueError("the query is empty: give a question or search text")
-    return query
+    return check_query(query)
 
 
 def store_to_dict(store: Any) -> dict[str, Any]:
@@ -107,6 +106,7 @@ class DenseRetriever:
             warn_if_empty(self.document_store)
             self._warmed_up = True
         self.embedder.warm_up()
+        self._check_store_pairing()
 
     def to_dict(self) -> dict[str, Any]:
         e = self.embedder
@@ -130,19 +130,36 @@ class DenseRetriever:
         filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         top_k = _check_top_k(self.top_k if top_k is None else top_k)
+        store_checked = self._check_store_pairing()
         if query_embedding is None:
             if query is None:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
             query_embedding = self.embedder.run(_check_query(query))["embedding"]
         documents = self._backend.embedding_retrieval(query_embedding, top_k, filters or self.filters)
-        recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}
-        if recorded:
-            check_pairing(self.embedder.model, self._expected_passage_digest(), recorded)
+        if not store_checked:
+            # A store that does not record its passage encoder: check the stamps of what was found.
+            recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}
+            if recorded:
+                check_pairing(self.embedder.model, self._expected_passage_digest(), recorded)
         return {"documents": documents, "query_embedding": list(query_embedding)}
 
     def _expected_passage_digest(self) -> str | None:
-        """Digest of the passage encoder paired with this question encoder (computed once)."""
+        """Digest of the passage encoder paired with this question encoder (computed once); raises
+        when the model is a passage encoder."""
         if not hasattr(self, "_passage_digest"):
-            passage_model = paired_passage_model(self.embedder.model)
-            self._passage_digest = weights_digest(passage_model) if passage_model else None
+            self._passage_digest = expected_passage_digest(self.embedder.model)
         return self._passage_digest
+
+    def _check_store_pairing(self) -> bool:
+        """Compare the passage encoder the store records with this question encoder's partner.
+
+        Checked once per recorded value, so a store re-indexed meanwhile is checked again.
+        Returns False when the store records none (then the returned documents are checked)."""
+        expected = self._expected_passage_digest()
+        recorded = getattr(self.document_store, "passage_encoder", None)
+        if not isinstance(recorded, str):
+            return False
+        if recorded != getattr(self, "_checked_store_encoder", None):
+            check_pairing(self.embedder.model, expected, {recorded})
+            self._checked_store_encoder = recorded
+        return True

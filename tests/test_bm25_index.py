@@ -281,5 +281,26 @@ def test_load_inconsistent_document_count(tmp_path: Path) -> None:
     meta = json.loads((target / "bm25_index.json").read_text(encoding="utf-8"))
     meta["num_docs"] = 7
     (target / "bm25_index.json").write_text(json.dumps(meta), encoding="utf-8")
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(ValueError, match="bm25_index.json does not match the checksum"):
         BM25Index.load(target)
+    # Files that match no checksum are still checked for consistency.
+    with pytest.raises(ValueError, match="disagree"):
+        BM25Index.read_files(target)
+
+
+def test_load_refuses_changed_bytes_of_the_same_size(tmp_path: Path) -> None:
+    """Damaged score values still parse; only the checksum recorded at save time catches them."""
+    target = tmp_path / "bm25"
+    built().save(target, generation=4)
+    data = target / "data.csc.index.npy"
+    raw = bytearray(data.read_bytes())
+    raw[-4:] = b"\xff\xff\x7f\x7f"  # the last score becomes ~3.4e38
+    data.write_bytes(bytes(raw))
+    assert BM25Index.read_files(target)._bm25.scores["data"].max() > 1e30  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match=f"corrupt BM25 index at {target}.*data.csc.index.npy does not match"):
+        BM25Index.load(target)
+
+
+def test_saved_state_round_trips(tmp_path: Path) -> None:
+    built().save(tmp_path / "bm25", generation=4, store_id="abc")
+    assert BM25Index.load(tmp_path / "bm25").state == {"generation": 4, "store_id": "abc"}

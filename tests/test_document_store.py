@@ -251,7 +251,7 @@ import dpr_components.document_stores.dense_index as dense_index
 s = EmbeddedDocumentStore(path={path!r})
 s.write_documents([Document(id=f"a{{i}}", content=f"first batch {{i}}", embedding=[float(i), 1.0]) for i in range(50)])
 original = dense_index.DenseIndex.save
-def dying_save(self, directory, generation):
+def dying_save(self, directory, generation, **state):
     os.kill(os.getpid(), signal.SIGKILL)
 dense_index.DenseIndex.save = dying_save
 s.write_documents([Document(id=f"b{{i}}", content=f"second batch {{i}}", embedding=[1.0, float(i)]) for i in range(50)])
@@ -311,3 +311,46 @@ def test_ef_construction_needs_hnsw() -> None:
     store.write_documents(_docs(5))
     with pytest.raises(DenseIndexError, match="ef_construction needs an HNSW index"):
         store.embedding_retrieval([1.0] * 8, top_k=1)
+
+
+def test_passage_encoder_is_recorded_and_enforced(tmp_path: Path) -> None:
+    from dpr_components.document_stores.document_table import EncoderMismatchError
+
+    store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
+    plain = _docs(2)
+    store.write_documents(plain)  # unstamped vectors (other tools) record nothing
+    assert store.passage_encoder is None
+    stamped = [Document(id=f"p{i}", content="x", meta={"passage_encoder": "aaaa"}, embedding=[0.5] * 8) for i in range(3)]
+    store.write_documents(stamped)
+    assert store.passage_encoder == "aaaa"
+    other = Document(id="q", content="y", meta={"passage_encoder": "bbbb"}, embedding=[0.5] * 8)
+    with pytest.raises(EncoderMismatchError, match="indexed with passage encoder aaaa.*embedded by passage encoder bbbb"):
+        store.write_documents([other])
+    assert store.count_documents() == 5
+    with pytest.raises(ValueError, match="mixes vectors of passage encoders"):
+        store.write_documents([other, Document(id="r", content="z", meta={"passage_encoder": "aaaa"}, embedding=[1.0] * 8)])
+    # Once no vector is left, the store starts over with the next encoder.
+    store.delete_documents([d.id for d in plain + stamped])
+    store.write_documents([other])
+    assert store.passage_encoder == "bbbb"
+
+
+def test_a_writer_catches_up_with_another_handle_of_the_folder(tmp_path: Path) -> None:
+    """Two backends on one folder (as two processes have): each one's saved index holds both one's vectors."""
+    import gc
+
+    from dpr_components.document_stores.dense_index import DenseIndex
+    from dpr_components.document_stores.store_backend import StoreBackend
+
+    first = EmbeddedDocumentStore(path=str(tmp_path / "s"))
+    first.write_documents(_docs(4, seed=1))
+    second = EmbeddedDocumentStore(path=str(tmp_path / "s"))
+    second._backend = StoreBackend(second._config)  # a backend of its own, like another process
+    second.write_documents([Document(id=f"x{i}", content="other", embedding=[float(i)] * 8) for i in range(3)])
+    first.write_documents([Document(id="late", content="late", embedding=[9.0] * 8)])
+    assert len(first.embedding_retrieval([1.0] * 8, top_k=100)) == 8
+    saved = DenseIndex.load(tmp_path / "s" / "dense_index")
+    assert (len(saved), saved.generation) == (8, first._backend.table.generation)
+    assert len(second.embedding_retrieval([1.0] * 8, top_k=100)) == 8  # the searcher catches up too
+    del first, second
+    gc.collect()

@@ -31,7 +31,7 @@ def es_index(small_corpus_file: Path, tiny_st_dir: Path):
 
     index = f"dpr-test-{uuid.uuid4().hex[:8]}"
     code = main([
-        "run", str(PIPELINES / "index_elasticsearch.yml"), "--input", f"path={small_corpus_file}",
+        "run", str(PIPELINES / "index_elasticsearch.yml"), "--allow-network", "--input", f"path={small_corpus_file}",
         "--set", f"writer.document_store.hosts={URL}", "--set", f"writer.document_store.index={index}",
         "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
     ])
@@ -43,7 +43,7 @@ def es_index(small_corpus_file: Path, tiny_st_dir: Path):
 
 
 def _es_args(index: str, model: Path) -> list[str]:
-    args = []
+    args = ["--allow-network"]
     for component in ("bm25", "dense", "ranker"):
         args += ["--set", f"{component}.document_store.hosts={URL}", "--set", f"{component}.document_store.index={index}"]
     return args + ["--set", f"dense.model={model}"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,14 @@ import pytest
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder
-from dpr_components.encoder_pairing import META_FIELD, paired_passage_model, weights_digest
+from dpr_components.encoder_pairing import (
+    META_FIELD,
+    PAIR_FILE,
+    expected_passage_digest,
+    paired_passage_model,
+    weights_digest,
+    write_pair_files,
+)
 from dpr_components.retrievers import DenseRetriever
 
 PASSAGES = {
@@ -55,7 +63,8 @@ def test_matching_pair_retrieves(trained_pair: Path) -> None:
 def test_question_encoder_of_another_pair_is_refused(trained_pair: Path, tiny_st_dir: Path) -> None:
     store = _index(tiny_st_dir)  # 32-d like the pair, so only the stamp tells them apart
     retriever = DenseRetriever(store, model=str(trained_pair / "question_encoder"))
-    retriever.warm_up()
+    with pytest.raises(ValueError, match="embedded by another passage encoder"):
+        retriever.warm_up()  # the store records its passage encoder: refused before any query
     with pytest.raises(ValueError, match="embedded by another passage encoder"):
         retriever.run(query="who wrote hamlet", top_k=3)
 
@@ -64,9 +73,8 @@ def test_shared_encoder_is_its_own_pair(tiny_st_dir: Path, trained_pair: Path) -
     assert paired_passage_model(str(tiny_st_dir)) == str(tiny_st_dir)
     store = _index(trained_pair / "passage_encoder")
     retriever = DenseRetriever(store, model=str(tiny_st_dir))
-    retriever.warm_up()
     with pytest.raises(ValueError, match="re-index the store"):
-        retriever.run(query="who wrote hamlet", top_k=3)
+        retriever.warm_up()
 
 
 def test_lone_question_encoder_is_not_checked(tiny_dpr_dirs: tuple[Path, Path], tiny_st_dir: Path) -> None:
@@ -76,3 +84,46 @@ def test_lone_question_encoder_is_not_checked(tiny_dpr_dirs: tuple[Path, Path], 
     retriever = DenseRetriever(store, model=str(tiny_dpr_dirs[0]))
     retriever.warm_up()
     assert retriever.run(query="who wrote hamlet", top_k=2)["documents"]
+
+
+def test_pair_files_travel_with_a_copied_question_encoder(
+    trained_pair: Path, tiny_st_dir: Path, tmp_path: Path
+) -> None:
+    """Copied out of its pair's folder, a question encoder still knows its passage encoder."""
+    pair = Path(shutil.copytree(trained_pair, tmp_path / "pair"))
+    digest = write_pair_files(pair / "question_encoder", pair / "passage_encoder")
+    lone = Path(shutil.copytree(pair / "question_encoder", tmp_path / "elsewhere"))
+    assert (lone / PAIR_FILE).is_file() and expected_passage_digest(str(lone)) == digest
+    with pytest.raises(ValueError, match="embedded by another passage encoder"):
+        DenseRetriever(_index(tiny_st_dir), model=str(lone)).warm_up()
+    retriever = DenseRetriever(_index(pair / "passage_encoder"), model=str(lone))
+    retriever.warm_up()
+    assert retriever.run(query="who wrote hamlet", top_k=2)["documents"]
+
+
+def test_passage_encoder_is_refused_as_question_encoder(trained_pair: Path) -> None:
+    store = _index(trained_pair / "passage_encoder")
+    with pytest.raises(ValueError, match="is a passage encoder"):
+        DenseRetriever(store, model=str(trained_pair / "passage_encoder")).warm_up()
+
+
+def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpr_components.retrievers as retrievers
+
+    calls = []
+    original = retrievers.check_pairing
+    monkeypatch.setattr(retrievers, "check_pairing", lambda *args: calls.append(args) or original(*args))
+    retriever = DenseRetriever(_index(trained_pair / "passage_encoder"), model=str(trained_pair / "question_encoder"))
+    retriever.warm_up()
+    for _ in range(3):
+        retriever.run(query="who wrote hamlet", top_k=3)
+    assert len(calls) == 1
+
+
+def test_committed_pair_records_its_passage_encoder() -> None:
+    from tests.reliability.harness import REPO
+
+    pair = REPO / "models" / "dpr-minilm-nq"
+    digest = weights_digest(str(pair / "passage_encoder"))
+    assert expected_passage_digest(str(pair / "question_encoder")) == digest
+    assert json.loads((pair / "passage_encoder" / PAIR_FILE).read_text()) == {"role": "passage", "passage_encoder": digest}

@@ -110,9 +110,9 @@ def test_cache_resumes_and_matches(tiny_bert_dir: Path, tmp_path: Path) -> None:
     encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"))
     texts, titles = [f"passage number {i}" for i in range(10)], ["T"] * 10
     cache = cache_for(encoder, tmp_path)
-    first = encode_passages_cached(encoder, texts[:6], titles[:6], cache, chunk_size=4)
+    first = encode_passages_cached(encoder, texts[:6], titles[:6], cache)
     assert len(cache) == 6
-    second = encode_passages_cached(encoder, texts, titles, cache_for(encoder, tmp_path), chunk_size=4)
+    second = encode_passages_cached(encoder, texts, titles, cache_for(encoder, tmp_path))
     assert len(cache) == 10
     np.testing.assert_allclose(first, second[:6], atol=1e-6)
     np.testing.assert_allclose(second, encoder.encode_passages(texts, titles), atol=1e-5)

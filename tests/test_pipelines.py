@@ -105,7 +105,7 @@ def test_missing_pipeline_file(capsys: pytest.CaptureFixture[str]) -> None:
 def test_encoder_index_dimension_mismatch(indexed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The store holds 32-d vectors from the tiny encoder; the bundled 384-d MiniLM must be refused."""
     assert main(["run", str(PIPELINES / "dense.yml"), "--store", str(indexed_store), "-q", "who wrote hamlet"]) == 2
-    assert "question encoder does not match" in capsys.readouterr().err
+    assert "passage encoder" in capsys.readouterr().err  # a pairing or dimension mismatch, named either way
 
 
 def test_missing_model_folder(indexed_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,7 +118,7 @@ def test_pipelines_load_in_plain_haystack(indexed_store: Path) -> None:
     for path in PIPELINES.glob("*.yml"):
         # Elasticsearch stores connect lazily: their pipelines build without a server.
         uses_store = "EmbeddedDocumentStore" in path.read_text(encoding="utf-8")
-        pipeline = load_pipeline(path, store=str(indexed_store) if uses_store else None)
+        pipeline = load_pipeline(path, store=str(indexed_store) if uses_store else None, allow_network=not uses_store)
         again = Pipeline.loads(pipeline.dumps(), allowed_modules=ALLOWED_MODULES)
         first, second = pipeline.to_dict(), again.to_dict()
         assert first["components"] == second["components"]
@@ -220,3 +220,28 @@ def test_eval_and_fit_lambda_commands(indexed_store: Path, tiny_st_dir: Path, tm
     fitted = json.loads((lam_out / "lambda.json").read_text())
     assert fitted["curve"][0]["weight"] == 0.0 and (lam_out / "lambda.png").exists()
     capsys.readouterr()
+
+
+def test_json_output_refuses_non_finite_numbers() -> None:
+    from dpr_components.output_format import to_json_line
+
+    good = to_json_line({"bm25": {"documents": [Document(id="a", content="x\x9by\u202e", score=1.5)]}})
+    assert json.loads(good)["bm25"]["documents"][0]["content"] == "x\x9by\u202e"
+    assert "\x9b" not in good and "\u202e" not in good
+    with pytest.raises(ValueError, match=r"result\.bm25\.documents\[0\]\.score is not a finite number"):
+        to_json_line({"bm25": {"documents": [Document(id="a", content="x", score=float("nan"))]}})
+
+
+def test_parameter_type_checks() -> None:
+    from typing import Any, Literal
+
+    from dpr_components.type_checks import type_mismatch
+
+    assert type_mismatch(3, int | None) is None and type_mismatch(None, int | None) is None
+    assert type_mismatch(True, int) == "expected an integer, got True"
+    assert type_mismatch(2, float) is None and type_mismatch(float("inf"), float) is not None
+    assert type_mismatch("rrf", Literal["dpr", "rrf"]) is None
+    assert type_mismatch([1.0, "x"], list[float]) == "expected a list, got [1.0, 'x']"
+    assert type_mismatch({"a": 1}, dict[str, Any]) is None
+    assert type_mismatch({"type": "some.Store"}, EmbeddedDocumentStore) is None  # built by from_dict: not checked
+    assert type_mismatch({"id": "a"}, list[Document], check_classes=True) == "expected a list, got {'id': 'a'}"

@@ -65,6 +65,13 @@ def test_training_outputs_are_averaged_encoder_by_encoder_with_weights(tiny_bert
     question = load_file(str(out / "question_encoder" / "model.safetensors"))[key]
     torch.testing.assert_close(question, load_file(str(tiny_bert_dir / "model.safetensors"))[key])
     assert json.loads((out / "averaging.json").read_text())["weights"] == [0.75, 0.25]
+    # The averaged pair records its own passage encoder, not an ingredient's.
+    from dpr_components.encoder_pairing import PAIR_FILE, weights_digest, write_pair_files
+
+    write_pair_files(runs[0] / "question_encoder", runs[0] / "passage_encoder")
+    out = average_models(runs, tmp_path / "soup", weights=[3, 1])
+    record = json.loads((out / "question_encoder" / PAIR_FILE).read_text())
+    assert record == {"role": "question", "passage_encoder": weights_digest(str(out / "passage_encoder"))}
 
 
 def test_different_architectures_are_refused_by_name(tiny_bert_dir: Path, tmp_path: Path) -> None:

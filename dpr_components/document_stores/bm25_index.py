@@ -14,7 +14,8 @@ import bm25s
 import numpy as np
 
 from dpr_components.document_stores.analyzer import ANALYZER_VERSION, STOP_WORD_SETS, EnglishAnalyzer
-from dpr_components.io_utils import atomic_directory
+from dpr_components.document_stores.index_files import IndexFilesError, verified_state, write_index_directory
+from dpr_components.fault_points import fault_point
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 META_FILE = "bm25_index.json"
@@ -57,6 +58,7 @@ class BM25Index:
         self._bm25: bm25s.BM25 | None = None
         self._vocab: dict[str, int] = {}
         self._num_docs = 0
+        self.state: dict[str, Any] = {}  # what was saved with the index (see save)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -163,21 +165,41 @@ class BM25Index:
         result_scores = (candidate_scores[order] + self._nonoccurrence(term_ids)).astype(np.float32)
         return candidates[order].astype(np.int64), result_scores
 
-    def save(self, directory: Path) -> None:
-        """Write the index and its parameters to ``directory``, replacing it atomically."""
-        directory = Path(directory)
+    def write_files(self, directory: Path) -> None:
+        """Write the index files into the (new, empty) folder ``directory``."""
         meta = {
             "format_version": FORMAT_VERSION, "analyzer_version": ANALYZER_VERSION,
             "num_docs": self._num_docs, "params": self.params,
         }
-        with atomic_directory(directory) as tmp:
-            if self._bm25 is not None:
-                self._bm25.save(tmp, show_progress=False)
-            (tmp / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        if self._bm25 is not None:
+            self._bm25.save(directory, show_progress=False)
+        fault_point("bm25_index.saving")
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    def save(self, directory: Path, **state: Any) -> None:
+        """Write the index, its parameters and a checksum manifest (with ``state``) to
+        ``directory``, replacing it atomically."""
+        with write_index_directory(Path(directory), state) as tmp:
+            self.write_files(tmp)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
-        """Read an index written by :meth:`save`."""
+        """Read an index written by :meth:`save`, after checking its files against their
+        checksums; ``state`` holds what was saved with it."""
+        directory = Path(directory)
+        if not (directory / META_FILE).is_file():
+            raise FileNotFoundError(f"no BM25 index at {directory}: {META_FILE} is missing")
+        try:
+            state = verified_state(directory)
+        except IndexFilesError as error:
+            raise ValueError(f"corrupt BM25 index at {directory}: {error}") from error
+        index = cls.read_files(directory)
+        index.state = state
+        return index
+
+    @classmethod
+    def read_files(cls, directory: Path) -> BM25Index:
+        """Read the index files of ``directory`` (checked for consistency, not against checksums)."""
         directory = Path(directory)
         meta_path = directory / META_FILE
         if not meta_path.is_file():

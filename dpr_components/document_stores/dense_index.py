@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import faiss
 import numpy as np
 
-from dpr_components.io_utils import atomic_directory, recover_directory
+from dpr_components.document_stores.index_files import verified_state, write_index_directory
+from dpr_components.fault_points import fault_point
 
 Similarity = Literal["dot_product", "cosine", "l2"]
 SIMILARITIES = ("dot_product", "cosine", "l2")
@@ -60,6 +61,7 @@ class DenseIndex:
         self.nprobe = nprobe
         self.ef_construction = ef_construction
         self.generation = -1
+        self.state: dict[str, Any] = {}  # what was saved with the index (see save)
         self._index = self._new_index()
 
     def _new_index(self) -> faiss.Index:
@@ -187,29 +189,34 @@ class DenseIndex:
         return self._index.reconstruct(int(rowid))
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, directory: Path, generation: int) -> None:
-        """Write index and settings together, atomically."""
-        with atomic_directory(directory) as tmp:
+    def save(self, directory: Path, generation: int, **state: Any) -> None:
+        """Write the index, its settings and a checksum manifest (with ``generation`` and
+        ``state``) together, atomically."""
+        with write_index_directory(directory, {"generation": generation, **state}) as tmp:
             faiss.write_index(self._index, str(tmp / "index.faiss"))
-            settings = {
-                "dim": self.dim, "similarity": self.similarity, "factory": self.factory, "generation": generation,
-            }
+            fault_point("dense_index.saving")
+            settings = {"dim": self.dim, "similarity": self.similarity, "factory": self.factory}
             (tmp / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         self.generation = generation
 
     @classmethod
     def load(cls, directory: Path, ef_search: int | None = None, nprobe: int | None = None) -> DenseIndex:
-        recover_directory(directory)
+        """Read an index written by :meth:`save`, after checking its files against their checksums;
+        ``state`` holds what was saved with it."""
         settings_file, index_file = directory / "settings.json", directory / "index.faiss"
         if not settings_file.is_file() or not index_file.is_file():
             raise DenseIndexError(f"no FAISS index in {directory}")
         try:
+            state = verified_state(directory)
             settings = json.loads(settings_file.read_text(encoding="utf-8"))
             index = cls(settings["dim"], settings["similarity"], settings["factory"], ef_search, nprobe)
             index._index = faiss.read_index(str(index_file))
-        except (OSError, KeyError, ValueError, RuntimeError) as error:
+            index.generation = int(state["generation"])
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             raise DenseIndexError(f"FAISS index in {directory} is corrupt: {error}") from error
         if index._index.d != index.dim:
             raise DenseIndexError(f"FAISS index in {directory} has dimension {index._index.d}, settings say {index.dim}")
-        index.generation = int(settings["generation"])
+        if not isinstance(faiss.downcast_index(index._index), faiss.IndexIDMap2):
+            raise DenseIndexError(f"FAISS index in {directory} is not keyed by document rowids")
+        index.state = state
         return index

@@ -1,22 +1,32 @@
 """Documents, their metadata and their vectors in one SQLite file: the store's source of truth.
 
-Every write is one transaction, so a crash loses nothing committed before it. A ``generation``
-counter goes up with every change; the derived FAISS and BM25 indexes record the generation
-they were built from, so a stale index is detected and rebuilt instead of trusted."""
+Every write is one ``BEGIN IMMEDIATE`` transaction, so a crash loses nothing committed before
+it and concurrent writers (threads or processes) are serialised. A ``generation`` counter goes
+up with every change; ``vectors_reset_at`` is the last generation that changed or removed a
+stored vector (anything but appending new rows). The derived FAISS and BM25 indexes record the
+generation they were built from, so a stale index is caught up or rebuilt instead of trusted:
+while no vector was changed or removed since an index's generation, catching up means adding
+the rows whose rowid is above the highest one the index has seen (rowids only grow)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
+import urllib.parse
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from haystack.errors import FilterError
 
-from dpr_components.document_stores.sql_filters import filter_to_sql
+from dpr_components.document_stores.sql_filters import ERROR_FUNCTION, INDEXED_META_FIELDS, filter_to_sql
+from dpr_components.fault_points import fault_point
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -27,7 +37,22 @@ CREATE TABLE IF NOT EXISTS documents (
     embedding BLOB
 );
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+""" + "".join(
+    f"CREATE INDEX IF NOT EXISTS documents_by_{name} ON documents ({sql});\n" for name, sql in INDEXED_META_FIELDS.items()
+)
+ENCODER_KEY = "passage_encoder"
+_CHUNK = 900  # ids per IN (...) list, below SQLite's parameter limit
+_BUSY_TIMEOUT_SECONDS = 60.0
+# Errors of a statement that a (huge) filter made too large for SQLite.
+_TOO_LARGE = ("too many SQL variables", "Expression tree is too large", "parser stack overflow", "too many terms")
+
+
+class ReadOnlyStoreError(ValueError):
+    """A write to a store opened read-only (its folder is not writable)."""
+
+
+class EncoderMismatchError(ValueError):
+    """Vectors from another passage encoder than the one that made the store's vectors."""
 
 
 @dataclass
@@ -39,143 +64,280 @@ class StoredDocument:
     embedding: np.ndarray | None
 
 
-@dataclass
+@dataclass(frozen=True)
+class TableState:
+    generation: int
+    vectors_reset_at: int  # last generation that changed or removed a stored vector
+    max_rowid: int  # highest rowid ever assigned
+
+
+@dataclass(frozen=True)
 class WriteOutcome:
     written: int
-    added_rowids: list[int]
-    replaced_vectors: bool  # an existing vector changed or vanished: vector indexes need a rebuild
+    generation: int  # after the write
+
+
+@dataclass(frozen=True)
+class VectorBatch:
+    """What a write's vectors must agree with: the store's dimension and passage encoder."""
+
+    dim: int
+    first_id: str  # for messages
+    encoder: str | None  # the digest stamped by PassageEmbedder, if any
+
+
+class _FilterValueError(Exception):
+    pass
+
+
+_pending_filter_error = threading.local()
+
+
+def _raise_filter_error(message: str, stored_type: str) -> None:
+    """SQL function ``dpr_filter_error``: SQLite hides a Python function's exception, so the
+    message waits in a thread-local for :meth:`DocumentTable._run_filtered` to raise it."""
+    _pending_filter_error.message = message.replace("{stored_type}", stored_type)
+    raise _FilterValueError(_pending_filter_error.message)
+
+
+def _connect(path: Path | None, read_only: bool) -> sqlite3.Connection:
+    if path is None:
+        return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    if not read_only:
+        return sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS)
+    if not path.is_file():
+        raise ReadOnlyStoreError(f"document database {path} does not exist and its folder is not writable")
+    # A read-only folder cannot hold the WAL index (-shm) SQLite needs; with no pending WAL the
+    # file cannot change under us (nobody can write to the folder), so it is opened immutable.
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
+    uri = f"file:{urllib.parse.quote(str(path))}?{mode}"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS)
 
 
 class DocumentTable:
-    """Thread-safe access to the documents SQLite database (a file, or memory when ``path`` is None)."""
+    """Thread-safe access to the documents SQLite database (a file, or memory when ``path`` is None).
 
-    def __init__(self, path: Path | None) -> None:
+    ``read_only`` opens an existing file without ever writing to it or its folder."""
+
+    def __init__(self, path: Path | None, read_only: bool = False) -> None:
         self.path = path
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        self.name = str(path.parent) if path is not None else "(in memory)"
+        self._lock = threading.RLock()
+        if path is not None and not read_only:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise ValueError(f"cannot create the document store folder {path.parent}: {error}") from error
         try:
-            self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db = _connect(path, read_only)
+            self._db.create_function(ERROR_FUNCTION, 2, _raise_filter_error)
+            if read_only:
+                tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not {"documents", "store_info"} <= tables:
+                    raise ReadOnlyStoreError(f"{path} holds no document store and its folder is not writable")
+            else:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                if path is not None and self.info("store_id") is None:
+                    with self._transaction():
+                        if self._info("store_id") is None:
+                            self._set_info("store_id", uuid.uuid4().hex)
         except sqlite3.DatabaseError as error:
             raise ValueError(f"document database {path} is corrupt or not an SQLite file: {error}") from error
-        self._lock = threading.RLock()
+
+    # -- transactions -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction: takes SQLite's write lock first, so reads inside it are current."""
+        if self.read_only:
+            raise ReadOnlyStoreError(
+                f"document store {self.name} is read-only (its folder is not writable): it can be searched, "
+                "not written to; make the folder writable or index into another folder"
+            )
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction: every SELECT inside sees the same committed state."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
 
     # -- store info -------------------------------------------------------------------------
+    def _info(self, key: str, default: Any = None) -> Any:
+        row = self._db.execute("SELECT value FROM store_info WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
     def info(self, key: str, default: Any = None) -> Any:
         with self._lock:
-            row = self._db.execute("SELECT value FROM store_info WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
+            return self._info(key, default)
 
     def _set_info(self, key: str, value: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO store_info (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
-    def set_info(self, key: str, value: Any) -> None:
-        with self._lock, self._db:
-            self._set_info(key, value)
+    def set_info_if_missing(self, key: str, value: Any) -> Any:
+        """Record ``value`` unless ``key`` is already set; return what is recorded."""
+        with self._transaction():
+            recorded = self._info(key)
+            if recorded is None:
+                self._set_info(key, value)
+                return value
+            return recorded
 
     @property
     def generation(self) -> int:
+        """The current generation: one cheap SELECT, made before every search."""
         return int(self.info("generation", 0))
+
+    def _state(self) -> TableState:
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'documents'").fetchone()
+        return TableState(int(self._info("generation", 0)), int(self._info("vectors_reset_at", 0)), int(row[0]) if row else 0)
+
+    def state(self) -> TableState:
+        with self._snapshot():
+            return self._state()
 
     # -- writes -----------------------------------------------------------------------------
     def write(
-        self, rows: Sequence[tuple[str, str | None, str, bytes | None]], policy: str
+        self, rows: Sequence[tuple[str, str | None, str, bytes | None]], policy: str, vectors: VectorBatch | None = None
     ) -> WriteOutcome:
         """Insert ``(id, content, meta_json, embedding_bytes)`` rows under a duplicate policy
-        (``fail``, ``skip`` or ``overwrite``) in one transaction."""
+        (``fail``, ``skip`` or ``overwrite``) in one transaction; ``vectors`` describes the rows' vectors."""
         ids = [row[0] for row in rows]
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             duplicate = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
             raise ValueError(f"document id {duplicate!r} appears twice in one write")
-        with self._lock, self._db:
-            existing = self._existing(ids)
-            if existing and policy == "fail":
+        with self._transaction():
+            if vectors is not None:
+                self._check_vectors(vectors)
+            old_vectors = self._old_vectors(ids)
+            if old_vectors and policy == "fail":
                 from haystack.document_stores.errors import DuplicateDocumentError
 
-                raise DuplicateDocumentError(f"documents with ids {sorted(existing)[:5]} already exist in the store")
-            new_rows = [row for row in rows if row[0] not in existing]
-            replaced = False
-            written = len(new_rows)
-            if policy == "overwrite" and existing:
-                old_vectors = dict(
-                    self._db.execute(
-                        f"SELECT id, embedding FROM documents WHERE id IN ({','.join('?' * len(existing))})",
-                        list(existing),
-                    ).fetchall()
-                )
-                updates = [row for row in rows if row[0] in existing]
-                replaced = any(old_vectors.get(row[0]) is not None and old_vectors[row[0]] != row[3] for row in updates)
-                self._db.executemany(
-                    "UPDATE documents SET content = ?, meta = ?, embedding = ? WHERE id = ?",
-                    [(content, meta, emb, doc_id) for doc_id, content, meta, emb in updates],
-                )
-                written += len(updates)
-                # A vector added to a document that had none is new to the vector index, not a replacement.
-                added_to_old = [row[0] for row in updates if old_vectors.get(row[0]) is None and row[3] is not None]
-            else:
-                added_to_old = []
-            cursor = self._db.cursor()
-            added_rowids = []
-            for row in new_rows:
-                cursor.execute("INSERT INTO documents (id, content, meta, embedding) VALUES (?, ?, ?, ?)", row)
-                if row[3] is not None:
-                    added_rowids.append(int(cursor.lastrowid))
-            if added_to_old:
-                added_rowids += [r for (r,) in self._select_rowids(added_to_old)]
+                raise DuplicateDocumentError(f"documents with ids {sorted(old_vectors)[:5]} already exist in the store")
+            new_rows = [row for row in rows if row[0] not in old_vectors]
+            updates = [row for row in rows if row[0] in old_vectors] if policy == "overwrite" else []
+            self._db.executemany(
+                "UPDATE documents SET content = ?, meta = ?, embedding = ? WHERE id = ?",
+                [(content, meta, emb, doc_id) for doc_id, content, meta, emb in updates],
+            )
+            self._db.executemany("INSERT INTO documents (id, content, meta, embedding) VALUES (?, ?, ?, ?)", new_rows)
+            written = len(new_rows) + len(updates)
+            generation = int(self._info("generation", 0))
             if written:
-                self._set_info("generation", self.generation + 1)
-        return WriteOutcome(written=written, added_rowids=added_rowids, replaced_vectors=replaced)
+                generation += 1
+                self._set_info("generation", generation)
+                # Any vector changed, removed or added to an old row: vector indexes cannot just append.
+                if any(old_vectors[doc_id] != emb for doc_id, _, _, emb in updates):
+                    self._set_info("vectors_reset_at", generation)
+            fault_point("document_table.before_commit")
+        return WriteOutcome(written=written, generation=generation)
+
+    def _check_vectors(self, batch: VectorBatch) -> None:
+        """Inside the write transaction, so two writers cannot record different settings."""
+        settings = self._info("dense_settings", {})
+        recorded_dim = settings.get("embedding_dim")
+        if recorded_dim is None:
+            self._set_info("dense_settings", {**settings, "embedding_dim": batch.dim})
+        elif recorded_dim != batch.dim:
+            raise ValueError(
+                f"document {batch.first_id!r}: embedding has dimension {batch.dim} but the store {self.name} holds "
+                f"{recorded_dim}-dimensional vectors; use the encoder the store was indexed with"
+            )
+        if batch.encoder is None:
+            return
+        recorded = self._info(ENCODER_KEY)
+        if recorded == batch.encoder:
+            return
+        if recorded is None:
+            # Once per store (a store written before encoders were recorded): afterwards the record answers.
+            recorded = self._stamped_other_than(batch.encoder)
+        elif not self._db.execute("SELECT 1 FROM documents WHERE embedding IS NOT NULL LIMIT 1").fetchone():
+            recorded = None  # no vector left: the store starts over with this encoder
+        if recorded is not None:
+            raise EncoderMismatchError(
+                f"document store {self.name} was indexed with passage encoder {recorded} (weights digest), but "
+                f"these passages were embedded by passage encoder {batch.encoder}: vectors of two encoders cannot "
+                "be searched together. Index with the store's encoder, or index into a new folder (--store) or "
+                "delete this one to re-index everything with the new encoder"
+            )
+        self._set_info(ENCODER_KEY, batch.encoder)
+
+    def _stamped_other_than(self, encoder: str) -> str | None:
+        path = f"$.{ENCODER_KEY}"
+        row = self._db.execute(
+            "SELECT json_extract(meta, ?) FROM documents WHERE embedding IS NOT NULL "
+            "AND json_type(meta, ?) = 'text' AND json_extract(meta, ?) != ? LIMIT 1",
+            (path, path, path, encoder),
+        ).fetchone()
+        return row[0] if row else None
 
     def delete(self, ids: Sequence[str]) -> int:
-        with self._lock, self._db:
+        with self._transaction():
             deleted = 0
-            for start in range(0, len(ids), 900):
-                chunk = list(ids[start : start + 900])
+            for chunk in _chunks(ids):
                 deleted += self._db.execute(
                     f"DELETE FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 ).rowcount
             if deleted:
-                self._set_info("generation", self.generation + 1)
+                generation = int(self._info("generation", 0)) + 1
+                self._set_info("generation", generation)
+                self._set_info("vectors_reset_at", generation)
         return deleted
 
     # -- reads ------------------------------------------------------------------------------
-    def _existing(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(ids), 900):
-            chunk = list(ids[start : start + 900])
+    def _old_vectors(self, ids: Sequence[str]) -> dict[str, bytes | None]:
+        found: dict[str, bytes | None] = {}
+        for chunk in _chunks(ids):
             found.update(
-                r for (r,) in self._db.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                self._db.execute(f"SELECT id, embedding FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             )
         return found
 
-    def _select_rowids(self, ids: Sequence[str]) -> list[tuple[int]]:
-        out: list[tuple[int]] = []
-        for start in range(0, len(ids), 900):
-            chunk = list(ids[start : start + 900])
-            out += self._db.execute(
-                f"SELECT rowid FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk
-            ).fetchall()
-        return out
+    def _run_filtered(self, sql: str, filters: dict[str, Any] | None) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (with ``{where}`` for the filter), with SQLite's errors about the
+        filter turned into ``FilterError``."""
+        where, params = "", []
+        if filters:
+            where = f"WHERE {filter_to_sql(filters, params)}"
+        _pending_filter_error.message = None
+        try:
+            with self._lock:
+                return self._db.execute(sql.format(where=where), params).fetchall()
+        except sqlite3.OperationalError as error:
+            message = getattr(_pending_filter_error, "message", None)
+            _pending_filter_error.message = None
+            if message:
+                raise FilterError(message) from None
+            if any(text in str(error) for text in _TOO_LARGE):
+                raise FilterError(f"filter is too large for the document store: {error}") from error
+            raise
 
     def count(self, filters: dict[str, Any] | None = None) -> int:
-        where, params = self._where(filters)
-        with self._lock:
-            return int(self._db.execute(f"SELECT COUNT(*) FROM documents {where}", params).fetchone()[0])
+        return int(self._run_filtered("SELECT COUNT(*) FROM documents {where}", filters)[0][0])
 
     def rowids(self, filters: dict[str, Any] | None = None) -> np.ndarray:
-        where, params = self._where(filters)
-        with self._lock:
-            rows = self._db.execute(f"SELECT rowid FROM documents {where} ORDER BY rowid", params).fetchall()
+        rows = self._run_filtered("SELECT rowid FROM documents {where} ORDER BY rowid", filters)
         return np.fromiter((r for (r,) in rows), dtype=np.int64, count=len(rows))
 
     def rowids_for_ids(self, ids: Sequence[str]) -> dict[str, int]:
         with self._lock:
             out: dict[str, int] = {}
-            for start in range(0, len(ids), 900):
-                chunk = list(ids[start : start + 900])
+            for chunk in _chunks(ids):
                 out.update(
                     self._db.execute(
                         f"SELECT id, rowid FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk
@@ -184,54 +346,57 @@ class DocumentTable:
         return out
 
     def documents(self, filters: dict[str, Any] | None = None, with_embeddings: bool = True) -> list[StoredDocument]:
-        where, params = self._where(filters)
         columns = "rowid, id, content, meta, " + ("embedding" if with_embeddings else "NULL")
-        with self._lock:
-            rows = self._db.execute(f"SELECT {columns} FROM documents {where} ORDER BY rowid", params).fetchall()
+        rows = self._run_filtered(f"SELECT {columns} FROM documents {{where}} ORDER BY rowid", filters)
         return [self._stored(row) for row in rows]
 
     def documents_by_rowid(self, rowids: Sequence[int], with_embeddings: bool = False) -> dict[int, StoredDocument]:
         columns = "rowid, id, content, meta, " + ("embedding" if with_embeddings else "NULL")
         out: dict[int, StoredDocument] = {}
         with self._lock:
-            for start in range(0, len(rowids), 900):
-                chunk = [int(r) for r in rowids[start : start + 900]]
+            for chunk in _chunks([int(r) for r in rowids]):
                 for row in self._db.execute(
                     f"SELECT {columns} FROM documents WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
                 ):
                     out[row[0]] = self._stored(row)
         return out
 
-    def iter_texts(self, title_field: str | None) -> Iterator[tuple[int, str]]:
-        """``(rowid, text to index for BM25)`` for every document, in rowid order."""
-        with self._lock:
+    def texts(self, title_field: str | None) -> tuple[np.ndarray, list[str], int]:
+        """Rowids and texts to index for BM25 of every document, in rowid order, and their generation."""
+        with self._snapshot():
+            generation = self._state().generation
             rows = self._db.execute("SELECT rowid, content, meta FROM documents ORDER BY rowid").fetchall()
-        for rowid, content, meta in rows:
+        texts = []
+        for _, content, meta in rows:
             title = json.loads(meta).get(title_field) if title_field else None
             text = content or ""
-            yield rowid, f"{title}\n{text}" if isinstance(title, str) and title else text
+            texts.append(f"{title}\n{text}" if isinstance(title, str) and title else text)
+        return np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=len(rows)), texts, generation
 
-    def vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """All stored vectors and their rowids."""
-        with self._lock:
+    def vectors(self, dim: int, above_rowid: int = 0) -> tuple[np.ndarray, np.ndarray, TableState]:
+        """The stored vectors of rows above ``above_rowid`` (all by default), their rowids, and
+        the state they were read at."""
+        with self._snapshot():
+            state = self._state()
             rows = self._db.execute(
-                "SELECT rowid, embedding FROM documents WHERE embedding IS NOT NULL ORDER BY rowid"
+                "SELECT rowid, embedding FROM documents WHERE rowid > ? AND embedding IS NOT NULL ORDER BY rowid",
+                (above_rowid,),
             ).fetchall()
         rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
         matrix = np.empty((len(rows), dim), dtype=np.float32)
         for i, (_, blob) in enumerate(rows):
             matrix[i] = np.frombuffer(blob, dtype=np.float32)
-        return rowids, matrix
+        return rowids, matrix, state
+
+    def vector_count(self) -> tuple[int, TableState]:
+        """How many documents have a vector (a scan: only for checking a loaded index), and the state."""
+        with self._snapshot():
+            count = self._db.execute("SELECT COUNT(*) FROM documents WHERE embedding IS NOT NULL").fetchone()[0]
+            return int(count), self._state()
 
     def vectors_for(self, rowids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
         found = self.documents_by_rowid(rowids, with_embeddings=True)
         return {r: d.embedding for r, d in found.items() if d.embedding is not None}
-
-    def _where(self, filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
-        if not filters:
-            return "", []
-        params: list[Any] = []
-        return f"WHERE {filter_to_sql(filters, params)}", params
 
     @staticmethod
     def _stored(row: tuple[Any, ...]) -> StoredDocument:
@@ -242,3 +407,16 @@ class DocumentTable:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield list(items[start : start + _CHUNK])
+
+
+def folder_is_writable(folder: Path) -> bool:
+    """Whether the store can write in ``folder`` (and to its database, if there is one)."""
+    database = folder / "documents.sqlite"
+    if not folder.exists():
+        return True  # created on open
+    return os.access(folder, os.W_OK) and (not database.exists() or os.access(database, os.W_OK))

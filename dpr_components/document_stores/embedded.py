@@ -2,212 +2,34 @@
 
 Layout of ``path``:
 - ``documents.sqlite``: documents, metadata and vectors (the source of truth, transactional);
-- ``dense_index/``: the FAISS index (derived; rebuilt from SQLite when stale or missing);
-- ``bm25_index/``: the BM25 index (derived; rebuilt likewise).
+- ``dense_index/``: the FAISS index (derived; caught up or rebuilt from SQLite when stale,
+  rebuilt when its files do not match the checksums in its ``manifest.json``);
+- ``bm25_index/``: the BM25 index (derived; rebuilt likewise);
+- ``store.lock``: orders saving and loading of the derived indexes between processes.
 Handles opened on the same folder in one process share a single backend, so a YAML pipeline
-whose retrievers and ranker each name the store loads it once.
+whose retrievers and ranker each name the store loads it once. Several processes may write
+to and search one folder at once (see store_backend.py). A folder that is not writable is
+opened read-only: it can be searched, and a write is an error.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
 from haystack.document_stores.types import DuplicatePolicy
 
-from dpr_components.document_stores.bm25_index import BM25Index
-from dpr_components.document_stores.dense_index import SIMILARITIES, DenseIndex, DenseIndexError, Similarity
-from dpr_components.document_stores.document_table import DocumentTable, StoredDocument
+from dpr_components.document_stores.dense_index import SIMILARITIES, Similarity
+from dpr_components.document_stores.document_table import ENCODER_KEY, StoredDocument, VectorBatch
+from dpr_components.document_stores.store_backend import StoreConfig, backend_for
+from dpr_components.fault_points import fault_point
+from dpr_components.validation import check_query
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    path: str | None
-    embedding_dim: int | None
-    similarity: str
-    index_factory: str
-    ef_search: int | None
-    nprobe: int | None
-    ef_construction: int | None
-    bm25_k1: float
-    bm25_b: float
-    bm25_method: str
-    bm25_title_field: str | None
-
-
-class _Backend:
-    """The shared state of one store folder: SQLite table plus lazily (re)built indexes."""
-
-    def __init__(self, config: StoreConfig) -> None:
-        self.config = config
-        self.root = Path(config.path) if config.path else None
-        self.table = DocumentTable(self.root / "documents.sqlite" if self.root else None)
-        self.lock = threading.RLock()
-        self._check_settings()
-        self._dense: DenseIndex | None = None
-        self._dense_stale = True
-        self._bm25: BM25Index | None = None
-        self._bm25_rowids: np.ndarray = np.zeros(0, dtype=np.int64)
-        self._bm25_positions: dict[int, int] = {}
-        self._bm25_generation = -1
-
-    def _check_settings(self) -> None:
-        """A folder remembers the vector settings it was built with; a mismatch is an error, not a silent mix."""
-        recorded = self.table.info("dense_settings")
-        wanted = {"similarity": self.config.similarity, "embedding_dim": self.config.embedding_dim}
-        if recorded is None:
-            self.table.set_info("dense_settings", wanted)
-            return
-        if recorded["similarity"] != wanted["similarity"]:
-            raise ValueError(
-                f"document store {self.root} was built with similarity {recorded['similarity']!r}, "
-                f"not {wanted['similarity']!r}"
-            )
-        if wanted["embedding_dim"] and recorded.get("embedding_dim") and recorded["embedding_dim"] != wanted["embedding_dim"]:
-            raise ValueError(
-                f"document store {self.root} holds {recorded['embedding_dim']}-dimensional vectors, "
-                f"not {wanted['embedding_dim']}"
-            )
-
-    @property
-    def embedding_dim(self) -> int | None:
-        return self.table.info("dense_settings", {}).get("embedding_dim") or self.config.embedding_dim
-
-    # -- dense ------------------------------------------------------------------------------
-    def dense(self) -> DenseIndex | None:
-        """The FAISS index, up to date with the table; None if no document has a vector."""
-        with self.lock:
-            dim = self.embedding_dim
-            if dim is None:
-                return None
-            if self._dense is not None and not self._dense_stale:
-                return self._dense
-            generation = self.table.generation
-            if self._dense is None and self.root is not None and (self.root / "dense_index").exists():
-                try:
-                    loaded = DenseIndex.load(self.root / "dense_index", self.config.ef_search, self.config.nprobe)
-                    if loaded.generation == generation and loaded.factory == self.config.index_factory:
-                        self._dense, self._dense_stale = loaded, False
-                        return loaded
-                    logger.info("FAISS index in %s is out of date: rebuilding it", self.root)
-                except DenseIndexError as error:
-                    logger.warning("%s: rebuilding it from the documents", error)
-            c = self.config
-            index = DenseIndex(dim, c.similarity, c.index_factory, c.ef_search, c.nprobe, c.ef_construction)  # type: ignore[arg-type]
-            rowids, vectors = self.table.vectors(dim)
-            index.rebuild(rowids, vectors)
-            index.generation = generation
-            self._dense, self._dense_stale = index, False
-            return index
-
-    def on_write(self, added_rowids: list[int], replaced: bool) -> None:
-        with self.lock:
-            if self._dense is not None and not self._dense_stale and not replaced and self._dense.is_trained:
-                if added_rowids:
-                    vectors = self.table.vectors_for(added_rowids, self._dense.dim)
-                    self._dense.add(np.array(added_rowids, dtype=np.int64), np.stack([vectors[r] for r in added_rowids]))
-                self._dense.generation = self.table.generation
-            else:
-                self._dense_stale = True
-
-    def on_delete(self) -> None:
-        with self.lock:
-            self._dense_stale = True
-
-    # -- bm25 -------------------------------------------------------------------------------
-    def bm25(self) -> tuple[BM25Index, np.ndarray]:
-        """The BM25 index and the rowid of each of its positions, up to date with the table."""
-        with self.lock:
-            generation = self.table.generation
-            if self._bm25 is not None and self._bm25_generation == generation:
-                return self._bm25, self._bm25_rowids
-            if self._bm25 is None and self.root is not None and (self.root / "bm25_index").exists():
-                try:
-                    index = BM25Index.load(self.root / "bm25_index")
-                    state = json.loads((self.root / "bm25_index" / "store_state.json").read_text(encoding="utf-8"))
-                    if state["generation"] == generation and _params_match(index.params, self._bm25_params()):
-                        self._set_bm25(index, np.array(state["rowids"], dtype=np.int64), generation)
-                        return index, self._bm25_rowids
-                    logger.info("BM25 index in %s is out of date: rebuilding it", self.root)
-                except (OSError, ValueError, KeyError) as error:
-                    logger.warning("BM25 index in %s unreadable (%s): rebuilding it", self.root, error)
-            rows = list(self.table.iter_texts(self.config.bm25_title_field))
-            index = BM25Index(**self._bm25_params())
-            index.build([text for _, text in rows], show_progress=len(rows) > 20000)
-            self._set_bm25(index, np.array([r for r, _ in rows], dtype=np.int64), generation)
-            return index, self._bm25_rowids
-
-    def _bm25_params(self) -> dict[str, Any]:
-        return {"k1": self.config.bm25_k1, "b": self.config.bm25_b, "method": self.config.bm25_method}
-
-    def _set_bm25(self, index: BM25Index, rowids: np.ndarray, generation: int) -> None:
-        self._bm25, self._bm25_rowids, self._bm25_generation = index, rowids, generation
-        self._bm25_positions = {int(r): i for i, r in enumerate(rowids)}
-
-    def bm25_positions(self, rowids: Sequence[int]) -> np.ndarray:
-        self.bm25()
-        return np.array([self._bm25_positions.get(int(r), -1) for r in rowids], dtype=np.int64)
-
-    # -- persistence ------------------------------------------------------------------------
-    def save(self) -> None:
-        """Bring both indexes up to date and write them atomically next to the documents."""
-        if self.root is None:
-            return
-        with self.lock:
-            generation = self.table.generation
-            dense = self.dense()
-            if dense is not None and not self._saved(self.root / "dense_index", generation):
-                dense.save(self.root / "dense_index", generation)
-            bm25, rowids = self.bm25()
-            if not self._saved(self.root / "bm25_index", generation):
-                bm25.save(self.root / "bm25_index")
-                state = {"generation": generation, "rowids": rowids.tolist()}
-                # Written after the index: a crash in between leaves an old state, so a rebuild, never a mismatch.
-                from dpr_components.io_utils import atomic_write_text
-
-                atomic_write_text(self.root / "bm25_index" / "store_state.json", json.dumps(state))
-
-    @staticmethod
-    def _saved(directory: Path, generation: int) -> bool:
-        for name in ("settings.json", "store_state.json"):
-            file = directory / name
-            if file.is_file():
-                try:
-                    return json.loads(file.read_text(encoding="utf-8")).get("generation") == generation
-                except (OSError, ValueError):
-                    return False
-        return False
-
-
-_BACKENDS: "weakref.WeakValueDictionary[str, _Backend]" = weakref.WeakValueDictionary()
-_BACKENDS_LOCK = threading.Lock()
-
-
-def _backend_for(config: StoreConfig) -> _Backend:
-    if config.path is None:
-        return _Backend(config)
-    key = str(Path(config.path).resolve())
-    with _BACKENDS_LOCK:
-        backend = _BACKENDS.get(key)
-        if backend is None:
-            backend = _Backend(config)
-            _BACKENDS[key] = backend
-        elif backend.config != config:
-            raise ValueError(
-                f"document store {config.path} is already open in this process with other settings "
-                f"({backend.config}); open it with the same settings"
-            )
-        return backend
 
 
 class EmbeddedDocumentStore:
@@ -257,7 +79,7 @@ class EmbeddedDocumentStore:
             ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
             bm25_title_field=bm25_title_field,
         )
-        self._backend = _backend_for(self._config)
+        self._backend = backend_for(self._config)
 
     @property
     def similarity(self) -> str:
@@ -293,8 +115,8 @@ class EmbeddedDocumentStore:
         policy_name = {DuplicatePolicy.SKIP: "skip", DuplicatePolicy.OVERWRITE: "overwrite"}.get(policy, "fail")
         backend = self._backend
         with backend.lock:
-            outcome = backend.table.write(rows, policy_name)
-            backend.on_write(outcome.added_rowids, outcome.replaced_vectors)
+            outcome = backend.table.write(rows, policy_name, _vector_batch(documents))
+            fault_point("store.after_commit")
             if self.autosave and outcome.written:
                 backend.save()
         return outcome.written
@@ -302,12 +124,21 @@ class EmbeddedDocumentStore:
     def delete_documents(self, document_ids: list[str]) -> None:
         backend = self._backend
         with backend.lock:
-            if backend.table.delete(list(document_ids)):
-                backend.on_delete()
-                if self.autosave:
-                    backend.save()
+            if backend.table.delete(list(document_ids)) and self.autosave:
+                backend.save()
 
-    def _row(self, doc: Document) -> tuple[str, str | None, str, bytes | None]:
+    @property
+    def passage_encoder(self) -> str | None:
+        """Digest of the passage encoder whose stamped vectors the store holds (None: no stamped vector yet)."""
+        return self._backend.table.info(ENCODER_KEY)
+
+    @property
+    def read_only(self) -> bool:
+        """True when the store folder is not writable: it can be searched, not written to."""
+        return self._backend.read_only
+
+    @staticmethod
+    def _row(doc: Document) -> tuple[str, str | None, str, bytes | None]:
         try:
             meta = json.dumps(doc.meta or {}, ensure_ascii=False)
         except (TypeError, ValueError) as error:
@@ -317,21 +148,8 @@ class EmbeddedDocumentStore:
             vector = np.asarray(doc.embedding, dtype=np.float32)
             if vector.ndim != 1 or not np.all(np.isfinite(vector)):
                 raise ValueError(f"document {doc.id!r}: embedding must be a finite 1-D vector")
-            self._ensure_dim(vector.shape[0], f"document {doc.id!r}")
             blob = vector.tobytes()
         return doc.id, doc.content, meta, blob
-
-    def _ensure_dim(self, dim: int, what: str) -> None:
-        table = self._backend.table
-        settings = table.info("dense_settings", {})
-        recorded = settings.get("embedding_dim")
-        if recorded is None:
-            table.set_info("dense_settings", {**settings, "embedding_dim": dim})
-        elif recorded != dim:
-            raise ValueError(
-                f"{what}: embedding has dimension {dim} but the store {self.path or '(in memory)'} holds "
-                f"{recorded}-dimensional vectors; use the encoder the store was indexed with"
-            )
 
     # -- retrieval ----------------------------------------------------------------------------
     def embedding_retrieval(
@@ -343,6 +161,7 @@ class EmbeddedDocumentStore:
         query = np.asarray(query_embedding, dtype=np.float32)
         if query.ndim != 1 or not np.all(np.isfinite(query)):
             raise ValueError("query_embedding must be a finite 1-D vector")
+        allowed = self._backend.table.rowids(filters) if filters else None  # a bad filter fails even on an empty store
         index = self._backend.dense()
         if index is None:
             return []
@@ -351,7 +170,6 @@ class EmbeddedDocumentStore:
                 f"query embedding has dimension {query.shape[0]} but the store holds {index.dim}-dimensional "
                 "vectors: the question encoder does not match the passage encoder used for indexing"
             )
-        allowed = self._backend.table.rowids(filters) if filters else None
         rowids, scores = index.search(query, top_k, allowed)
         return self._documents(rowids, scores, with_embeddings=False)
 
@@ -412,8 +230,23 @@ class EmbeddedDocumentStore:
         return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
 
 
-def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    return all(actual.get(key) == value for key, value in wanted.items())
+def _vector_batch(documents: list[Document]) -> VectorBatch | None:
+    """The dimension and passage encoder shared by the vectors of ``documents`` (None: no vector)."""
+    with_vectors = [d for d in documents if d.embedding is not None]
+    if not with_vectors:
+        return None
+    first = with_vectors[0]
+    dim = len(first.embedding)  # type: ignore[arg-type]
+    for doc in with_vectors:
+        if len(doc.embedding) != dim:  # type: ignore[arg-type]
+            raise ValueError(
+                f"document {doc.id!r}: embedding has dimension {len(doc.embedding)} but document "  # type: ignore[arg-type]
+                f"{first.id!r} in the same write has {dim}"
+            )
+    stamps = {d.meta.get(ENCODER_KEY) for d in with_vectors if isinstance(d.meta.get(ENCODER_KEY), str)}
+    if len(stamps) > 1:
+        raise ValueError(f"one write mixes vectors of passage encoders {sorted(stamps)}: index with one encoder")
+    return VectorBatch(dim=dim, first_id=first.id, encoder=stamps.pop() if stamps else None)
 
 
 def _similarity(query: np.ndarray, vector: np.ndarray, similarity: str) -> float:
@@ -430,8 +263,7 @@ def _check_top_k(top_k: int) -> None:
 
 
 def _check_query(query: str) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise ValueError("the query is empty: give a question or search text")
+    check_query(query)
 
 
 def _to_document(stored: StoredDocument, score: float | None = None) -> Document:

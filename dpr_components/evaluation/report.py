@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
+from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_path, atomic_write_text
+from dpr_components.output_files import prepare_output_folder, reporting_write_errors
 
 TABLE_KS = (1, 5, 20, 100)
 REPORT_MD = "report.md"
@@ -144,7 +146,12 @@ def write_retrieval_report(
             {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in extra_tables
         ],
     }
-    atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    _plot(paths["plot"], systems, title, log_x)
-    atomic_write_text(paths["markdown"], _render_markdown(systems, title, command_text, dataset_name, extra_tables))
+    prepare_output_folder(out, "report folder")
+    with reporting_write_errors(paths["json"]):
+        atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    fault_point("report.after_json")
+    with reporting_write_errors(paths["plot"]):
+        _plot(paths["plot"], systems, title, log_x)
+    with reporting_write_errors(paths["markdown"]):
+        atomic_write_text(paths["markdown"], _render_markdown(systems, title, command_text, dataset_name, extra_tables))
     return paths

@@ -31,18 +31,21 @@ def evaluate_pipeline(
     pipeline: Any, questions: list[QAExample], top_k: int, match_mode: str, name: str
 ) -> tuple[RetrievalResult, float]:
     """Retrieval accuracy of one pipeline and its mean seconds per question."""
-    from dpr_components.cli import nest_inputs
+    from dpr_components.cli import run_pipeline
 
     leaves = [n for n in pipeline.graph.nodes if pipeline.graph.out_degree(n) == 0]
     passages: list[list[str]] = []
     start = time.perf_counter()
     for example in tqdm(questions, desc=f"Evaluating {name}", unit="question"):
         data: dict[str, Any] = {"query": example.question}
-        inputs = nest_inputs(pipeline, data)
         for leaf in leaves:
             if "top_k" in pipeline.inputs().get(leaf, {}):
-                inputs.setdefault(leaf, {})["top_k"] = top_k
-        documents = _final_documents(pipeline, pipeline.run(inputs))
+                data[leaf] = {"top_k": top_k}
+        try:
+            result = run_pipeline(pipeline, data)
+        except ValueError as error:
+            raise ValueError(f"question {example.id!r} ({name}): {' '.join(str(error).split())}") from None
+        documents = _final_documents(pipeline, result)
         passages.append([d.content or "" for d in documents])
     seconds = (time.perf_counter() - start) / max(len(questions), 1)
     result = evaluate_retrieval(
@@ -52,18 +55,20 @@ def evaluate_pipeline(
 
 
 def command_eval(args: Any) -> int:
+    from dpr_components.output_files import prepare_output_folder
     from dpr_components.pipeline_loading import load_pipeline
 
-    questions = load_questions(args.questions, split=args.split, limit=args.limit)
     if args.top_k <= 0:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
+    prepare_output_folder(args.out)
+    questions = load_questions(args.questions, split=args.split, limit=args.limit)
     systems: dict[str, RetrievalResult] = {}
     timing_rows = []
     for path in args.pipelines:
         name = Path(path).stem
         if name in systems:
             name = path
-        pipeline = load_pipeline(path, args.store, args.overrides)
+        pipeline = load_pipeline(path, args.store, args.overrides, args.allow_network, require_stores=True)
         result, seconds = evaluate_pipeline(pipeline, questions, args.top_k, args.match, name)
         systems[name] = result
         timing_rows.append([name, f"{seconds * 1000:.1f}"])

@@ -8,6 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from dpr_components.indexing.corpus import CorpusFormat, read_corpus
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+from dpr_components.validation import MAX_PASSAGE_CHARS, describe_long_word, find_long_word
 
 
 @component
@@ -44,15 +45,22 @@ class DPRPassageSplitter:
     """Splits documents into DPR passages: disjoint blocks of at most ``words_per_passage`` words.
 
     Each passage keeps its document's meta (title included) and gets ``document_id`` and
-    ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent."""
+    ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent.
 
-    def __init__(self, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE) -> None:
+    A document with a word of more than 1,000 characters, or a passage longer than
+    ``max_passage_chars``, is refused with its id: such text (base64, minified code, a
+    broken export) is not prose, and one giant passage costs gigabytes to encode."""
+
+    def __init__(self, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS) -> None:
         if words_per_passage <= 0:
             raise ValueError(f"words_per_passage must be positive, got {words_per_passage}")
+        if max_passage_chars <= 0:
+            raise ValueError(f"max_passage_chars must be positive, got {max_passage_chars}")
         self.words_per_passage = words_per_passage
+        self.max_passage_chars = max_passage_chars
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, words_per_passage=self.words_per_passage)
+        return default_to_dict(self, words_per_passage=self.words_per_passage, max_passage_chars=self.max_passage_chars)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DPRPassageSplitter:
@@ -64,8 +72,16 @@ class DPRPassageSplitter:
         for doc in documents:
             if doc.content is None or not doc.content.strip():
                 raise ValueError(f"document {doc.id!r} has no text to split")
+            long_word = find_long_word(doc.content)
+            if long_word is not None:
+                raise ValueError(f"document {doc.id!r} has {describe_long_word(long_word)}")
             title = doc.meta.get("title", "")
             for p in split_document(doc.id, title if isinstance(title, str) else "", doc.content, self.words_per_passage):
+                if len(p.text) > self.max_passage_chars:
+                    raise ValueError(
+                        f"document {doc.id!r}: passage {p.index} has {len(p.text):,} characters "
+                        f"(limit {self.max_passage_chars:,}); lower words_per_passage or clean the text"
+                    )
                 meta = {**doc.meta, "document_id": doc.id, "passage_index": p.index}
                 passages.append(Document(id=p.id, content=p.text, meta=meta))
         return {"documents": passages}

@@ -1,7 +1,11 @@
 """Read corpora: our JSONL (``id``, ``title``, ``text``) and DPR's ``psgs_w100.tsv`` (``id``, ``text``, ``title``).
 
 Every problem is reported with file and line: bad JSON, a missing or empty field, bytes that
-are not UTF-8, a duplicate id."""
+are not UTF-8, a duplicate id, a line longer than ``MAX_LINE_BYTES`` (refused before it is
+read into memory), a "word" of more than ``MAX_WORD_CHARS`` characters without a space. Such
+a word is refused rather than cut: it is not text (base64, a minified blob, a broken export),
+and indexing pieces of it would only fill the index with noise. A file without any document
+is an error too: indexing nothing and reporting success hides a wrong path or an empty export."""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from dpr_components.line_files import MAX_LINE_BYTES, numbered_lines
+from dpr_components.validation import describe_long_word, find_long_word, strict_json_loads
 
 CorpusFormat = Literal["auto", "jsonl", "tsv"]
 
@@ -38,14 +45,7 @@ def detect_format(path: Path) -> Literal["jsonl", "tsv"]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    if not path.is_file():
-        raise CorpusError(f"corpus file {path} does not exist")
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise CorpusError(f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})") from None
+    return numbered_lines(path, "corpus file", MAX_LINE_BYTES, CorpusError)
 
 
 def _field(record: dict, name: str, path: Path, line: int, required: bool = True) -> str:
@@ -66,9 +66,11 @@ def _read_jsonl(path: Path) -> Iterator[CorpusRecord]:
         if not text.strip():
             continue
         try:
-            record = json.loads(text)
+            record = strict_json_loads(text)
         except json.JSONDecodeError as error:
             raise CorpusError(f"{path}:{line}: invalid JSON ({error.msg} at column {error.colno})") from None
+        except ValueError as error:  # NaN or Infinity
+            raise CorpusError(f"{path}:{line}: {error}") from None
         if not isinstance(record, dict):
             raise CorpusError(f"{path}:{line}: expected a JSON object, got {type(record).__name__}")
         yield CorpusRecord(
@@ -104,8 +106,11 @@ def _read_tsv(path: Path) -> Iterator[CorpusRecord]:
 def read_corpus(path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> Iterator[CorpusRecord]:
     """Yield the records of a corpus file, checking ids and texts as it goes."""
     path = Path(path)
+    if path.is_dir():
+        raise CorpusError(f"corpus file {path} is a directory, not a file")
     reader = _read_jsonl if (fmt if fmt != "auto" else detect_format(path)) == "jsonl" else _read_tsv
     seen: dict[str, int] = {}
+    skipped = 0
     for record in reader(path):
         if not record.id.strip():
             raise CorpusError(f"{path}:{record.line}: field 'id' is empty")
@@ -114,6 +119,14 @@ def read_corpus(path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal[
         seen[record.id] = record.line
         if not record.text.strip():
             if on_empty == "skip":
+                skipped += 1
                 continue
             raise CorpusError(f"{path}:{record.line}: document {record.id!r} has no text (field 'text' is empty)")
+        long_word = find_long_word(record.text)
+        if long_word is not None:
+            raise CorpusError(f"{path}:{record.line}: document {record.id!r} has {describe_long_word(long_word)}")
         yield record
+    if not seen:
+        raise CorpusError(f"{path}: the corpus holds no documents (the file is empty or has only blank lines)")
+    if skipped == len(seen):
+        raise CorpusError(f"{path}: none of the {skipped} documents has text (all were skipped as empty)")

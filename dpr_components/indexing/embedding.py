@@ -9,6 +9,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.encoders import TextEncoder
+from dpr_components.fault_points import fault_point
 from dpr_components.indexing.embedding_cache import EmbeddingCache, passage_key
 
 
@@ -22,10 +23,10 @@ def encode_passages_cached(
     texts: Sequence[str],
     titles: Sequence[str | None],
     cache: EmbeddingCache | None = None,
-    chunk_size: int = 1024,
     show_progress: bool = False,
 ) -> np.ndarray:
-    """Vectors for all passages; with a cache, only the missing ones are encoded, a chunk at a time."""
+    """Vectors for all passages; with a cache, only the missing ones are encoded, and each batch
+    of the encoder is committed to the cache as soon as it is done (a kill loses one batch)."""
     if cache is None:
         return encoder.encode_passages(list(texts), list(titles), show_progress=show_progress)
     keys = [passage_key(title, text) for title, text in zip(titles, texts)]
@@ -41,11 +42,15 @@ def encode_passages_cached(
         total=len(texts), initial=len(texts) - len(missing), unit="passage", desc="Encoding passages",
         disable=not show_progress, smoothing=0.05,
     )
-    for start in range(0, len(missing), chunk_size):
-        idx = missing[start : start + chunk_size]
-        vectors = encoder.encode_passages([texts[i] for i in idx], [titles[i] for i in idx])
-        cache.put([keys[i] for i in idx], vectors)
-        out[idx] = vectors
-        bar.update(len(idx))
+
+    def save(positions: np.ndarray, vectors: np.ndarray) -> None:
+        cache.put([keys[missing[p]] for p in positions], vectors)
+        fault_point("embedding_cache.after_batch")
+        bar.update(len(positions))
+
+    if missing:
+        out[missing] = encoder.encode_passages(
+            [texts[i] for i in missing], [titles[i] for i in missing], on_batch=save
+        )
     bar.close()
     return out

@@ -8,16 +8,24 @@ it would answer with random heads."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from dpr_components.encoders import BUNDLED_PREFIX, EncoderLoadError, resolve_model_path
+from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_directory
+from dpr_components.model_files import (
+    LOAD_ERRORS,
+    ModelFileError,
+    check_weight_files,
+    describe_load_error,
+    first_line,
+    quiet_transformers,
+    weight_files,
+)
 
 READER_ARCHITECTURE = "DPRReader"
 _HARMLESS_MISSING = ("embeddings.position_ids",)
@@ -29,29 +37,18 @@ _BERT_FIELDS = (
 )
 
 
-class ReaderLoadError(ValueError):
+class ReaderLoadError(ModelFileError):
     """A reader folder is missing, is not a reader, or would run with random weights."""
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """No progress bars, and no load report: missing weights are checked and reported here."""
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        transformers_logging.set_verbosity(verbosity)
 
 
 def _read_config(path: Path) -> dict[str, Any]:
     try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ReaderLoadError(f"cannot read {path / 'config.json'}: {error}") from error
+    if not isinstance(config, dict):
+        raise ReaderLoadError(f"{path / 'config.json'} is not a JSON object: not a transformers configuration")
+    return config
 
 
 def resolve_reader_path(model: str) -> Path:
@@ -76,9 +73,10 @@ def load_tokenizer(path: Path) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-    except (OSError, ValueError) as error:
-        raise ReaderLoadError(f"cannot load the tokenizer of {path}: {error}") from error
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    except LOAD_ERRORS as error:
+        raise ReaderLoadError(f"cannot load the tokenizer of {path} (tokenizer.json, vocab.txt): {first_line(error)}") from error
     if not getattr(tokenizer, "is_fast", False):
         raise ReaderLoadError(f"{path} has no fast tokenizer (tokenizer.json); the reader needs its character offsets")
     if len(tokenizer) < 100 or tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -98,15 +96,20 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
             f"{path} is a {architectures or config.get('model_type', 'unknown')} checkpoint, not a DPRReader: "
             "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
         )
+    check_weight_files(path)
     try:
-        with _quiet_transformers():
-            reader, info = DPRReader.from_pretrained(str(path), output_loading_info=True, dtype=torch.float32)
-    except (OSError, ValueError, KeyError, RuntimeError) as error:
-        raise ReaderLoadError(f"cannot load reader weights from {path}: {error}") from error
+        with quiet_transformers():
+            reader, info = DPRReader.from_pretrained(
+                str(path), output_loading_info=True, dtype=torch.float32, trust_remote_code=False
+            )
+    except LOAD_ERRORS as error:
+        raise ReaderLoadError(describe_load_error(path, error)) from error
     missing = sorted(k for k in info.get("missing_keys", []) if not any(h in k for h in _HARMLESS_MISSING))
     if missing:
+        files = ", ".join(p.name for p in weight_files(path)) or "no weight file"
         raise ReaderLoadError(
-            f"{path} lacks {len(missing)} reader weights (e.g. {missing[:3]}); it would run with random weights"
+            f"the weights in {path} ({files}) lack {len(missing)} reader weights (e.g. {missing[:3]}): not a "
+            "DPRReader's weights; it would run with random weights"
         )
     return reader.eval(), load_tokenizer(path)
 
@@ -123,10 +126,14 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
         layout = detect_layout(resolve_model_path(model))
     except EncoderLoadError as error:
         raise ReaderLoadError(str(error)) from error
-    with _quiet_transformers():
-        encoder, info = AutoModel.from_pretrained(
-            str(layout.transformer_path), output_loading_info=True, dtype=torch.float32
-        )
+    check_weight_files(layout.transformer_path)
+    try:
+        with quiet_transformers():
+            encoder, info = AutoModel.from_pretrained(
+                str(layout.transformer_path), output_loading_info=True, dtype=torch.float32, trust_remote_code=False
+            )
+    except LOAD_ERRORS as error:
+        raise ReaderLoadError(describe_load_error(layout.transformer_path, error)) from error
     missing = [k for k in info.get("missing_keys", []) if "pooler" not in k and "position_ids" not in k]
     if missing:
         raise ReaderLoadError(f"{layout.transformer_path} lacks encoder weights (e.g. {sorted(missing)[:3]})")
@@ -159,12 +166,13 @@ def save_reader(
     state = {
         k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()
     }
-    with _quiet_transformers(), atomic_directory(path) as tmp:
+    with quiet_transformers(), atomic_directory(path) as tmp:
         reader.config.architectures = [READER_ARCHITECTURE]
         reader.save_pretrained(str(tmp), state_dict=state, safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         if info is not None:
             atomic_write_text(tmp / "reader_info.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+        fault_point("reader.save.files_written")
         # A model folder reads like any other (the temporary folder and some writers use private modes).
         tmp.chmod(0o755)
         for file in tmp.iterdir():

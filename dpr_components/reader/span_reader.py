@@ -14,6 +14,7 @@ from dpr_components.reader.inputs import InputSettings
 from dpr_components.reader.model import load_reader
 from dpr_components.reader.predict import Ranking, ReadSettings, read
 from dpr_components.retrievers import _check_top_k
+from dpr_components.validation import check_query
 
 DEFAULT_READER = "models/reader-minilm"
 
@@ -112,8 +113,7 @@ class SpanReader:
     @component.output_types(answers=list[ExtractedAnswer])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Answers to ``query`` from ``documents`` (documents without text are skipped)."""
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("the query is empty: give a question")
+        check_query(query)
         top_k = _check_top_k(self.top_k if top_k is None else top_k)
         readable = [d for d in documents if isinstance(d.content, str) and d.content.strip()]
         if not readable:

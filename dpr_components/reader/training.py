@@ -22,7 +22,8 @@ import torch
 from tqdm.auto import tqdm
 
 from dpr_components.encoders import BUNDLED_MINILM
-from dpr_components.io_utils import atomic_directory, atomic_write_text, recover_directory
+from dpr_components.fault_points import fault_point
+from dpr_components.io_utils import atomic_directory, atomic_write_text, remove_stale_temporaries
 from dpr_components.process_state import peak_rss_mb, restore_rng_states, rng_states
 from dpr_components.reader.batches import Group, build_group, collate_groups
 from dpr_components.reader.data import MinedQuestion, PassageLookup, example_rng
@@ -31,6 +32,8 @@ from dpr_components.reader.inputs import InputSettings
 from dpr_components.reader.loss import reader_loss
 from dpr_components.reader.model import load_reader, reader_from_encoder, save_reader
 from dpr_components.reader.predict import ReadSettings
+from dpr_components.training.checkpoint_files import CheckpointError, load_tensors
+from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
 _RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress"}
@@ -65,15 +68,23 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("passages_per_question", "batch_size", "epochs", "log_every", "checkpoint_every", "dev_passages"):
+        check_setting_types(self, "reader training setting")
+        for name in ("passages_per_question", "batch_size", "epochs", "log_every", "checkpoint_every", "dev_passages",
+                     "max_answer_length"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"reader training setting {name!r} must be positive, got {getattr(self, name)}")
         if self.max_steps is not None and self.max_steps <= 0:
-            raise ValueError(f"max_steps must be positive, got {self.max_steps}")
+            raise ValueError(f"reader training setting 'max_steps' must be positive, got {self.max_steps}")
         if self.eval_every < 0:
-            raise ValueError(f"eval_every must be 0 or positive, got {self.eval_every}")
+            raise ValueError(f"reader training setting 'eval_every' must be 0 or positive, got {self.eval_every}")
         if not 0 <= self.warmup_ratio < 1:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+            raise ValueError(f"reader training setting 'warmup_ratio' must be in [0, 1), got {self.warmup_ratio}")
+        for name in ("learning_rate", "max_grad_norm"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"reader training setting {name!r} must be positive, got {getattr(self, name)}")
+        for name in ("weight_decay", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"reader training setting {name!r} must be >= 0, got {getattr(self, name)}")
         self.input_settings()  # validates the lengths
 
     def input_settings(self) -> InputSettings:
@@ -139,7 +150,8 @@ class _Run:
         self.log_path = self.dir / "log.jsonl"
         self.fingerprint = fingerprint
         self.total = total_steps(config, len(train))
-        recover_directory(self.checkpoint_dir)
+        # A killed run may have left half-written folders, or the previous copy of one aside.
+        remove_stale_temporaries(self.dir)
 
     def save_checkpoint(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any, position: Position,
                         rng: dict[str, Any]) -> None:
@@ -149,14 +161,24 @@ class _Run:
         }
         with atomic_directory(self.checkpoint_dir) as tmp:
             torch.save(state, tmp / "state.pt")
+            fault_point("reader_training.checkpoint.files_written")
             (tmp / "position.json").write_text(json.dumps(asdict(position)) + "\n", encoding="utf-8")
 
+    def restart_hint(self) -> str:
+        return (
+            f"Delete {self.checkpoint_dir} to train this run again from its start, or use the last exported "
+            f"reader ({self.dir / 'best'} or {self.dir / 'export'})"
+        )
+
     def load_checkpoint(self) -> dict[str, Any] | None:
+        """The saved state (tensors and plain data only: loading it never runs code from the file)."""
         path = self.checkpoint_dir / "state.pt"
         if not path.is_file():
             return None
-        # Our own checkpoint: it holds RNG states (numpy arrays, tuples) besides tensors.
-        state = torch.load(path, weights_only=False)
+        state = load_tensors(path, self.restart_hint())
+        expected = ("model", "optimizer", "scheduler", "rng", "position", "config", "data")
+        if not isinstance(state, dict) or any(key not in state for key in expected):
+            raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.restart_hint()}")
         if state["data"] != self.fingerprint:
             raise ValueError(f"{path} was trained on other data (fingerprint {state['data']} ≠ {self.fingerprint})")
         changed = {
@@ -167,6 +189,20 @@ class _Run:
         if changed:
             raise ValueError(f"{path} was made with other settings {changed}; use another output folder")
         return state
+
+    def restore(self, state: dict[str, Any], reader: torch.nn.Module, optimizer: Any, scheduler: Any) -> Position:
+        """Put the saved state back into the training objects; return the saved position."""
+        try:
+            reader.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            restore_rng_states(state["rng"])
+            return Position(**state["position"])
+        except (KeyError, TypeError, RuntimeError, ValueError) as error:
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CheckpointError(
+                f"cannot resume from checkpoint {self.checkpoint_dir}: {detail[:300]}. {self.restart_hint()}"
+            ) from error
 
     def log(self, entry: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -200,11 +236,7 @@ def train(
     position = Position()
     state = run.load_checkpoint()
     if state is not None:
-        reader.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng_states(state["rng"])
-        position = Position(**state["position"])
+        position = run.restore(state, reader, optimizer, scheduler)
         run.truncate_log(position.step)
         print(f"resuming from step {position.step} (epoch {position.epoch}, example {position.index})", flush=True)
     else:
@@ -258,6 +290,7 @@ def train(
                     run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
                 if after_step is not None:
                     after_step(position.step)
+                fault_point("reader_training.step")
             if position.index >= len(order):
                 position.epoch += 1
                 position.index = 0

@@ -17,7 +17,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from dpr_components.encoder_pairing import PAIR_FILE, write_pair_files
 from dpr_components.io_utils import atomic_directory
+from dpr_components.model_files import check_weight_files
 
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_FOLDERS = ("question_encoder", "passage_encoder")
@@ -65,6 +67,7 @@ def _load_weights(folder: Path) -> dict[str, torch.Tensor]:
     path = folder / WEIGHTS_FILE
     if not path.is_file():
         raise AveragingError(f"{path} not found: averaging needs safetensors weights in each encoder folder")
+    check_weight_files(folder)
     return load_file(str(path))
 
 
@@ -99,7 +102,8 @@ def _average_into(sources: Sequence[Path], weights: Sequence[float], target: Pat
         _check_same_files(sources[0], other)
     states = [_load_weights(folder) for folder in sources]
     averaged = average_state_dicts(states, weights, [str(s) for s in sources])
-    shutil.copytree(sources[0], target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(WEIGHTS_FILE))
+    # The pair record names the first source's partner: the averaged pair gets its own (see average_models).
+    shutil.copytree(sources[0], target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(WEIGHTS_FILE, PAIR_FILE))
     save_file(averaged, str(target / WEIGHTS_FILE), metadata={"format": "pt"})
 
 
@@ -128,6 +132,7 @@ def average_models(
             for name in ENCODER_FOLDERS:
                 (tmp / name).mkdir()
                 _average_into([folder / name for folder in folders], shares, tmp / name)
+            write_pair_files(tmp / ENCODER_FOLDERS[0], tmp / ENCODER_FOLDERS[1])
         else:
             _average_into(folders, shares, tmp)
         record = {"averaged_from": [_portable(folder) for folder in folders], "weights": shares}

@@ -48,6 +48,8 @@ class DPRTrainer:
         self.negatives = negatives
         self.learning_rate = learning_rate
         self.similarity = similarity
+        if settings is not None and not isinstance(settings, dict):
+            raise ValueError(f"DPRTrainer parameter 'settings' must be a mapping of training settings, got {settings!r}")
         self.settings = dict(settings or {})
         self.progress_bar = progress_bar
         self.config = self._config()  # validate now rather than after loading data

@@ -17,6 +17,7 @@ from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.training.batching import NEGATIVE_SOURCES
 from dpr_components.training.losses import LOSSES
 from dpr_components.training.losses.similarity import SIMILARITIES
+from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change when a run is resumed (they do not change what is computed).
 RESUMABLE_CHANGES = frozenset({"threads", "checkpoint_every", "keep_checkpoints", "log_every", "fp16_export"})
@@ -83,6 +84,7 @@ class TrainingConfig:
         self.validate()
 
     def validate(self) -> None:
+        check_setting_types(self, "training setting")
         positive = ("max_length", "batch_size", "accumulation_steps", "epochs", "checkpoint_every",
                     "keep_checkpoints", "log_every", "val_questions")
         for name in positive:
@@ -113,8 +115,13 @@ class TrainingConfig:
             raise ValueError(f"training setting 'dropout' must be in [0, 1), got {self.dropout}")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"training setting 'warmup_ratio' must be in [0, 1), got {self.warmup_ratio}")
-        if self.learning_rate <= 0 or self.max_grad_norm <= 0:
-            raise ValueError("training settings 'learning_rate' and 'max_grad_norm' must be positive")
+        for name in ("learning_rate", "max_grad_norm", "adam_eps", "scale", "margin"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"training setting {name!r} must be positive, got {value!r}")
+        for name in ("weight_decay", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"training setting {name!r} must be >= 0, got {getattr(self, name)!r}")
         if self.tie_encoders and self.passage_model:
             raise ValueError("tie_encoders uses one encoder: do not set passage_model")
         if not _METRIC.match(self.selection_metric):
@@ -132,6 +139,8 @@ class TrainingConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"training settings must be a mapping of setting names to values, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

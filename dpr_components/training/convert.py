@@ -19,8 +19,16 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders import SIDECAR_FILE, ModelLayout, _load_tokenizer, detect_layout, resolve_model_path
+from dpr_components.encoders import (
+    SIDECAR_FILE,
+    EncoderLoadError,
+    ModelLayout,
+    _load_tokenizer,
+    detect_layout,
+    resolve_model_path,
+)
 from dpr_components.io_utils import atomic_directory
+from dpr_components.model_files import LOAD_ERRORS, check_weight_files, describe_load_error, quiet_transformers
 from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
 from dpr_components.training.export import export_dpr, save_weights
 from dpr_components.training.model import BiEncoder
@@ -42,13 +50,21 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
     from transformers import AutoModel
 
     layout = detect_layout(resolve_model_path(source))
+    folder = layout.transformer_path
+    check_weight_files(folder)
+    try:
+        with quiet_transformers():
+            if layout.kind in ("dpr_question", "dpr_context"):
+                role = "question" if layout.kind == "dpr_question" else "context"
+                model = dpr_class(role).from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
+                bert = dpr_to_bert(model)
+            else:
+                bert = AutoModel.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
+    except LOAD_ERRORS as error:
+        raise EncoderLoadError(describe_load_error(folder, error)) from error
     if layout.kind in ("dpr_question", "dpr_context"):
-        role = "question" if layout.kind == "dpr_question" else "context"
-        model = dpr_class(role).from_pretrained(str(layout.transformer_path), dtype=torch.float32)
-        bert = dpr_to_bert(model)
         pooling = "cls" if layout.pooling == "pooler" else layout.pooling
     else:
-        bert = AutoModel.from_pretrained(str(layout.transformer_path), dtype=torch.float32)
         pooling = layout.pooling
         if pooling == "pooler":
             raise ValueError(f"{source}: BERT's pooler (dense + tanh) output has no equivalent outside its own layout")

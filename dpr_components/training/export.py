@@ -1,9 +1,13 @@
 """Save a trained bi-encoder in Hugging Face DPR layout, loadable by ``TextEncoder``,
 ``DenseRetriever``, ``QuestionEmbedder`` and ``PassageEmbedder`` as they are:
 
-    <out>/question_encoder/   DPRQuestionEncoder + tokenizer + encoder_config.json
-    <out>/passage_encoder/    DPRContextEncoder  + tokenizer + encoder_config.json
+    <out>/question_encoder/   DPRQuestionEncoder + tokenizer + encoder_config.json + encoder_pair.json
+    <out>/passage_encoder/    DPRContextEncoder  + tokenizer + encoder_config.json + encoder_pair.json
     <out>/training.json       how it was trained (optional metadata)
+
+``encoder_pair.json`` records each folder's role and the weights digest of the pair's passage
+encoder, so ``DenseRetriever`` can check its store even for a question encoder copied elsewhere
+(see :mod:`dpr_components.encoder_pairing`).
 
 The ``encoder_config.json`` sidecar records pooling, normalisation and maximum length, which
 the DPR classes themselves cannot express (e.g. a mean-pooled MiniLM). With ``fp16`` the
@@ -19,13 +23,13 @@ from typing import Any
 
 import torch
 
+from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_pair_files
 from dpr_components.encoders import SIDECAR_FILE
+from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_directory
 from dpr_components.training.dpr_layout import dpr_to_dpr
 from dpr_components.training.model import BiEncoder
 
-QUESTION_DIR = "question_encoder"
-PASSAGE_DIR = "passage_encoder"
 TRAINING_FILE = "training.json"
 
 
@@ -61,6 +65,8 @@ def export_dpr(model: BiEncoder, out: str | Path, fp16: bool = False, metadata: 
         save_encoder_folder(model.question_model, model.question_tokenizer, tmp / QUESTION_DIR, sidecar, fp16)
         passage = dpr_to_dpr(model.context_model, "context")
         save_encoder_folder(passage, model.passage_tokenizer, tmp / PASSAGE_DIR, sidecar, fp16)
+        write_pair_files(tmp / QUESTION_DIR, tmp / PASSAGE_DIR)
+        fault_point("training.export.files_written")
         if metadata is not None:
             (tmp / TRAINING_FILE).write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")
     return out

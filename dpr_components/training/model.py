@@ -13,7 +13,15 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders import ModelLayout, _load_tokenizer, detect_layout, pool, resolve_model_path
+from dpr_components.encoders import (
+    EncoderLoadError,
+    ModelLayout,
+    _load_tokenizer,
+    detect_layout,
+    pool,
+    resolve_model_path,
+)
+from dpr_components.model_files import LOAD_ERRORS, check_weight_files, describe_load_error, quiet_transformers
 from dpr_components.training.dpr_layout import Role, bert_to_dpr, dpr_class, dpr_to_dpr
 from dpr_components.training.examples import Ctx
 
@@ -22,18 +30,32 @@ DEFAULT_MAX_LENGTH = 256  # DPR's sequence length
 
 def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[torch.nn.Module, Any, ModelLayout]:
     from transformers import AutoModel
-    from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()
     layout = detect_layout(resolve_model_path(model))
+    folder = layout.transformer_path
+    check_weight_files(folder)
     overrides = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
-    if layout.kind in ("dpr_question", "dpr_context"):
-        source_role: Role = "question" if layout.kind == "dpr_question" else "context"
-        encoder = dpr_class(source_role).from_pretrained(str(layout.transformer_path), dtype=torch.float32, **overrides)
-        encoder = dpr_to_dpr(encoder, role)
-    else:
-        bert = AutoModel.from_pretrained(str(layout.transformer_path), dtype=torch.float32)
-        encoder = bert_to_dpr(bert, role, **overrides)
+    try:
+        with quiet_transformers():
+            if layout.kind in ("dpr_question", "dpr_context"):
+                source_role: Role = "question" if layout.kind == "dpr_question" else "context"
+                encoder, info = dpr_class(source_role).from_pretrained(
+                    str(folder), dtype=torch.float32, output_loading_info=True, trust_remote_code=False, **overrides
+                )
+                encoder = dpr_to_dpr(encoder, role)
+            else:
+                bert, info = AutoModel.from_pretrained(
+                    str(folder), dtype=torch.float32, output_loading_info=True, trust_remote_code=False
+                )
+                encoder = bert_to_dpr(bert, role, **overrides)
+    except LOAD_ERRORS as error:
+        raise EncoderLoadError(describe_load_error(folder, error)) from error
+    missing = [k for k in info.get("missing_keys", []) if not any(h in k for h in ("pooler.", "position_ids"))]
+    if missing:
+        raise EncoderLoadError(
+            f"the weights in {folder} are not those of the architecture its config.json names ({len(missing)} "
+            f"missing, e.g. {sorted(missing)[:3]}); training would start from random weights"
+        )
     return encoder, _load_tokenizer(layout), layout
 
 

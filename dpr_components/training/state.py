@@ -1,5 +1,11 @@
 """Resumable training checkpoints: model, optimizer, scheduler, every random generator and the
-data position, written atomically as ``checkpoints/step-<n>/``.
+data position, written atomically as ``checkpoints/step-<n>/``:
+
+    model.pt, optimizer.pt   tensors and plain data (read with ``weights_only=True``)
+    rng.json                 the random generator states of every process
+    state.json               the position in the data (its presence marks a complete checkpoint)
+
+Reading a checkpoint never runs code from it; see :mod:`checkpoint_files`.
 
 A run killed at any moment resumes from its newest complete checkpoint; because batches are a
 function of (seed, epoch, position) and the generators are restored, the resumed run computes
@@ -17,10 +23,13 @@ from typing import Any
 
 import torch
 
+from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_directory
 from dpr_components.process_state import restore_rng_states, rng_states
+from dpr_components.training.checkpoint_files import CheckpointError, load_json, load_tensors
 
 STATE_FILE = "state.json"
+RNG_FILE = "rng.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
@@ -57,7 +66,8 @@ def save_checkpoint(
     with atomic_directory(target) as tmp:
         torch.save(model.state_dict(), tmp / "model.pt")
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
-        torch.save(rng if rng is not None else [rng_states()], tmp / "rng.pt")
+        (tmp / RNG_FILE).write_text(json.dumps(rng if rng is not None else [rng_states()]), encoding="utf-8")
+        fault_point("training.checkpoint.files_written")
         (tmp / STATE_FILE).write_text(json.dumps(state.to_dict(), indent=1), encoding="utf-8")
     return target
 
@@ -80,23 +90,42 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def restart_hint(path: Path) -> str:
+    """What to do when a checkpoint of ``path`` cannot be used."""
+    checkpoints_dir = Path(path).parent
+    run_dir = checkpoints_dir.parent
+    return (
+        f"Delete {checkpoints_dir} to train this run again from its start, or start a new run from the "
+        f"last exported model ({run_dir / 'final'} or {run_dir / 'best'})"
+    )
+
+
 def load_checkpoint(
     path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, rank: int = 0
 ) -> TrainerState:
     """Restore everything saved by :func:`save_checkpoint` (the generators of process ``rank``)."""
     path = Path(path)
+    hint = restart_hint(path)
+    if (path / "rng.pt").exists() and not (path / RNG_FILE).exists():
+        raise CheckpointError(
+            f"checkpoint {path} is in an older format (rng.pt) that can only be read by running code stored in "
+            f"it; it was not loaded. {hint}"
+        )
+    state_data = load_json(path / STATE_FILE, hint)
+    weights = load_tensors(path / "model.pt", hint)
+    saved = load_tensors(path / "optimizer.pt", hint)
+    saved_rng = load_json(path / RNG_FILE, hint)
     try:
-        state = TrainerState(**json.loads((path / STATE_FILE).read_text(encoding="utf-8")))
-        model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
-        saved = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=False)
+        state = TrainerState(**state_data)
+        model.load_state_dict(weights)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
-        saved_rng = torch.load(path / "rng.pt", map_location="cpu", weights_only=False)
         if rank >= len(saved_rng):
             raise ValueError(f"it was written by {len(saved_rng)} processes, this is process {rank}")
         restore_rng_states(saved_rng[rank])
-    except (OSError, KeyError, TypeError, RuntimeError, json.JSONDecodeError) as error:
-        raise ValueError(f"cannot resume from checkpoint {path}: {error}") from error
+    except (KeyError, TypeError, RuntimeError, ValueError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot resume from checkpoint {path}: {detail[:300]}. {hint}") from error
     return state
 
 

@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.fault_points import fault_point
+from dpr_components.io_utils import atomic_write_text, remove_stale_temporaries
 from dpr_components.process_state import peak_rss_mb, rng_states
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
@@ -269,6 +270,10 @@ class Trainer:
         result_path = self.output_dir / RESULT_FILE
         fingerprint = data_fingerprint(self.examples)
         self._check_output_dir(fingerprint)
+        if self.rank == 0:
+            # A killed run may have left half-written folders, or the previous copy of best/ aside.
+            for folder in (self.output_dir, self.output_dir / "checkpoints"):
+                remove_stale_temporaries(folder)
         distributed.barrier()
         self._build()
         state = TrainerState()
@@ -326,6 +331,7 @@ class Trainer:
                 self._checkpoint(state)
             if self.on_step is not None:
                 self.on_step(state)
+            fault_point("training.step")
         bar.close()
         segment_seconds = time.perf_counter() - segment_start
         state.elapsed_seconds = elapsed_before + segment_seconds

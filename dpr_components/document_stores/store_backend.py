@@ -1,0 +1,338 @@
+"""The shared state of one store folder: the SQLite table and the FAISS and BM25 indexes derived
+from it, kept in step with the table and persisted next to it.
+
+SQLite is the source of truth; an index is used only while it provably matches it:
+- each index records the table generation it was built at, the store's id, and (FAISS) the
+  highest rowid it has seen; saved folders also carry checksums of their files;
+- every search reads the table's generation (one SELECT): when another handle or process has
+  written since, FAISS catches up by adding the new rows (or is rebuilt when vectors were
+  changed or removed) and BM25 is reloaded from a newer save or rebuilt;
+- a loaded index whose files do not match their checksums, that belongs to another store, or
+  whose size disagrees with the table, is rebuilt from the table with a warning.
+Saving takes the folder's exclusive lock and loading its shared lock (:class:`StoreLock`).
+A folder that is not writable is opened read-only: indexes are kept in memory, never saved."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpr_components.document_stores.bm25_index import BM25Index
+from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
+from dpr_components.document_stores.document_table import DocumentTable, folder_is_writable
+from dpr_components.document_stores.index_files import recorded_state, write_index_directory
+from dpr_components.document_stores.store_lock import StoreLock
+from dpr_components.io_utils import remove_stale_temporaries
+
+logger = logging.getLogger(__name__)
+
+DATABASE = "documents.sqlite"
+DENSE_DIR = "dense_index"
+BM25_DIR = "bm25_index"
+BM25_ROWIDS = "rowids.npy"
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    path: str | None
+    embedding_dim: int | None
+    similarity: str
+    index_factory: str
+    ef_search: int | None
+    nprobe: int | None
+    ef_construction: int | None
+    bm25_k1: float
+    bm25_b: float
+    bm25_method: str
+    bm25_title_field: str | None
+
+
+class StoreBackend:
+    """The table of one folder (or of memory) plus lazily synchronised indexes."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.root = Path(config.path) if config.path else None
+        self.read_only = self.root is not None and not folder_is_writable(self.root)
+        self.table = DocumentTable(self.root / DATABASE if self.root else None, read_only=self.read_only)
+        self.lock = threading.RLock()
+        self.files = StoreLock(self.root, writable=not self.read_only) if self.root else None
+        self.store_id = self.table.info("store_id")
+        self._check_settings()
+        if self.root is not None and not self.read_only:
+            self._remove_interrupted_saves()
+        self._dense: DenseIndex | None = None
+        self._dense_max_rowid = 0
+        self._bm25: BM25Index | None = None
+        self._bm25_rowids: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._bm25_positions: dict[int, int] = {}
+        self._bm25_generation = -1
+        # Saved folders found untrustworthy: written again at the next save even if current.
+        self._rewrite: set[str] = set()
+
+    def _check_settings(self) -> None:
+        """A folder remembers the vector settings it was built with; a mismatch is an error, not a silent mix."""
+        wanted = {"similarity": self.config.similarity, "embedding_dim": self.config.embedding_dim}
+        recorded = self.table.info("dense_settings")
+        if recorded is None and not self.read_only:
+            recorded = self.table.set_info_if_missing("dense_settings", wanted)
+        if recorded is None:
+            return
+        if recorded.get("similarity", wanted["similarity"]) != wanted["similarity"]:
+            raise ValueError(
+                f"document store {self.root} was built with similarity {recorded['similarity']!r}, "
+                f"not {wanted['similarity']!r}"
+            )
+        if wanted["embedding_dim"] and recorded.get("embedding_dim") and recorded["embedding_dim"] != wanted["embedding_dim"]:
+            raise ValueError(
+                f"document store {self.root} holds {recorded['embedding_dim']}-dimensional vectors, "
+                f"not {wanted['embedding_dim']}"
+            )
+
+    def _remove_interrupted_saves(self) -> None:
+        """Temporary folders of saves killed midway; only when no live process is saving."""
+        assert self.root is not None and self.files is not None
+        with self.files.exclusive(blocking=False) as acquired:
+            if acquired:
+                for leftover in remove_stale_temporaries(self.root):
+                    logger.info("removed %s, left by an interrupted save", leftover)
+
+    @property
+    def embedding_dim(self) -> int | None:
+        return self.table.info("dense_settings", {}).get("embedding_dim") or self.config.embedding_dim
+
+    # -- dense ------------------------------------------------------------------------------
+    def dense(self) -> DenseIndex | None:
+        """The FAISS index, up to date with the table; None if no document has a vector."""
+        with self.lock:
+            dim = self.embedding_dim
+            if dim is None:
+                return None
+            index = self._dense
+            if index is not None and (index.generation == self.table.generation or self._catch_up(index)):
+                return index
+            loaded = self._load_dense()
+            if loaded is not None:
+                return loaded
+            index = self._rebuild_dense(dim)
+            self._save_dense()  # rebuilt from scratch: worth keeping for the next opening
+            return index
+
+    def _catch_up(self, index: DenseIndex) -> bool:
+        """Add the vectors written since ``index`` was built; False if that is not enough
+        (vectors were changed or removed since, or the index still needs training)."""
+        if not index.is_trained or self.table.state().vectors_reset_at > index.generation:
+            return False
+        rowids, vectors, state = self.table.vectors(index.dim, above_rowid=self._dense_max_rowid)
+        if state.vectors_reset_at > index.generation:
+            return False
+        if len(rowids):
+            index.add(rowids, vectors)
+        index.generation, self._dense_max_rowid = state.generation, state.max_rowid
+        self._dense = index
+        return True
+
+    def _rebuild_dense(self, dim: int) -> DenseIndex:
+        c = self.config
+        index = DenseIndex(dim, c.similarity, c.index_factory, c.ef_search, c.nprobe, c.ef_construction)  # type: ignore[arg-type]
+        rowids, vectors, state = self.table.vectors(dim)
+        index.rebuild(rowids, vectors)
+        index.generation = state.generation
+        self._dense, self._dense_max_rowid = index, state.max_rowid
+        return index
+
+    def _load_dense(self) -> DenseIndex | None:
+        """The saved FAISS index caught up with the table, if it can be trusted."""
+        directory = self._usable_folder(DENSE_DIR, exact_generation=False)
+        if directory is None:
+            return None
+        assert self.files is not None
+        with self.files.shared():
+            try:
+                loaded = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe)
+            except DenseIndexError as error:
+                logger.warning("%s: rebuilding it from the documents", str(error))  # a string: no frames kept alive
+                self._rewrite.add(DENSE_DIR)
+                return None
+        c = self.config
+        if (loaded.factory, loaded.similarity, loaded.dim) != (c.index_factory, c.similarity, self.embedding_dim):
+            logger.info("FAISS index in %s was built with other settings: rebuilding it", directory)
+            self._rewrite.add(DENSE_DIR)
+            return None
+        previous = self._dense_max_rowid
+        self._dense_max_rowid = int(loaded.state.get("max_rowid", 0))
+        if not self._catch_up(loaded):
+            self._dense_max_rowid = previous
+            return None
+        count, state = self.table.vector_count()
+        if state.generation == loaded.generation and count != len(loaded):
+            logger.warning(
+                "FAISS index in %s holds %d vectors but the documents have %d: rebuilding it from the documents",
+                directory, len(loaded), count,
+            )
+            self._rewrite.add(DENSE_DIR)
+            return None
+        return loaded
+
+    # -- bm25 -------------------------------------------------------------------------------
+    def bm25(self) -> tuple[BM25Index, np.ndarray]:
+        """The BM25 index and the rowid of each of its positions, up to date with the table."""
+        with self.lock:
+            if self._bm25 is not None and self._bm25_generation == self.table.generation:
+                return self._bm25, self._bm25_rowids
+            if not self._load_bm25():
+                rowids, texts, generation = self.table.texts(self.config.bm25_title_field)
+                index = BM25Index(**self._bm25_params())
+                index.build(texts, show_progress=len(texts) > 20000)
+                self._set_bm25(index, rowids, generation)
+                self._save_bm25()
+            assert self._bm25 is not None
+            return self._bm25, self._bm25_rowids
+
+    def _load_bm25(self) -> bool:
+        """Use the saved BM25 index if it was saved at the table's generation and can be trusted."""
+        directory = self._usable_folder(BM25_DIR, exact_generation=True)
+        if directory is None:
+            return False
+        assert self.files is not None
+        with self.files.shared():
+            try:
+                index = BM25Index.load(directory)
+                rowids = np.load(directory / BM25_ROWIDS, allow_pickle=False)
+            except (OSError, ValueError) as error:
+                logger.warning("BM25 index in %s unreadable (%s): rebuilding it from the documents", directory, str(error))
+                self._rewrite.add(BM25_DIR)
+                return False
+        if not _params_match(index.params, self._bm25_params()):
+            logger.info("BM25 index in %s was built with other parameters: rebuilding it", directory)
+            self._rewrite.add(BM25_DIR)
+            return False
+        generation = int(index.state["generation"])
+        count = self.table.count()
+        if rowids.ndim != 1 or len(rowids) != len(index) or (generation == self.table.generation and count != len(index)):
+            logger.warning(
+                "BM25 index in %s holds %d documents but the store has %d: rebuilding it from the documents",
+                directory, len(index), count,
+            )
+            self._rewrite.add(BM25_DIR)
+            return False
+        self._set_bm25(index, rowids.astype(np.int64), generation)
+        return True
+
+    def _bm25_params(self) -> dict[str, Any]:
+        return {"k1": self.config.bm25_k1, "b": self.config.bm25_b, "method": self.config.bm25_method}
+
+    def _set_bm25(self, index: BM25Index, rowids: np.ndarray, generation: int) -> None:
+        self._bm25, self._bm25_rowids, self._bm25_generation = index, rowids, generation
+        self._bm25_positions = {int(r): i for i, r in enumerate(rowids)}
+
+    def bm25_positions(self, rowids: Sequence[int]) -> np.ndarray:
+        self.bm25()
+        return np.array([self._bm25_positions.get(int(r), -1) for r in rowids], dtype=np.int64)
+
+    # -- saved folders ----------------------------------------------------------------------
+    def _usable_folder(self, name: str, exact_generation: bool) -> Path | None:
+        """``root/name`` if its manifest says it was saved for this store at a generation it can
+        be used from (its files are checked when it is loaded); None otherwise."""
+        if self.root is None:
+            return None
+        directory = self.root / name
+        if not directory.exists():
+            return None
+        recorded = recorded_state(directory)
+        state = self.table.state()
+        generation = None if recorded is None else recorded.get("generation")
+        problem = None
+        if recorded is None:
+            problem = "has no readable checksum manifest"
+        elif recorded.get("store_id") != self.store_id:
+            problem = "belongs to another store"
+        elif not isinstance(generation, int) or generation > state.generation:
+            problem = f"claims generation {generation!r} but the documents are at generation {state.generation}"
+        if problem is not None:
+            logger.warning("index folder %s %s: rebuilding it from the documents", directory, problem)
+            self._rewrite.add(name)
+            return None
+        assert isinstance(generation, int)
+        usable = generation == state.generation or (not exact_generation and state.vectors_reset_at <= generation)
+        if not usable:
+            logger.info("index folder %s is out of date: rebuilding it", directory)
+            return None
+        return directory
+
+    def _saved_generation(self, name: str) -> int:
+        assert self.root is not None
+        recorded = recorded_state(self.root / name)
+        if recorded is None or recorded.get("store_id") != self.store_id or not isinstance(recorded.get("generation"), int):
+            return -1
+        return int(recorded["generation"])
+
+    def save(self) -> None:
+        """Bring both indexes up to date and write them atomically next to the documents
+        (in memory only for a read-only folder)."""
+        if self.root is None or self.read_only:
+            return
+        with self.lock:
+            self.dense()
+            self.bm25()
+            self._save_dense()
+            self._save_bm25()
+
+    def _save_dense(self) -> None:
+        dense = self._dense
+        if self.root is None or self.read_only or dense is None:
+            return
+        assert self.files is not None
+        with self.lock, self.files.exclusive():
+            # Another process may have saved the same or a newer generation meanwhile.
+            if self._needs_saving(DENSE_DIR, dense.generation):
+                dense.save(self.root / DENSE_DIR, dense.generation, max_rowid=self._dense_max_rowid, store_id=self.store_id)
+                self._rewrite.discard(DENSE_DIR)
+
+    def _save_bm25(self) -> None:
+        if self.root is None or self.read_only or self._bm25 is None:
+            return
+        assert self.files is not None
+        with self.lock, self.files.exclusive():
+            if self._needs_saving(BM25_DIR, self._bm25_generation):
+                state = {"generation": self._bm25_generation, "store_id": self.store_id}
+                with write_index_directory(self.root / BM25_DIR, state) as tmp:
+                    self._bm25.write_files(tmp)
+                    np.save(tmp / BM25_ROWIDS, self._bm25_rowids)
+                self._rewrite.discard(BM25_DIR)
+
+    def _needs_saving(self, name: str, generation: int) -> bool:
+        return name in self._rewrite or self._saved_generation(name) < generation
+
+
+def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(actual.get(key) == value for key, value in wanted.items())
+
+
+_BACKENDS: "weakref.WeakValueDictionary[str, StoreBackend]" = weakref.WeakValueDictionary()
+_BACKENDS_LOCK = threading.Lock()
+
+
+def backend_for(config: StoreConfig) -> StoreBackend:
+    """The backend of ``config``'s folder, shared by every handle on it in this process."""
+    if config.path is None:
+        return StoreBackend(config)
+    key = str(Path(config.path).resolve())
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(key)
+        if backend is None:
+            backend = StoreBackend(config)
+            _BACKENDS[key] = backend
+        elif backend.config != config:
+            raise ValueError(
+                f"document store {config.path} is already open in this process with other settings "
+                f"({backend.config}); open it with the same settings"
+            )
+        return backend

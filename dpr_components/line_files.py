@@ -1,0 +1,37 @@
+"""Read a text file line by line with every problem named by file and line.
+
+Lines are read with a length cap, so a file with one gigantic line (a 50 MB word, a binary
+file) is refused before the line is held in memory, and bytes that are not UTF-8 are
+reported with their line instead of as a decoding traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+
+
+def numbered_lines(
+    path: str | Path, what: str = "file", max_line_bytes: int = MAX_LINE_BYTES, error: type[ValueError] = ValueError
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)``; raise ``error`` naming ``what`` and the file, or ``file:line``."""
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{what} {path} is a directory, not a file")
+    if not path.is_file():
+        raise error(f"{what} {path} does not exist")
+    try:
+        handle = open(path, "rb")
+    except OSError as failure:
+        raise error(f"{what} {path}: cannot read it ({(failure.strerror or str(failure)).lower()})") from None
+    with handle:
+        number = 0
+        while raw := handle.readline(max_line_bytes + 1):
+            number += 1
+            if len(raw) > max_line_bytes:
+                raise error(f"{path}:{number}: the line is longer than {max_line_bytes:,} bytes")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as failure:
+                raise error(f"{path}:{number}: not valid UTF-8 ({failure.reason} at byte {failure.start})") from None

@@ -1,0 +1,74 @@
+"""Checks on text that users and corpus files hand to the components: queries, words, passages, numbers.
+
+Each check raises ``ValueError`` with a message complete on its own, so the command line can
+print it as one line."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from typing import Any
+
+MAX_QUERY_CHARS = 2_000
+MAX_WORD_CHARS = 1_000
+MAX_PASSAGE_CHARS = 20_000
+
+# Letters, marks, numbers, punctuation and symbols are visible; separators (Z*) and
+# control, format, surrogate, private-use and unassigned code points (C*) are not.
+_VISIBLE_CATEGORIES = ("L", "M", "N", "P", "S")
+_LONG_WORD = re.compile(r"\S{%d,}" % (MAX_WORD_CHARS + 1))
+
+
+def has_visible_character(text: str) -> bool:
+    """True when ``text`` holds at least one character that shows on screen."""
+    return any(unicodedata.category(char)[0] in _VISIBLE_CATEGORIES for char in text)
+
+
+def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """The query itself when it is usable text; otherwise a ``ValueError`` saying why.
+
+    A query of only spaces or invisible characters (zero-width spaces, a byte-order mark,
+    control characters) is empty: searching for it would return arbitrary passages."""
+    if not isinstance(query, str):
+        raise ValueError(f"the query must be text, got {type(query).__name__} {short_repr(query)}")
+    if not has_visible_character(query):
+        raise ValueError("the query is empty: give a question or search text (it has no visible character)")
+    if len(query) > max_chars:
+        raise ValueError(f"the query has {len(query):,} characters; the limit is {max_chars:,}")
+    return query
+
+
+def find_long_word(text: str) -> str | None:
+    """The first run of more than ``MAX_WORD_CHARS`` non-space characters in ``text``, if any."""
+    match = _LONG_WORD.search(text)
+    return match.group(0) if match else None
+
+
+def describe_long_word(word: str) -> str:
+    return f"a word of {len(word):,} characters without spaces (limit {MAX_WORD_CHARS:,}), starting {short_repr(word[:20])}"
+
+
+def check_finite(name: str, value: Any) -> float:
+    """``value`` as a float when it is a finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {short_repr(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return float(value)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a finite number (JSON has no NaN or Infinity)")
+
+
+def strict_json_loads(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``, which Python accepts but JSON does not."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr`` clipped to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,104 @@
+"""Shared pieces of the model and training cases: tiny training data, training commands, a
+malicious pickle, and running a library call the way the command line reports errors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from tests.reliability.harness import REPO, CliResult
+
+
+def write_training_data(path: Path) -> Path:
+    """12 DPR-format examples: with batch 4, 3 steps per epoch."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(12):
+            record = {
+                "id": f"q{i}", "question": f"what is fact number {i} about subject {i % 5}", "answers": [f"value{i}"],
+                "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
+                "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
+            }
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+def train_args(data: Path, out: Path, model: Path, *extra: str) -> list[str]:
+    """``python -m training.train`` arguments of a 6-step run (checkpoints at steps 2, 3, 4 and 6)."""
+    settings = {"model": str(model), "batch_size": 4, "epochs": 2, "max_length": 32, "learning_rate": 1e-3,
+                "checkpoint_every": 2, "log_every": 1, "threads": 1, "dropout": 0.1}
+    sets = [item for name, value in settings.items() for item in ("--set", f"{name}={json.dumps(value)}")]
+    return ["--data", str(data), "--out", str(out), *sets, *extra]
+
+
+def run_main(main: Callable[[list[str]], int], args: list[str]) -> CliResult:
+    """A script's ``main(args)`` in this process, with its output captured (exceptions escape)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 2
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def train_command(args: list[str]) -> CliResult:
+    """``python -m training.train ARGS`` in this process."""
+    from training.train import main
+
+    return run_main(main, args)
+
+
+def train_process(args: list[str], fault_point: str | None = None) -> CliResult:
+    """``python -m training.train ARGS`` in a child process, killed at ``fault_point``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    if fault_point:
+        env["DPR_FAULT_POINT"] = fault_point
+    done = subprocess.run([sys.executable, "-m", "training.train", *args], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=300)
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def as_command(call: Callable[[], Any]) -> CliResult:
+    """What a script calling the library sees, reported as the command line does: a ``ValueError``
+    becomes one ``error:`` line and exit code 2; any other exception escapes (a traceback)."""
+    try:
+        call()
+    except ValueError as error:
+        return CliResult(2, "", f"error: {error}\n")
+    return CliResult(0, "", "")
+
+
+class _CreatesFile:
+    """Unpickling this object creates ``marker``: what a replaced checkpoint file could do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def write_malicious_pickle(path: Path, marker: Path, payload: Any = None) -> None:
+    """A ``torch.save`` file that runs code when loaded with ``weights_only=False``."""
+    torch.save({"optimizer": _CreatesFile(marker), "scheduler": payload}, path)
+
+
+def same_weights(folder_a: Path, folder_b: Path) -> bool:
+    """Every safetensors file under ``folder_a`` has an identical twin under ``folder_b``."""
+    files = sorted(p.relative_to(folder_a) for p in folder_a.rglob("*.safetensors"))
+    assert files, f"no weights in {folder_a}"
+    for name in files:
+        a, b = load_file(str(folder_a / name)), load_file(str(folder_b / name))
+        if a.keys() != b.keys() or not all(torch.equal(a[k], b[k]) for k in a):
+            return False
+    return True
