@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,14 @@ REPO = Path(__file__).resolve().parents[1]
 COMMAND = "python -m benchmarks.reliability_report"
 
 
+_PYTEST_TMP = re.compile(r"\S*pytest-of-[^/\s]+/pytest-\d+/[^/\s]+")
+
+
+def _portable(text: str) -> str:
+    """Test folders and this checkout's location are not part of the result."""
+    return _PYTEST_TMP.sub("<tmp>", text.replace(str(REPO), "."))
+
+
 def run_suite(pytest_args: list[str]) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
@@ -29,7 +38,7 @@ def run_suite(pytest_args: list[str]) -> list[dict]:
                        cwd=REPO, env=env, check=False)
         if not results.is_file():
             raise SystemExit("the reliability suite recorded no case")
-        return [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+        return [json.loads(_portable(line)) for line in results.read_text(encoding="utf-8").splitlines()]
 
 
 def _details(case: dict) -> str:
