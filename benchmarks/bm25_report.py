@@ -107,7 +107,7 @@ def render_markdown(report: dict) -> str:
         f"- Questions: `nq/dev.jsonl` ({report['pool']['questions'].get('nq', 0)}) and `squad/dev.jsonl` "
         f"({report['pool']['questions'].get('squad', 0)}). A question counts at k if the text (not the title) "
         "of one of its top-k passages contains an answer (`has_answer`, DPR's string matching).",
-        f"- ours: `dpr_components.document_stores.BM25Index` (bm25s {ours_settings.get('bm25s', '')}, method "
+        f"- ours: `dpr_components.document_stores.bm25_index.BM25Index` (bm25s {ours_settings.get('bm25s', '')}, method "
         f"`{ours_settings.get('method')}`, k1={ours_settings.get('k1')}, b={ours_settings.get('b')}, our "
         "Lucene-like English analyzer with PyStemmer's Porter stemmer).",
         "- Lucene: Pyserini 0.22.1 (Anserini, Lucene 9) in its own virtual environment, index built by "

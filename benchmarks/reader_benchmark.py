@@ -31,15 +31,15 @@ from tqdm.auto import tqdm
 
 from benchmarks.encoding_benchmark import cpu_name
 from benchmarks.retrieval_quality import pool_store
-from dpr_components.encoders import BUNDLED_MINILM, bf16_supported
+from dpr_components.encoders import BUNDLED_MINILM, bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
 from dpr_components.io_utils import atomic_write_text
-from dpr_components.pipeline_loading import load_pipeline
-from dpr_components.reader.data import read_jsonl
-from dpr_components.reader.evaluate import ReadingCase, evaluate_reader
-from dpr_components.reader.model import load_reader
-from dpr_components.reader.predict import ReadSettings, read
+from dpr_components.cli.pipeline_loading import load_pipeline
+from dpr_components.readers.data import read_jsonl
+from dpr_components.readers.evaluate import ReadingCase, evaluate_reader
+from dpr_components.readers.model import load_reader
+from dpr_components.readers.predict import ReadSettings, read
 from dpr_components.settings import cache_dir, data_dir
 
 KS = (1, 5, 10, 20)
@@ -123,7 +123,7 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int, warmup: int) -> dict[str, Any]:
     """(c) Per-question time of the qa pipeline (top 10 passages to the reader) and of its stages."""
-    from dpr_components.cli import nest_inputs
+    from dpr_components.cli.pipeline_runner import nest_inputs
 
     pipeline = qa_pipeline(model, store, settings)
     pipeline.warm_up()
@@ -215,7 +215,7 @@ def main() -> None:
     command = "python -m benchmarks.reader_benchmark " + shlex.join(sys.argv[1:])
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm"
     pool_store(BUNDLED_MINILM, store_path)
-    bf16 = args.precision == "bf16" or (args.precision == "auto" and bf16_supported())
+    bf16 = bf16_enabled(args.precision)
     reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
                        "weight": args.weight}
     log("(a) SQuAD dev with the gold paragraph")

@@ -31,9 +31,9 @@ from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.report import write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
-from dpr_components.hybrid_fit import Candidates, best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
+from dpr_components.rankers.hybrid_fit import Candidates, best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
 from dpr_components.io_utils import atomic_write_text
-from dpr_components.ranker import rrf_scores
+from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.settings import cache_dir, data_dir
 
 KS = (1, 5, 20, 100)

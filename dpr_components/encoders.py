@@ -202,6 +202,11 @@ def bf16_supported() -> bool:
         return False
 
 
+def bf16_enabled(precision: Precision) -> bool:
+    """Whether ``precision`` means bf16 autocast here: ``bf16``, or ``auto`` on a CPU with native bf16."""
+    return precision == "bf16" or (precision == "auto" and bf16_supported())
+
+
 def file_digest(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -275,7 +280,7 @@ class TextEncoder:
 
     @property
     def uses_bf16(self) -> bool:
-        return self.settings.precision == "bf16" or (self.settings.precision == "auto" and bf16_supported())
+        return bf16_enabled(self.settings.precision)
 
     @property
     def dim(self) -> int:

@@ -40,6 +40,22 @@ def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
     return query
 
 
+def check_positive_int(name: str, value: Any) -> int:
+    """``value`` itself when it is a positive integer (not a bool): a ``top_k``, a cutoff, a constant."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {short_repr(value)}")
+    return value
+
+
+def check_question_field(value: Any, where: str, error: type[ValueError] = ValueError) -> str:
+    """The ``question`` field of a record, stripped; ``error`` names ``where`` when it is not non-empty text."""
+    if not isinstance(value, str):
+        raise error(f"{where}: field 'question': expected a string, got {type(value).__name__}")
+    if not value.strip():
+        raise error(f"{where}: field 'question' is empty")
+    return value.strip()
+
+
 def find_long_word(text: str) -> str | None:
     """The first run of more than ``MAX_WORD_CHARS`` non-space characters in ``text``, if any."""
     match = _LONG_WORD.search(text)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.cli import main
+from dpr_components.cli.main import main
 
 URL = os.environ.get("ELASTICSEARCH_URL")
 pytestmark = [

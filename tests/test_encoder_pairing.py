@@ -108,7 +108,7 @@ def test_passage_encoder_is_refused_as_question_encoder(trained_pair: Path) -> N
 
 
 def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpr_components.retrievers as retrievers
+    import dpr_components.retrievers.dense as retrievers
 
     calls = []
     original = retrievers.check_pairing

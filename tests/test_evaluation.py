@@ -12,7 +12,7 @@ from haystack import Document, Pipeline
 from dpr_components.evaluation import questions as questions_module
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match, f1, normalize_answer
-from dpr_components.evaluation.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
+from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.report import ReportTable, write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import (

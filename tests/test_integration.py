@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.cli import main
+from dpr_components.cli.main import main
 from dpr_components.evaluation.questions import load_questions
 
 pytestmark = pytest.mark.integration

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from dpr_components.cli import main
+from dpr_components.cli.main import main
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.indexing.components import CorpusReader, DPRPassageSplitter
-from dpr_components.pipeline_loading import ALLOWED_MODULES, load_pipeline
-from dpr_components.ranker import HybridRanker, rrf_scores
+from dpr_components.cli.pipeline_loading import ALLOWED_MODULES, load_pipeline
+from dpr_components.rankers import HybridRanker
+from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.retrievers import BM25Retriever, DenseRetriever
 
 REPO = Path(__file__).resolve().parents[1]
@@ -223,7 +224,7 @@ def test_eval_and_fit_lambda_commands(indexed_store: Path, tiny_st_dir: Path, tm
 
 
 def test_json_output_refuses_non_finite_numbers() -> None:
-    from dpr_components.output_format import to_json_line
+    from dpr_components.cli.output_format import to_json_line
 
     good = to_json_line({"bm25": {"documents": [Document(id="a", content="x\x9by\u202e", score=1.5)]}})
     assert json.loads(good)["bm25"]["documents"][0]["content"] == "x\x9by\u202e"

@@ -11,11 +11,11 @@ import pytest
 import torch
 from haystack import Document
 
-from dpr_components.reader.inputs import InputSettings, build_rows, collate, tokenize_passage
-from dpr_components.reader.model import ReaderLoadError, load_reader, reader_from_encoder, save_reader
-from dpr_components.reader.predict import ReadSettings, read, row_logits
-from dpr_components.reader.span_reader import SpanReader
-from dpr_components.reader.spans import (
+from dpr_components.readers.inputs import InputSettings, build_rows, collate, tokenize_passage
+from dpr_components.readers.model import ReaderLoadError, load_reader, reader_from_encoder, save_reader
+from dpr_components.readers.predict import ReadSettings, read, row_logits
+from dpr_components.readers.span_reader import SpanReader
+from dpr_components.readers.spans import (
     answer_char_spans,
     answer_token_spans,
     best_spans,
@@ -319,7 +319,7 @@ def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
     reader = SpanReader(model=str(tiny_reader_dir), top_k=2, ranking="combined", spans_per_passage=2, stride=32,
                         precision="fp32", batch_size=4)
     data = reader.to_dict()
-    assert data["type"] == "dpr_components.reader.span_reader.SpanReader"
+    assert data["type"] == "dpr_components.readers.span_reader.SpanReader"
     again = SpanReader.from_dict(data)
     assert again.to_dict() == data
     reader.warm_up()

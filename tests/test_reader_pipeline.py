@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.cli import main
-from dpr_components.pipeline_loading import load_pipeline
+from dpr_components.cli.main import main
+from dpr_components.cli.pipeline_loading import load_pipeline
 from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"

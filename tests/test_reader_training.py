@@ -12,12 +12,12 @@ import torch
 from haystack import Document
 from safetensors import safe_open
 
-from dpr_components.reader.batches import build_group, collate_groups
-from dpr_components.reader.data import MinedQuestion, Passage, PassageLookup, mine, read_mined, write_mined
-from dpr_components.reader.inputs import InputSettings
-from dpr_components.reader.loss import reader_loss, selection_log_likelihood, span_log_likelihood
-from dpr_components.reader.model import load_reader
-from dpr_components.reader.training import TrainConfig, train
+from dpr_components.readers.batches import build_group, collate_groups
+from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup, mine, read_mined, write_mined
+from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.loss import reader_loss, selection_log_likelihood, span_log_likelihood
+from dpr_components.readers.model import load_reader
+from dpr_components.readers.training import TrainConfig, train
 from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
 
 SETTINGS = InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8)
@@ -96,7 +96,7 @@ def _mined() -> list[MinedQuestion]:
 
 
 def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
-    from dpr_components.reader.data import SourceQuestion
+    from dpr_components.readers.data import SourceQuestion
 
     docs = [PASSAGES["n0"], PASSAGES["p0"], PASSAGES["n1"]]
     questions = [SourceQuestion("q", "where is the eiffel tower", ["Paris"], None),

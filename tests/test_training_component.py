@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.cli import main as cli
+from dpr_components.cli.main import main as cli
 from dpr_components.encoders import EncoderSettings, TextEncoder
 from dpr_components.training.component import DPRTrainer
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.encoders import BUNDLED_MINILM, bf16_supported
+from dpr_components.encoders import BUNDLED_MINILM, bf16_enabled
 from dpr_components.io_utils import atomic_directory, atomic_write_text
-from dpr_components.reader.data import (
+from dpr_components.readers.data import (
     Kind,
     MinedQuestion,
     MiningSettings,
@@ -35,7 +35,7 @@ from dpr_components.reader.data import (
     read_questions,
     write_mined,
 )
-from dpr_components.reader.training import TrainConfig, train
+from dpr_components.readers.training import TrainConfig, train
 from dpr_components.settings import cache_dir, data_dir
 
 
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         output_dir=args.output, init_model=args.init_model, passages_per_question=args.passages,
         batch_size=args.batch_size, epochs=args.epochs, max_steps=args.max_steps, learning_rate=args.lr,
         warmup_ratio=args.warmup_ratio, max_length=args.max_length, stride=args.stride,
-        bf16=args.precision == "bf16" or (args.precision == "auto" and bf16_supported()),
+        bf16=bf16_enabled(args.precision),
         seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
         dev_passages=args.dev_passages, dev_limit=args.dev_limit,
     )

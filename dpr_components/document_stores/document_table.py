@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from haystack.errors import FilterError
@@ -34,12 +34,17 @@ CREATE TABLE IF NOT EXISTS documents (
     id TEXT NOT NULL UNIQUE,
     content TEXT,
     meta TEXT NOT NULL DEFAULT '{}',
-    embedding BLOB
+    embedding BLOB,
+    blob_data BLOB,
+    blob_info TEXT,
+    sparse_embedding TEXT
 );
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """ + "".join(
     f"CREATE INDEX IF NOT EXISTS documents_by_{name} ON documents ({sql});\n" for name, sql in INDEXED_META_FIELDS.items()
 )
+# Columns added after the first release: older databases get them at opening (see _migrate).
+_ADDED_COLUMNS = {"blob_data": "BLOB", "blob_info": "TEXT", "sparse_embedding": "TEXT"}
 ENCODER_KEY = "passage_encoder"
 _CHUNK = 900  # ids per IN (...) list, below SQLite's parameter limit
 _BUSY_TIMEOUT_SECONDS = 60.0
@@ -62,6 +67,21 @@ class StoredDocument:
     content: str | None
     meta: dict[str, Any]
     embedding: np.ndarray | None
+    blob_data: bytes | None = None
+    blob_info: dict[str, Any] | None = None  # the blob's mime_type and meta
+    sparse_embedding: dict[str, Any] | None = None  # {"indices": [...], "values": [...]}
+
+
+class DocumentRow(NamedTuple):
+    """One document as written to the table (JSON columns already serialised)."""
+
+    id: str
+    content: str | None
+    meta: str
+    embedding: bytes | None
+    blob_data: bytes | None = None
+    blob_info: str | None = None
+    sparse_embedding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +115,7 @@ _pending_filter_error = threading.local()
 
 def _raise_filter_error(message: str, stored_type: str) -> None:
     """SQL function ``dpr_filter_error``: SQLite hides a Python function's exception, so the
-    message waits in a thread-local for :meth:`DocumentTable._run_filtered` to raise it."""
+    message waits in a thread-local for :meth:`DocumentTable.select` to raise it."""
     _pending_filter_error.message = message.replace("{stored_type}", stored_type)
     raise _FilterValueError(_pending_filter_error.message)
 
@@ -141,12 +161,29 @@ class DocumentTable:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.executescript(_SCHEMA)
+                self._migrate()
                 if path is not None and self.info("store_id") is None:
                     with self._transaction():
                         if self._info("store_id") is None:
                             self._set_info("store_id", uuid.uuid4().hex)
+            columns = self._columns()
+            # A read-only database of an older release lacks the added columns: they read as NULL.
+            self._extra_columns = ", ".join(name if name in columns else "NULL" for name in _ADDED_COLUMNS)
         except sqlite3.DatabaseError as error:
             raise ValueError(f"document database {path} is corrupt or not an SQLite file: {error}") from error
+
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+
+    def _migrate(self) -> None:
+        """Add the columns of later releases to a database created before them."""
+        if set(_ADDED_COLUMNS) <= self._columns():
+            return
+        with self._transaction():
+            present = self._columns()  # another process may have migrated meanwhile
+            for name, sql_type in _ADDED_COLUMNS.items():
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE documents ADD COLUMN {name} {sql_type}")
 
     # -- transactions -----------------------------------------------------------------------
     @contextlib.contextmanager
@@ -211,10 +248,8 @@ class DocumentTable:
             return self._state()
 
     # -- writes -----------------------------------------------------------------------------
-    def write(
-        self, rows: Sequence[tuple[str, str | None, str, bytes | None]], policy: str, vectors: VectorBatch | None = None
-    ) -> WriteOutcome:
-        """Insert ``(id, content, meta_json, embedding_bytes)`` rows under a duplicate policy
+    def write(self, rows: Sequence[DocumentRow], policy: str, vectors: VectorBatch | None = None) -> WriteOutcome:
+        """Insert rows under a duplicate policy
         (``fail``, ``skip`` or ``overwrite``) in one transaction; ``vectors`` describes the rows' vectors."""
         ids = [row[0] for row in rows]
         if len(set(ids)) != len(ids):
@@ -232,17 +267,22 @@ class DocumentTable:
             new_rows = [row for row in rows if row[0] not in old_vectors]
             updates = [row for row in rows if row[0] in old_vectors] if policy == "overwrite" else []
             self._db.executemany(
-                "UPDATE documents SET content = ?, meta = ?, embedding = ? WHERE id = ?",
-                [(content, meta, emb, doc_id) for doc_id, content, meta, emb in updates],
+                "UPDATE documents SET content = ?, meta = ?, embedding = ?, blob_data = ?, blob_info = ?, "
+                "sparse_embedding = ? WHERE id = ?",
+                [(*row[1:], row.id) for row in updates],
             )
-            self._db.executemany("INSERT INTO documents (id, content, meta, embedding) VALUES (?, ?, ?, ?)", new_rows)
+            self._db.executemany(
+                "INSERT INTO documents (id, content, meta, embedding, blob_data, blob_info, sparse_embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                new_rows,
+            )
             written = len(new_rows) + len(updates)
             generation = int(self._info("generation", 0))
             if written:
                 generation += 1
                 self._set_info("generation", generation)
                 # Any vector changed, removed or added to an old row: vector indexes cannot just append.
-                if any(old_vectors[doc_id] != emb for doc_id, _, _, emb in updates):
+                if any(old_vectors[row.id] != row.embedding for row in updates):
                     self._set_info("vectors_reset_at", generation)
             fault_point("document_table.before_commit")
         return WriteOutcome(written=written, generation=generation)
@@ -299,6 +339,47 @@ class DocumentTable:
                 self._set_info("vectors_reset_at", generation)
         return deleted
 
+    def delete_all(self, dense_settings: dict[str, Any] | None = None) -> int:
+        """Remove every document; the number removed. The store keeps its id, and its recorded
+        vector settings unless ``dense_settings`` replaces them (the passage encoder is then forgotten)."""
+        with self._transaction():
+            deleted = self._db.execute("DELETE FROM documents").rowcount
+            if dense_settings is not None:
+                self._set_info("dense_settings", dense_settings)
+                self._db.execute("DELETE FROM store_info WHERE key = ?", (ENCODER_KEY,))
+            if deleted or dense_settings is not None:
+                self._bump_generation(vectors_changed=True)
+        return deleted
+
+    def delete_where(self, filters: dict[str, Any]) -> int:
+        """Remove the documents matching ``filters``; the number removed."""
+        where, params = _where(filters)
+        with self._filter_errors(), self._transaction():
+            deleted = self._db.execute(f"DELETE FROM documents {where}", params).rowcount
+            if deleted:
+                self._bump_generation(vectors_changed=True)
+        return deleted
+
+    def update_meta_where(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """Merge ``meta`` into the metadata of the documents matching ``filters`` (keys of ``meta``
+        replace the same keys); the number updated. Vectors are untouched."""
+        where, params = _where(filters)
+        with self._filter_errors(), self._transaction():
+            rows = self._db.execute(f"SELECT rowid, meta FROM documents {where}", params).fetchall()
+            self._db.executemany(
+                "UPDATE documents SET meta = ? WHERE rowid = ?",
+                [(json.dumps({**json.loads(old), **meta}, ensure_ascii=False), rowid) for rowid, old in rows],
+            )
+            if rows:
+                self._bump_generation(vectors_changed=False)
+        return len(rows)
+
+    def _bump_generation(self, vectors_changed: bool) -> None:
+        generation = int(self._info("generation", 0)) + 1
+        self._set_info("generation", generation)
+        if vectors_changed:
+            self._set_info("vectors_reset_at", generation)
+
     # -- reads ------------------------------------------------------------------------------
     def _old_vectors(self, ids: Sequence[str]) -> dict[str, bytes | None]:
         found: dict[str, bytes | None] = {}
@@ -308,16 +389,20 @@ class DocumentTable:
             )
         return found
 
-    def _run_filtered(self, sql: str, filters: dict[str, Any] | None) -> list[tuple[Any, ...]]:
-        """Rows of ``sql`` (with ``{where}`` for the filter), with SQLite's errors about the
-        filter turned into ``FilterError``."""
-        where, params = "", []
-        if filters:
-            where = f"WHERE {filter_to_sql(filters, params)}"
+    def select(self, sql: str, filters: dict[str, Any] | None, leading_params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (with ``{where}`` for the filter; ``leading_params`` bind the ``?`` before
+        it), with SQLite's errors about the filter turned into ``FilterError``."""
+        where, params = _where(filters)
+        with self._filter_errors(), self._lock:
+            return self._db.execute(sql.format(where=where), [*leading_params, *params]).fetchall()
+
+    @contextlib.contextmanager
+    def _filter_errors(self) -> Iterator[None]:
+        """SQLite's errors caused by a filter (a stored value it cannot compare, a filter too
+        large for SQLite) as ``FilterError``."""
         _pending_filter_error.message = None
         try:
-            with self._lock:
-                return self._db.execute(sql.format(where=where), params).fetchall()
+            yield
         except sqlite3.OperationalError as error:
             message = getattr(_pending_filter_error, "message", None)
             _pending_filter_error.message = None
@@ -328,10 +413,10 @@ class DocumentTable:
             raise
 
     def count(self, filters: dict[str, Any] | None = None) -> int:
-        return int(self._run_filtered("SELECT COUNT(*) FROM documents {where}", filters)[0][0])
+        return int(self.select("SELECT COUNT(*) FROM documents {where}", filters)[0][0])
 
     def rowids(self, filters: dict[str, Any] | None = None) -> np.ndarray:
-        rows = self._run_filtered("SELECT rowid FROM documents {where} ORDER BY rowid", filters)
+        rows = self.select("SELECT rowid FROM documents {where} ORDER BY rowid", filters)
         return np.fromiter((r for (r,) in rows), dtype=np.int64, count=len(rows))
 
     def rowids_for_ids(self, ids: Sequence[str]) -> dict[str, int]:
@@ -345,13 +430,16 @@ class DocumentTable:
                 )
         return out
 
+    def _document_columns(self, with_embeddings: bool) -> str:
+        return f"rowid, id, content, meta, {'embedding' if with_embeddings else 'NULL'}, {self._extra_columns}"
+
     def documents(self, filters: dict[str, Any] | None = None, with_embeddings: bool = True) -> list[StoredDocument]:
-        columns = "rowid, id, content, meta, " + ("embedding" if with_embeddings else "NULL")
-        rows = self._run_filtered(f"SELECT {columns} FROM documents {{where}} ORDER BY rowid", filters)
+        columns = self._document_columns(with_embeddings)
+        rows = self.select(f"SELECT {columns} FROM documents {{where}} ORDER BY rowid", filters)
         return [self._stored(row) for row in rows]
 
     def documents_by_rowid(self, rowids: Sequence[int], with_embeddings: bool = False) -> dict[int, StoredDocument]:
-        columns = "rowid, id, content, meta, " + ("embedding" if with_embeddings else "NULL")
+        columns = self._document_columns(with_embeddings)
         out: dict[int, StoredDocument] = {}
         with self._lock:
             for chunk in _chunks([int(r) for r in rowids]):
@@ -400,13 +488,27 @@ class DocumentTable:
 
     @staticmethod
     def _stored(row: tuple[Any, ...]) -> StoredDocument:
-        rowid, doc_id, content, meta, blob = row
-        embedding = np.frombuffer(blob, dtype=np.float32).copy() if blob is not None else None
-        return StoredDocument(rowid=rowid, id=doc_id, content=content, meta=json.loads(meta), embedding=embedding)
+        rowid, doc_id, content, meta, vector, blob_data, blob_info, sparse = row
+        return StoredDocument(
+            rowid=rowid,
+            id=doc_id,
+            content=content,
+            meta=json.loads(meta),
+            embedding=np.frombuffer(vector, dtype=np.float32).copy() if vector is not None else None,
+            blob_data=blob_data,
+            blob_info=json.loads(blob_info) if blob_info is not None else None,
+            sparse_embedding=json.loads(sparse) if sparse is not None else None,
+        )
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _where(filters: dict[str, Any] | None) -> tuple[str, list[Any]]:
+    """``WHERE ...`` for ``filters`` (empty without filters) and its bound parameters."""
+    params: list[Any] = []
+    return (f"WHERE {filter_to_sql(filters, params)}" if filters else ""), params
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[list[Any]]:

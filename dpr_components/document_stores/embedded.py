@@ -21,10 +21,13 @@ from typing import Any
 
 import numpy as np
 from haystack import Document, default_from_dict, default_to_dict
+from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.document_stores.types import DuplicatePolicy
 
+from dpr_components.document_stores import metadata_queries
+from dpr_components.document_stores.async_methods import AsyncStoreMethods
 from dpr_components.document_stores.dense_index import SIMILARITIES, Similarity
-from dpr_components.document_stores.document_table import ENCODER_KEY, StoredDocument, VectorBatch
+from dpr_components.document_stores.document_table import ENCODER_KEY, DocumentRow, StoredDocument, VectorBatch
 from dpr_components.document_stores.store_backend import StoreConfig, backend_for
 from dpr_components.fault_points import fault_point
 from dpr_components.validation import check_query
@@ -32,8 +35,11 @@ from dpr_components.validation import check_query
 logger = logging.getLogger(__name__)
 
 
-class EmbeddedDocumentStore:
+class EmbeddedDocumentStore(AsyncStoreMethods):
     """Documents in SQLite, vectors in FAISS (inner product, cosine or L2), a Lucene-style BM25 index.
+
+    Implements Haystack's DocumentStore protocol and its extended API (delete/update/count by
+    filter, metadata field queries), each method also as ``*_async``.
 
     :param path: folder to persist to; ``None`` keeps everything in memory.
     :param embedding_dim: vector size; taken from the first written vector when not given.
@@ -48,7 +54,10 @@ class EmbeddedDocumentStore:
     :param bm25_b: BM25 length normalisation (Lucene/Pyserini default 0.4).
     :param bm25_method: bm25s scoring variant (``lucene`` by default).
     :param bm25_title_field: meta field indexed for BM25 together with the content (None: content only).
-    :param autosave: write the indexes to ``path`` after every write or delete.
+    :param autosave: keep the indexes saved in ``path`` in step with the documents. Saving is lazy
+        (a write costs what it writes): a search saves the index it brought up to date, and
+        both are saved by :meth:`save`, when the last handle on the folder is dropped, and at
+        interpreter exit. Off: only :meth:`save` writes them.
     """
 
     def __init__(
@@ -117,15 +126,80 @@ class EmbeddedDocumentStore:
         with backend.lock:
             outcome = backend.table.write(rows, policy_name, _vector_batch(documents))
             fault_point("store.after_commit")
-            if self.autosave and outcome.written:
-                backend.save()
+            self._mark_unsaved(outcome.written)
         return outcome.written
 
     def delete_documents(self, document_ids: list[str]) -> None:
         backend = self._backend
         with backend.lock:
-            if backend.table.delete(list(document_ids)) and self.autosave:
-                backend.save()
+            self._mark_unsaved(backend.table.delete(list(document_ids)))
+
+    def delete_all_documents(self, recreate_index: bool = False) -> None:
+        """Remove every document; the store can be written to again.
+
+        :param recreate_index: also forget the vector dimension and passage encoder the store
+            recorded from its vectors, so vectors of another encoder can be written next
+            (``embedding_dim`` and ``similarity`` given here stay)."""
+        c = self._config
+        settings = {"similarity": c.similarity, "embedding_dim": c.embedding_dim} if recreate_index else None
+        backend = self._backend
+        with backend.lock:
+            self._mark_unsaved(backend.table.delete_all(settings))
+
+    def delete_by_filter(self, filters: dict[str, Any]) -> int:
+        """Remove the documents matching ``filters`` (a non-empty Haystack filter); the number removed."""
+        _check_filters(filters, "delete_by_filter", "delete_all_documents()")
+        backend = self._backend
+        with backend.lock:
+            deleted = backend.table.delete_where(filters)
+            self._mark_unsaved(deleted)
+        return deleted
+
+    def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
+        """Merge ``meta`` into the metadata of the documents matching ``filters`` (its keys replace
+        the same keys, other keys stay); the number of documents updated."""
+        _check_filters(filters, "update_by_filter", "a filter matching every document")
+        if not isinstance(meta, dict) or not all(isinstance(key, str) for key in meta):
+            raise ValueError(f"update_by_filter needs meta as a dict with string keys, got {meta!r}")
+        _meta_json(meta, "update_by_filter")
+        backend = self._backend
+        with backend.lock:
+            updated = backend.table.update_meta_where(filters, meta)
+            self._mark_unsaved(updated)
+        return updated
+
+    def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
+        """Number of documents matching ``filters`` (all documents for empty filters)."""
+        return self._backend.table.count(filters)
+
+    # -- metadata fields ----------------------------------------------------------------------
+    def count_unique_metadata_by_filter(self, filters: dict[str, Any], metadata_fields: list[str]) -> dict[str, int]:
+        """Number of distinct values of each of ``metadata_fields`` (``key`` or ``meta.key``) among
+        the documents matching ``filters``, by field name without ``meta.``."""
+        return metadata_queries.count_unique_metadata(self._backend.table, filters, metadata_fields)
+
+    def get_metadata_fields_info(self) -> dict[str, dict[str, str]]:
+        """Each metadata field of the stored documents -> ``{"type": int | float | boolean | keyword}``."""
+        return metadata_queries.metadata_fields_info(self._backend.table)
+
+    def get_metadata_field_min_max(self, metadata_field: str) -> dict[str, Any]:
+        """``{"min": ..., "max": ...}`` of a metadata field's values (None when it has none)."""
+        return metadata_queries.metadata_field_min_max(self._backend.table, metadata_field)
+
+    def get_metadata_field_unique_values(
+        self,
+        metadata_field: str,
+        search_term: str | None = None,
+        from_: int = 0,
+        size: int = 10,
+        filters: dict[str, Any] | None = None,
+    ) -> tuple[list[Any], int]:
+        """Values ``from_`` to ``from_ + size`` of a metadata field's distinct values (ordered by
+        their text, those containing ``search_term`` when given) among the documents matching
+        ``filters``, and how many distinct values there are."""
+        return metadata_queries.metadata_field_unique_values(
+            self._backend.table, metadata_field, search_term, from_, size, filters
+        )
 
     @property
     def passage_encoder(self) -> str | None:
@@ -138,18 +212,24 @@ class EmbeddedDocumentStore:
         return self._backend.read_only
 
     @staticmethod
-    def _row(doc: Document) -> tuple[str, str | None, str, bytes | None]:
-        try:
-            meta = json.dumps(doc.meta or {}, ensure_ascii=False)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"document {doc.id!r}: meta is not JSON-serialisable ({error})") from error
-        blob = None
+    def _row(doc: Document) -> DocumentRow:
+        meta = _meta_json(doc.meta or {}, f"document {doc.id!r}")
+        vector_bytes = None
         if doc.embedding is not None:
             vector = np.asarray(doc.embedding, dtype=np.float32)
             if vector.ndim != 1 or not np.all(np.isfinite(vector)):
                 raise ValueError(f"document {doc.id!r}: embedding must be a finite 1-D vector")
-            blob = vector.tobytes()
-        return doc.id, doc.content, meta, blob
+            vector_bytes = vector.tobytes()
+        blob_data = blob_info = sparse = None
+        if doc.blob is not None:
+            blob_data = bytes(doc.blob.data)
+            blob_info = _meta_json({"mime_type": doc.blob.mime_type, "meta": doc.blob.meta}, f"document {doc.id!r}: blob")
+        if doc.sparse_embedding is not None:
+            sparse_values = doc.sparse_embedding.to_dict()
+            if not all(np.isfinite(v) for v in sparse_values["values"]):
+                raise ValueError(f"document {doc.id!r}: sparse_embedding values must be finite numbers")
+            sparse = json.dumps(sparse_values)
+        return DocumentRow(doc.id, doc.content, meta, vector_bytes, blob_data, blob_info, sparse)
 
     # -- retrieval ----------------------------------------------------------------------------
     def embedding_retrieval(
@@ -165,6 +245,7 @@ class EmbeddedDocumentStore:
         index = self._backend.dense()
         if index is None:
             return []
+        self._save_searched()
         if query.shape[0] != index.dim:
             raise ValueError(
                 f"query embedding has dimension {query.shape[0]} but the store holds {index.dim}-dimensional "
@@ -178,6 +259,7 @@ class EmbeddedDocumentStore:
         _check_top_k(top_k)
         _check_query(query)
         index, rowids = self._backend.bm25()
+        self._save_searched()
         mask = None
         if filters:
             mask = np.isin(rowids, self._backend.table.rowids(filters))
@@ -199,6 +281,7 @@ class EmbeddedDocumentStore:
         if query is not None:
             _check_query(query)
             index, _ = self._backend.bm25()
+            self._save_searched()
             all_scores = index.scores(query)
             positions = self._backend.bm25_positions(rowids)
             bm25_scores = {r: float(all_scores[p]) if p >= 0 else 0.0 for r, p in zip(rowids, positions)}
@@ -222,8 +305,16 @@ class EmbeddedDocumentStore:
         return [_to_document(found[rowid_of[i]]) for i in document_ids if i in rowid_of]
 
     def save(self) -> None:
-        """Write the indexes now (writes and deletes already do this when ``autosave`` is on)."""
+        """Bring both indexes up to date with the documents and write them to ``path`` now."""
         self._backend.save()
+
+    def _mark_unsaved(self, changed: int) -> None:
+        if changed and self.autosave:
+            self._backend.unsaved_writes = True
+
+    def _save_searched(self) -> None:
+        if self.autosave:
+            self._backend.save_searched()
 
     def _documents(self, rowids: np.ndarray, scores: np.ndarray, with_embeddings: bool) -> list[Document]:
         found = self._backend.table.documents_by_rowid(rowids.tolist(), with_embeddings)
@@ -257,6 +348,19 @@ def _similarity(query: np.ndarray, vector: np.ndarray, similarity: str) -> float
     return float(query @ vector)
 
 
+def _meta_json(meta: dict[str, Any], what: str) -> str:
+    try:
+        return json.dumps(meta, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{what}: meta is not JSON-serialisable ({error})") from None
+
+
+def _check_filters(filters: Any, method: str, instead: str) -> None:
+    """A filter that selects documents to change must be given: an empty one would change every document."""
+    if not isinstance(filters, dict) or not filters:
+        raise ValueError(f"{method} needs a non-empty Haystack filter, got {filters!r}; to change every document use {instead}")
+
+
 def _check_top_k(top_k: int) -> None:
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
@@ -268,4 +372,11 @@ def _check_query(query: str) -> None:
 
 def _to_document(stored: StoredDocument, score: float | None = None) -> Document:
     embedding = stored.embedding.tolist() if stored.embedding is not None else None
-    return Document(id=stored.id, content=stored.content, meta=stored.meta, embedding=embedding, score=score)
+    blob = None
+    if stored.blob_data is not None:
+        info = stored.blob_info or {}
+        blob = ByteStream(data=stored.blob_data, meta=info.get("meta") or {}, mime_type=info.get("mime_type"))
+    sparse = SparseEmbedding.from_dict(stored.sparse_embedding) if stored.sparse_embedding is not None else None
+    return Document(
+        id=stored.id, content=stored.content, meta=stored.meta, embedding=embedding, score=score, blob=blob, sparse_embedding=sparse
+    )

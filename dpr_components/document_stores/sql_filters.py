@@ -225,3 +225,19 @@ def _translate(filters: Any, params: list[Any], depth: int) -> str:
 def filter_to_sql(filters: dict[str, Any], params: list[Any]) -> str:
     """SQL boolean expression (0 or 1 for every row) for ``filters``; bound values are appended to ``params``."""
     return _translate(filters, params, 0)
+
+
+def metadata_path(metadata_field: Any) -> str:
+    """JSON path (a bound parameter, never SQL text) of a metadata field named ``key``,
+    ``meta.key`` or ``meta.key.subkey``; a name outside the field grammar is a ``ValueError``."""
+    if not isinstance(metadata_field, str) or not metadata_field:
+        raise ValueError(f"metadata field must be a non-empty string, got {metadata_field!r}")
+    if len(metadata_field) > MAX_FIELD_LENGTH:
+        raise ValueError(f"metadata field {metadata_field[:40]!r}... is longer than {MAX_FIELD_LENGTH} characters")
+    keys = metadata_field.removeprefix("meta.").split(".")
+    if not all(KEY_PATTERN.fullmatch(key) for key in keys):
+        raise ValueError(
+            f"invalid metadata field {metadata_field!r}: use <key> or meta.<key>(.<key>)*, where a key starts "
+            "with a letter or '_' and continues with letters, digits, '_' or '-'"
+        )
+    return "$" + "".join(f'."{key}"' for key in keys)

@@ -10,10 +10,16 @@ SQLite is the source of truth; an index is used only while it provably matches i
 - a loaded index whose files do not match their checksums, that belongs to another store, or
   whose size disagrees with the table, is rebuilt from the table with a warning.
 Saving takes the folder's exclusive lock and loading its shared lock (:class:`StoreLock`).
-A folder that is not writable is opened read-only: indexes are kept in memory, never saved."""
+A folder that is not writable is opened read-only: indexes are kept in memory, never saved.
+
+Saving is lazy, so a write costs what it writes: a write only marks the indexes unsaved; they
+catch up on the next search, which saves the index it used, and both are saved by ``save()``,
+when the backend is garbage-collected, and at interpreter exit. A process killed before that
+loses no document: the next opener catches up or rebuilds the indexes from SQLite."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import weakref
@@ -76,6 +82,9 @@ class StoreBackend:
         self._bm25_generation = -1
         # Saved folders found untrustworthy: written again at the next save even if current.
         self._rewrite: set[str] = set()
+        # Generation of each index this backend saved or loaded (skips re-saving on every search).
+        self._saved_at: dict[str, int] = {}
+        self.unsaved_writes = False  # written through this backend since its last save()
 
     def _check_settings(self) -> None:
         """A folder remembers the vector settings it was built with; a mismatch is an error, not a silent mix."""
@@ -166,11 +175,13 @@ class StoreBackend:
             logger.info("FAISS index in %s was built with other settings: rebuilding it", directory)
             self._rewrite.add(DENSE_DIR)
             return None
+        saved_generation = loaded.generation
         previous = self._dense_max_rowid
         self._dense_max_rowid = int(loaded.state.get("max_rowid", 0))
         if not self._catch_up(loaded):
             self._dense_max_rowid = previous
             return None
+        self._saved_at[DENSE_DIR] = saved_generation
         count, state = self.table.vector_count()
         if state.generation == loaded.generation and count != len(loaded):
             logger.warning(
@@ -224,6 +235,7 @@ class StoreBackend:
             self._rewrite.add(BM25_DIR)
             return False
         self._set_bm25(index, rowids.astype(np.int64), generation)
+        self._saved_at[BM25_DIR] = generation
         return True
 
     def _bm25_params(self) -> dict[str, Any]:
@@ -284,6 +296,29 @@ class StoreBackend:
             self.bm25()
             self._save_dense()
             self._save_bm25()
+            self.unsaved_writes = False
+
+    def save_searched(self) -> None:
+        """Save the indexes held in memory that are newer than their saved copy (after a search
+        caught them up); an index no search needed stays unbuilt."""
+        if self.root is None or self.read_only:
+            return
+        with self.lock:
+            if self._dense is not None and self._dense.generation > self._saved_at.get(DENSE_DIR, -1):
+                self._save_dense()
+            if self._bm25 is not None and self._bm25_generation > self._saved_at.get(BM25_DIR, -1):
+                self._save_bm25()
+
+    def save_pending(self) -> None:
+        """``save()`` if documents were written through this backend since it last saved."""
+        if self.unsaved_writes:
+            self.save()
+
+    def __del__(self) -> None:
+        try:
+            self.save_pending()
+        except Exception as error:  # noqa: BLE001 - a finaliser must not raise; the documents are safe in SQLite
+            logger.warning("could not save the indexes of %s (%s): the next opening rebuilds them", self.root, error)
 
     def _save_dense(self) -> None:
         dense = self._dense
@@ -295,6 +330,7 @@ class StoreBackend:
             if self._needs_saving(DENSE_DIR, dense.generation):
                 dense.save(self.root / DENSE_DIR, dense.generation, max_rowid=self._dense_max_rowid, store_id=self.store_id)
                 self._rewrite.discard(DENSE_DIR)
+            self._saved_at[DENSE_DIR] = dense.generation
 
     def _save_bm25(self) -> None:
         if self.root is None or self.read_only or self._bm25 is None:
@@ -307,6 +343,7 @@ class StoreBackend:
                     self._bm25.write_files(tmp)
                     np.save(tmp / BM25_ROWIDS, self._bm25_rowids)
                 self._rewrite.discard(BM25_DIR)
+            self._saved_at[BM25_DIR] = self._bm25_generation
 
     def _needs_saving(self, name: str, generation: int) -> bool:
         return name in self._rewrite or self._saved_generation(name) < generation
@@ -318,6 +355,16 @@ def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 _BACKENDS: "weakref.WeakValueDictionary[str, StoreBackend]" = weakref.WeakValueDictionary()
 _BACKENDS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _save_at_exit() -> None:
+    """Save the indexes of every folder written to in this process and not saved since."""
+    for backend in list(_BACKENDS.values()):
+        try:
+            backend.save_pending()
+        except Exception as error:  # noqa: BLE001 - one folder's failure must not keep the others unsaved
+            logger.warning("could not save the indexes of %s (%s): the next opening rebuilds them", backend.root, error)
 
 
 def backend_for(config: StoreConfig) -> StoreBackend:

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpr_components.settings import hf_offline
+from dpr_components.validation import check_question_field
+
 HF_PREFIX = "hf:"
 _DATASETS_SUFFIXES = {".parquet": "parquet", ".arrow": "arrow"}
 _OWN_SUFFIXES = {".jsonl", ".json", ".csv", ".tsv", ".txt"}
@@ -120,7 +123,7 @@ def _parse_tsv_line(line: str, where: str, number: int) -> QAExample:
     question, answers_text = line.split("\t", 1)
     answers = _parse_answer_literal(answers_text, where)
     return QAExample(
-        id=str(number), question=_check_question(question, where), answers=_check_answers(answers, where)
+        id=str(number), question=check_question_field(question, where), answers=_check_answers(answers, where)
     )
 
 
@@ -140,14 +143,6 @@ def _parse_answer_literal(text: str, where: str) -> Any:
 # ---- shared field checks ------------------------------------------------------------------
 
 
-def _check_question(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where}: field 'question': expected a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ValueError(f"{where}: field 'question' is empty")
-    return value.strip()
-
-
 def _check_answers(value: Any, where: str, field: str = "answers") -> list[str]:
     if not isinstance(value, list) or not value:
         raise ValueError(f"{where}: field '{field}': expected a non-empty list of strings, got {value!r:.80}")
@@ -164,7 +159,7 @@ def _example_from_record(record: Mapping[str, Any], where: str, default_id: str,
     """Build an example from a mapping; ``strict=False`` also accepts dataset-style answer cells."""
     if "question" not in record:
         raise ValueError(f"{where}: missing field 'question'")
-    question = _check_question(record["question"], where)
+    question = check_question_field(record["question"], where)
     field = "answers" if "answers" in record else "answer" if "answer" in record else None
     if field is None:
         raise ValueError(f"{where}: missing field 'answers'")
@@ -195,11 +190,6 @@ def _coerce_dataset_answers(value: Any, where: str, field: str) -> Any:
 # ---- Hugging Face datasets ----------------------------------------------------------------
 
 
-def _offline() -> bool:
-    flags = (os.environ.get(name, "").lower() for name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-    return any(flag in {"1", "true", "yes", "on"} for flag in flags)
-
-
 def _load_with_datasets(source: str, split: str | None, limit: int | None) -> list[QAExample]:
     import datasets  # deferred: importing datasets is slow and only needed here
 
@@ -218,7 +208,7 @@ def _load_with_datasets(source: str, split: str | None, limit: int | None) -> li
             raise
         reason = (
             "offline mode is on (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE) and it is not in the local cache"
-            if _offline()
+            if hf_offline()
             else "the Hugging Face Hub could not be reached"
         )
         raise ConnectionError(

@@ -1,5 +1,2 @@
-"""DPR's extractive reader: span decoding, the ``SpanReader`` component, training and checkpoints.
-
-Modules: ``spans`` (windows, span decoding, offsets), ``inputs`` (model rows), ``model``
-(``DPRReader`` checkpoints), ``predict`` (reading one question), ``span_reader`` (the Haystack
-component), ``data``/``batches``/``loss``/``training``/``evaluate`` (training)."""
+"""Old home of the reader, kept so pipeline files naming ``dpr_components.reader.span_reader.SpanReader``
+still load; the reader lives in ``dpr_components.readers``."""

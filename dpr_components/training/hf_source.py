@@ -6,20 +6,15 @@ Rows are either DPR-shaped (``question``, ``answers``, ``positive_ctxs``...) or 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dpr_components.settings import hf_offline
 from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.records import RecordError, check_answers, check_question, example_from_record, record_id
 
 _BUILDERS = {".parquet": "parquet", ".arrow": "arrow", ".json": "json", ".jsonl": "json", ".csv": "csv"}
-
-
-def _offline() -> bool:
-    flags = (os.environ.get(name, "").lower() for name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-    return any(flag in {"1", "true", "yes", "on"} for flag in flags)
 
 
 def _load(source: str) -> Any:
@@ -36,7 +31,7 @@ def _load(source: str) -> Any:
     except ConnectionError as error:
         if path.exists():
             raise
-        reason = "offline mode is on and it is not cached" if _offline() else "the Hub could not be reached"
+        reason = "offline mode is on and it is not cached" if hf_offline() else "the Hub could not be reached"
         raise ConnectionError(
             f"cannot load Hugging Face dataset {source!r}: {reason}. Download it where there is network "
             "and pass the local parquet/JSON file or folder instead."

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpr_components.training.examples import Ctx, TrainingExample
+from dpr_components.validation import check_question_field
 
 CTX_FIELDS = ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs")
 
@@ -21,11 +22,8 @@ class RecordError(ValueError):
 
 
 def check_question(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise RecordError(f"{where}: field 'question': expected a string, got {type(value).__name__}")
-    if not value.strip():
-        raise RecordError(f"{where}: field 'question' is empty")
-    return value.strip()
+    """The question of a training record, stripped; a ``RecordError`` when it is not non-empty text."""
+    return check_question_field(value, where, RecordError)
 
 
 def check_answers(value: Any, where: str) -> list[str]:

@@ -40,6 +40,7 @@ from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.export import export_dpr
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
+from dpr_components.training.optimizer import adamw_with_decay_groups
 from dpr_components.training.run_log import RunLog
 from dpr_components.training.state import (
     TrainerState,
@@ -94,15 +95,6 @@ def data_fingerprint(examples: Sequence[TrainingExample]) -> str:
     for e in examples:
         digest.update(f"{e.id}\x1f{e.question}\x1f{ctx_key(e.positives[0])}\x1f{len(e.hard_negatives)}\x1e".encode())
     return digest.hexdigest()[:16]
-
-
-def _optimizer(model: torch.nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
-    # As in BERT and DPR: no weight decay on biases and LayerNorm weights.
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.learning_rate, eps=config.adam_eps)
 
 
 def _seed_everything(seed: int) -> None:
@@ -193,7 +185,7 @@ class Trainer:
         )
         from transformers import get_linear_schedule_with_warmup
 
-        self.optimizer = _optimizer(self.model, config)
+        self.optimizer = adamw_with_decay_groups(self.model, config.learning_rate, config.weight_decay, config.adam_eps)
         warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * self.total_steps)
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
         self.validation: ValidationSet | None = None

@@ -36,7 +36,7 @@ class CliResult:
 def cli(*args: str) -> CliResult:
     """Run ``haystack ARGS`` in this process. An exception escaping the command (a traceback
     for the user) fails the test instead of being reported as an error."""
-    from dpr_components.cli import main
+    from dpr_components.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -132,9 +132,9 @@ def test_disk_full_writing_eval_report(indexed_store: Path, tmp_path: Path, monk
 @OUTPUT
 def test_disk_full_writing_lambda_report(indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk fills up while haystack fit-lambda writes its report"""
-    import dpr_components.hybrid_fit as hybrid_fit
+    import dpr_components.cli.fit_lambda as fit_lambda
 
-    monkeypatch.setattr(hybrid_fit, "atomic_write_text", _disk_full)
+    monkeypatch.setattr(fit_lambda, "atomic_write_text", _disk_full)
     out = tmp_path / "lambda"
     assert_clear_error(cli(*_fit(indexed_store, _questions(tmp_path), tiny_st_dir, out)), f"disk full while writing {out / 'lambda.md'}")
 

@@ -60,7 +60,7 @@ def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_reader_setting(tmp_path: Path, change: dict, setting: str) -> None:
     """Configuring reader training (TrainConfig) with a setting of the wrong type"""
-    from dpr_components.reader.training import TrainConfig
+    from dpr_components.readers.training import TrainConfig
 
     result = as_command(lambda: TrainConfig(output_dir=str(tmp_path / "run"), **change))
     assert_clear_error(result, "reader training setting", setting)

@@ -1,77 +1,18 @@
-"""DenseRetriever and BM25Retriever over the embedded store or Elasticsearch."""
+"""DenseRetriever: DPR retrieval, E_Q(q)·E_P(p) over the passage vectors of a store."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.core.serialization import import_class_by_name
+from haystack import Document, component, default_to_dict
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.document_stores.search_backend import search_backend, warn_if_empty
+from dpr_components.embedders.question import QuestionEmbedder
 from dpr_components.encoder_pairing import META_FIELD, check_pairing, expected_passage_digest
-from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
-from dpr_components.validation import check_query
-
-
-def _check_top_k(top_k: Any) -> int:
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-    return top_k
-
-
-def _check_query(query: Any) -> str:
-    return check_query(query)
-
-
-def store_to_dict(store: Any) -> dict[str, Any]:
-    return store.to_dict()
-
-
-def store_from_dict(data: dict[str, Any]) -> Any:
-    """Rebuild a document store from its ``{"type", "init_parameters"}`` dict."""
-    if not isinstance(data, dict) or "type" not in data:
-        raise ValueError(f"document_store must be a dict with a 'type', got {data!r}")
-    if data["type"] == "dpr_components.document_stores.embedded.EmbeddedDocumentStore":
-        # Our own store needs no allowlist entry; any other class goes through Haystack's allowlist.
-        return EmbeddedDocumentStore.from_dict(data)
-    try:
-        store_class = import_class_by_name(data["type"])
-    except ImportError as error:
-        raise ValueError(f"cannot import document store class {data['type']!r}: {error}") from error
-    return store_class.from_dict(data)
-
-
-@component
-class BM25Retriever:
-    """Ranks documents by BM25 (Lucene-style) in an ``EmbeddedDocumentStore`` or ``ElasticsearchDocumentStore``."""
-
-    def __init__(self, document_store: Any, top_k: int = 10, filters: dict[str, Any] | None = None) -> None:
-        self.document_store = document_store
-        self.top_k = _check_top_k(top_k)
-        self.filters = filters
-        self._backend = search_backend(document_store)
-        self._warmed_up = False
-
-    def warm_up(self) -> None:
-        if not self._warmed_up:
-            warn_if_empty(self.document_store)
-            self._warmed_up = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, document_store=store_to_dict(self.document_store), top_k=self.top_k, filters=self.filters)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BM25Retriever:
-        data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-        return default_from_dict(cls, data)
-
-    @component.output_types(documents=list[Document])
-    def run(self, query: str, top_k: int | None = None, filters: dict[str, Any] | None = None) -> dict[str, Any]:
-        top_k = _check_top_k(self.top_k if top_k is None else top_k)
-        documents = self._backend.bm25_retrieval(_check_query(query), top_k, filters or self.filters)
-        return {"documents": documents}
+from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
+from dpr_components.validation import check_positive_int, check_query
 
 
 @component
@@ -93,7 +34,7 @@ class DenseRetriever:
         precision: Precision = "auto",
     ) -> None:
         self.document_store = document_store
-        self.top_k = _check_top_k(top_k)
+        self.top_k = check_positive_int("top_k", top_k)
         self.filters = filters
         self._backend = search_backend(document_store)
         self._warmed_up = False
@@ -119,7 +60,7 @@ class DenseRetriever:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DenseRetriever:
         data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-        return default_from_dict(cls, data)
+        return from_dict_any_path(cls, data)
 
     @component.output_types(documents=list[Document], query_embedding=list[float])
     def run(
@@ -129,12 +70,12 @@ class DenseRetriever:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        top_k = _check_top_k(self.top_k if top_k is None else top_k)
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         store_checked = self._check_store_pairing()
         if query_embedding is None:
             if query is None:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
-            query_embedding = self.embedder.run(_check_query(query))["embedding"]
+            query_embedding = self.embedder.run(check_query(query))["embedding"]
         documents = self._backend.embedding_retrieval(query_embedding, top_k, filters or self.filters)
         if not store_checked:
             # A store that does not record its passage encoder: check the stamps of what was found.

@@ -23,16 +23,18 @@ from tqdm.auto import tqdm
 
 from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_directory, atomic_write_text, remove_stale_temporaries
+from dpr_components.io_utils import atomic_directory, remove_stale_temporaries
 from dpr_components.process_state import peak_rss_mb, restore_rng_states, rng_states
-from dpr_components.reader.batches import Group, build_group, collate_groups
-from dpr_components.reader.data import MinedQuestion, PassageLookup, example_rng
-from dpr_components.reader.evaluate import dev_cases, evaluate_reader
-from dpr_components.reader.inputs import InputSettings
-from dpr_components.reader.loss import reader_loss
-from dpr_components.reader.model import load_reader, reader_from_encoder, save_reader
-from dpr_components.reader.predict import ReadSettings
+from dpr_components.readers.batches import Group, build_group, collate_groups
+from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rng
+from dpr_components.readers.evaluate import dev_cases, evaluate_reader
+from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.loss import reader_loss
+from dpr_components.readers.model import load_reader, reader_from_encoder, save_reader
+from dpr_components.readers.predict import ReadSettings
 from dpr_components.training.checkpoint_files import CheckpointError, load_tensors
+from dpr_components.training.optimizer import adamw_with_decay_groups
+from dpr_components.training.run_log import RunLog
 from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
@@ -123,14 +125,6 @@ def total_steps(config: TrainConfig, n_questions: int) -> int:
     return min(config.max_steps or per_epoch * config.epochs, per_epoch * config.epochs)
 
 
-def _optimizer(reader: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    decay, no_decay = [], []
-    for name, parameter in reader.named_parameters():
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.learning_rate)
-
-
 def _scheduler(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
     def factor(step: int) -> float:
         if step < warmup:
@@ -205,17 +199,12 @@ class _Run:
             ) from error
 
     def log(self, entry: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+        RunLog(self.log_path).write(entry)
 
     def truncate_log(self, step: int) -> None:
         """Drop log entries of steps after the checkpoint (they will be run again)."""
-        if not self.log_path.is_file():
-            return
-        lines = self.log_path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
-        atomic_write_text(self.log_path, "".join(line + "\n" for line in kept))
+        if self.log_path.is_file():
+            RunLog(self.log_path).truncate_after(step)
 
 
 def train(
@@ -231,7 +220,7 @@ def train(
     run = _Run(config, train_questions, data_fingerprint(train_questions))
     inputs = config.input_settings()
     reader, tokenizer = reader_from_encoder(config.init_model, seed=config.seed)
-    optimizer = _optimizer(reader, config)
+    optimizer = adamw_with_decay_groups(reader, config.learning_rate, config.weight_decay)
     scheduler = _scheduler(optimizer, int(config.warmup_ratio * run.total), run.total)
     position = Position()
     state = run.load_checkpoint()

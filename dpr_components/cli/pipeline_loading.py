@@ -2,8 +2,8 @@
 
 Before anything is built the specification is checked, so a mistake is reported as one line
 naming the file or ``--set``, the component and the parameter: the YAML is read with bounded
-cost (:mod:`dpr_components.safe_yaml`), only local classes are allowed unless the user allows
-the network (:mod:`dpr_components.pipeline_policy`), init parameters are checked against the
+cost (:mod:`dpr_components.cli.safe_yaml`), only local classes are allowed unless the user allows
+the network (:mod:`dpr_components.cli.pipeline_policy`), init parameters are checked against the
 component's type hints, connections must name existing components, and a pipeline that only
 reads needs its store folders to exist."""
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.pipeline_policy import check_local_only, is_local_type, network_allowed_by_environment
-from dpr_components.safe_yaml import read_yaml_file
+from dpr_components.cli.pipeline_policy import check_local_only, is_local_type, network_allowed_by_environment
+from dpr_components.cli.safe_yaml import read_yaml_file
 from dpr_components.type_checks import init_hints, type_mismatch
 from dpr_components.validation import short_repr, strict_json_loads
 

@@ -1,73 +1,17 @@
-"""Haystack components that turn questions and passages into DPR vectors."""
+"""PassageEmbedder: the passage encoder E_P as a Haystack component, stamping its weights digest."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_to_dict
 
+from dpr_components.embedders.encoder_factory import make_encoder
 from dpr_components.encoder_pairing import META_FIELD, weights_digest
-from dpr_components.encoders import BUNDLED_MINILM, EncoderSettings, Pooling, Precision, TextEncoder, TitleMode
+from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision, TitleMode
 from dpr_components.indexing.embedding import cache_for, encode_passages_cached
-
-
-def make_encoder(
-    model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, title_mode: TitleMode,
-    precision: Precision, batch_size: int,
-) -> TextEncoder:
-    settings = EncoderSettings(
-        model=model, pooling=pooling, normalize=normalize, max_length=max_length, title_mode=title_mode,
-        precision=precision,
-    )
-    return TextEncoder(settings, batch_size=batch_size)
-
-
-@component
-class QuestionEmbedder:
-    """Encodes a question with the question encoder E_Q.
-
-    :param model: ``bundled:all-MiniLM-L6-v2`` or a local checkpoint folder (DPR, sentence-transformers, BERT).
-    :param pooling: ``auto`` (from the checkpoint), ``cls``, ``mean`` or ``pooler``.
-    :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
-    :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
-    """
-
-    def __init__(
-        self,
-        model: str = BUNDLED_MINILM,
-        pooling: Pooling = "auto",
-        normalize: bool | None = None,
-        max_length: int | None = None,
-        precision: Precision = "auto",
-        batch_size: int = 32,
-    ) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.max_length = max_length
-        self.precision = precision
-        self.batch_size = batch_size
-        self.encoder = make_encoder(model, pooling, normalize, max_length, "none", precision, batch_size)
-
-    def warm_up(self) -> None:
-        self.encoder.load()
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self, model=self.model, pooling=self.pooling, normalize=self.normalize, max_length=self.max_length,
-            precision=self.precision, batch_size=self.batch_size,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> QuestionEmbedder:
-        return default_from_dict(cls, data)
-
-    @component.output_types(embedding=list[float])
-    def run(self, query: str) -> dict[str, Any]:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("the query is empty: give a question")
-        return {"embedding": self.encoder.encode_questions([query])[0].tolist()}
+from dpr_components.legacy_paths import from_dict_any_path
 
 
 @component
@@ -115,7 +59,7 @@ class PassageEmbedder:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PassageEmbedder:
-        return default_from_dict(cls, data)
+        return from_dict_any_path(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from dpr_components.reader.spans import windows
+from dpr_components.readers.spans import windows
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,17 @@ from typing import Any
 from haystack import Document
 from tqdm.auto import tqdm
 
+from dpr_components.cli.pipeline_loading import load_pipeline
+from dpr_components.cli.pipeline_runner import check_top_k_option, leaf_components, run_pipeline, top_k_inputs
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.report import ReportTable, write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, evaluate_retrieval
+from dpr_components.output_files import prepare_output_folder
 
 
 def _final_documents(pipeline: Any, result: dict[str, Any]) -> list[Document]:
     """The documents of the pipeline's last component that outputs documents."""
-    leaves = [name for name in pipeline.graph.nodes if pipeline.graph.out_degree(name) == 0]
-    for name in leaves:
+    for name in leaf_components(pipeline):
         documents = result.get(name, {}).get("documents")
         if isinstance(documents, list):
             return documents
@@ -31,16 +33,11 @@ def evaluate_pipeline(
     pipeline: Any, questions: list[QAExample], top_k: int, match_mode: str, name: str
 ) -> tuple[RetrievalResult, float]:
     """Retrieval accuracy of one pipeline and its mean seconds per question."""
-    from dpr_components.cli import run_pipeline
-
-    leaves = [n for n in pipeline.graph.nodes if pipeline.graph.out_degree(n) == 0]
+    top_k_of_results = top_k_inputs(pipeline, top_k)
     passages: list[list[str]] = []
     start = time.perf_counter()
     for example in tqdm(questions, desc=f"Evaluating {name}", unit="question"):
-        data: dict[str, Any] = {"query": example.question}
-        for leaf in leaves:
-            if "top_k" in pipeline.inputs().get(leaf, {}):
-                data[leaf] = {"top_k": top_k}
+        data: dict[str, Any] = {"query": example.question, **top_k_of_results}
         try:
             result = run_pipeline(pipeline, data)
         except ValueError as error:
@@ -55,11 +52,8 @@ def evaluate_pipeline(
 
 
 def command_eval(args: Any) -> int:
-    from dpr_components.output_files import prepare_output_folder
-    from dpr_components.pipeline_loading import load_pipeline
-
-    if args.top_k <= 0:
-        raise ValueError(f"--top-k must be positive, got {args.top_k}")
+    """``haystack eval``: every pipeline on the question set, one comparison report."""
+    check_top_k_option(args.top_k)
     prepare_output_folder(args.out)
     questions = load_questions(args.questions, split=args.split, limit=args.limit)
     systems: dict[str, RetrievalResult] = {}

@@ -10,9 +10,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_metrics import exact_match, f1
-from dpr_components.reader.data import MinedQuestion, Passage, PassageLookup
-from dpr_components.reader.inputs import InputSettings
-from dpr_components.reader.predict import ReadSettings, read
+from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup
+from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.predict import ReadSettings, read
 
 
 @dataclass

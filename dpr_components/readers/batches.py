@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.reader.data import MinedQuestion, Passage, PassageLookup, positives_of
-from dpr_components.reader.inputs import (
+from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup, positives_of
+from dpr_components.readers.inputs import (
     InputSettings,
     Row,
     collate,
@@ -18,7 +18,7 @@ from dpr_components.reader.inputs import (
     token_ids,
     tokenize_passage,
 )
-from dpr_components.reader.spans import answer_token_spans
+from dpr_components.readers.spans import answer_token_spans
 
 MAX_ANSWER_SPANS = 10  # DPR's max_n_answers: occurrences marginalised per positive
 
@@ -86,7 +86,7 @@ def build_group(
 def collate_groups(
     groups: list[Group], passages_per_question: int, pad_id: int, cls_id: int, sep_id: int
 ) -> dict[str, torch.Tensor]:
-    """Tensors for :func:`dpr_components.reader.loss.reader_loss`; short groups are filled with
+    """Tensors for :func:`dpr_components.readers.loss.reader_loss`; short groups are filled with
     masked ``[CLS] [SEP]`` rows so every question has m rows."""
     m = passages_per_question
     rows: list[Row] = []

@@ -1,0 +1,7 @@
+"""``python -m dpr_components.cli``: the ``haystack`` command."""
+
+import sys
+
+from dpr_components.cli.main import main
+
+sys.exit(main())

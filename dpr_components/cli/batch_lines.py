@@ -1,0 +1,35 @@
+"""The ``--batch`` file of ``haystack run``: one query per line, as text or a JSON object of inputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from dpr_components.line_files import numbered_lines
+from dpr_components.validation import strict_json_loads
+
+
+def _batch_item(text: str, where: str) -> dict[str, Any]:
+    """One batch line as pipeline inputs: JSON (an object of inputs, or a quoted query) or plain query text."""
+    if not text.startswith(("{", "[", '"')):
+        return {"query": text}
+    try:
+        item = strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where}: invalid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if isinstance(item, str):
+        return {"query": item}
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: expected query text or a JSON object of inputs, got a JSON {type(item).__name__}")
+    return item
+
+
+def batch_queries(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Numbered lines of a batch file; a line starting with ``{``, ``[`` or ``"`` is JSON, any other is query text."""
+    for number, line in numbered_lines(path, "--batch file"):
+        text = line.strip()
+        if text:
+            yield number, _batch_item(text, f"{path}:{number}")

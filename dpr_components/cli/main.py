@@ -1,0 +1,120 @@
+"""The ``haystack`` command: run, evaluate and tune YAML pipelines built from dpr_components.
+
+    haystack run pipelines/search.yml --query "who wrote hamlet"
+    haystack run pipelines/index.yml --input path=examples/corpus.jsonl
+    haystack run pipelines/search.yml --batch questions.jsonl --json > results.jsonl
+    haystack eval pipelines/bm25.yml pipelines/dense.yml pipelines/search.yml --questions dev.jsonl --out reports/nq
+    haystack fit-lambda pipelines/search.yml --questions dev.jsonl --out reports/lambda
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+
+from dpr_components.cli.batch_lines import batch_queries
+from dpr_components.cli.eval_command import command_eval
+from dpr_components.cli.fit_lambda import command_fit_lambda
+from dpr_components.cli.output_format import printable, result_text, to_json_line
+from dpr_components.cli.pipeline_loading import load_pipeline
+from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_errors
+from dpr_components.cli.run_inputs import base_inputs, merge_inputs
+
+
+def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", help="folder of the embedded document store (replaces the one in the YAML)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="COMPONENT.PARAM=VALUE",
+        help="override an init parameter, e.g. --set ranker.weight=20 or --set bm25.document_store.bm25_k1=1.2",
+    )
+    parser.add_argument(
+        "--allow-network", action="store_true",
+        help="also build components that may reach the network (remote stores, fetchers, generators) "
+             "and read secrets from the environment; only for pipeline files you trust",
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="haystack", description="Run Haystack pipelines built from dpr_components.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a YAML pipeline")
+    run.add_argument("pipeline", help="pipeline YAML file")
+    run.add_argument("--query", "-q", help="the question or search text (goes to every input named 'query')")
+    run.add_argument("--input", "-i", action="append", default=[], metavar="NAME=VALUE",
+                     help="a pipeline input: NAME or COMPONENT.NAME; VALUE is JSON if it parses, else text")
+    run.add_argument("--inputs-file", help="JSON file with the pipeline inputs")
+    run.add_argument("--batch", help="JSONL file: one query per line (text or an inputs object); one result per line")
+    run.add_argument("--top-k", type=int, help="results to return (top_k of the pipeline's last components)")
+    run.add_argument("--json", action="store_true", help="print JSON (one line per query) instead of tables")
+    _add_pipeline_options(run)
+
+    evaluate = commands.add_parser("eval", help="retrieval accuracy of pipelines on a question set")
+    evaluate.add_argument("pipelines", nargs="+", help="pipeline YAML files to compare")
+    evaluate.add_argument("--questions", required=True, help="question file: JSONL, DPR qa.csv/tsv, or a datasets source")
+    evaluate.add_argument("--split", help="split of a datasets source (e.g. validation)")
+    evaluate.add_argument("--limit", type=int, help="first N questions only")
+    evaluate.add_argument("--match", choices=["string", "regex"], default="string", help="answer matching mode")
+    evaluate.add_argument("--top-k", type=int, default=100, help="passages retrieved per question")
+    evaluate.add_argument("--out", default="reports/eval", help="report folder (report.md, report.json, PNG)")
+    _add_pipeline_options(evaluate)
+
+    fit = commands.add_parser("fit-lambda", help="fit the HybridRanker weight λ on dev questions")
+    fit.add_argument("pipeline", help="a pipeline with a HybridRanker fed by BM25Retriever and DenseRetriever")
+    fit.add_argument("--questions", required=True)
+    fit.add_argument("--split")
+    fit.add_argument("--limit", type=int)
+    fit.add_argument("--match", choices=["string", "regex"], default="string")
+    fit.add_argument("--objective", default="1,5,20", help="k values whose mean top-k accuracy is maximised")
+    fit.add_argument("--out", default="reports/lambda")
+    _add_pipeline_options(fit)
+    return parser
+
+
+def command_run(args: argparse.Namespace) -> int:
+    """``haystack run``: one set of inputs, or one per line of a ``--batch`` file."""
+    pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
+    base = base_inputs(args, pipeline)
+    if args.batch:
+        if args.query:
+            raise ValueError("give either --query or --batch, not both")
+        for number, item in batch_queries(args.batch):
+            try:
+                result = run_pipeline(pipeline, merge_inputs(base, item))
+            except user_errors() as error:
+                raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
+            print(to_json_line({"line": number, **item, "result": result}) if args.json else
+                  f"== {printable(str(item.get('query', item)))}\n{result_text(result)}", flush=True)
+        return 0
+    if args.query is not None:
+        base["query"] = args.query
+    if not base:
+        raise ValueError("no inputs: give --query, --input NAME=VALUE, --inputs-file or --batch")
+    result = run_pipeline(pipeline, base)
+    print(to_json_line(result) if args.json else result_text(result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``haystack`` command; the exit code is 0, 2 for a user error, 130 when interrupted."""
+    args = _build_parser().parse_args(argv)
+    args.command_line = "haystack " + shlex.join(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "run":
+            return command_run(args)
+        if args.command == "eval":
+            return command_eval(args)
+        if args.command == "fit-lambda":
+            return command_fit_lambda(args)
+    except user_errors() as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 1
+

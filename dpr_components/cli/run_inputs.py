@@ -1,0 +1,72 @@
+"""The inputs of ``haystack run``: ``--input``, ``--inputs-file`` and ``--top-k`` gathered into one mapping."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from dpr_components.cli.pipeline_loading import parse_value
+from dpr_components.cli.pipeline_runner import top_k_inputs
+from dpr_components.output_files import describe_os_error
+from dpr_components.validation import strict_json_loads
+
+
+def _set_input(data: dict[str, Any], name: str, value: Any) -> None:
+    """``NAME`` goes to every component with that input, ``COMPONENT.NAME`` to one."""
+    if "." in name:
+        component, socket = name.split(".", 1)
+        data.setdefault(component, {})[socket] = value
+    else:
+        data[name] = value
+
+
+def _read_inputs_file(path: str) -> dict[str, Any]:
+    """The JSON object of pipeline inputs in ``path``."""
+    if Path(path).is_dir():
+        raise ValueError(f"--inputs-file {path} is a directory, not a JSON file")
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as error:
+        raise ValueError(f"--inputs-file {describe_os_error(error, path)}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"--inputs-file {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    try:
+        loaded = strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--inputs-file {path}:{error.lineno}: invalid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"--inputs-file {path}: {error}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(f"--inputs-file {path}: expected a JSON object of inputs, got {type(loaded).__name__}")
+    return loaded
+
+
+def base_inputs(args: argparse.Namespace, pipeline: Any) -> dict[str, Any]:
+    """The inputs given by ``--inputs-file``, ``--input`` and ``--top-k``."""
+    data: dict[str, Any] = {}
+    if args.inputs_file:
+        data.update(_read_inputs_file(args.inputs_file))
+    for item in args.input:
+        if "=" not in item:
+            raise ValueError(f"--input expects NAME=VALUE, got {item!r}")
+        name, raw = item.split("=", 1)
+        _set_input(data, name, parse_value(raw, f"--input {name}"))
+    if args.top_k is not None:
+        for leaf, values in top_k_inputs(pipeline, args.top_k).items():
+            data.setdefault(leaf, {}).update(values)
+    return data
+
+
+def merge_inputs(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``extra``, per component for nested inputs."""
+    merged = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key].update(value)
+        else:
+            merged[key] = value
+    return merged
+
+

@@ -1,0 +1,17 @@
+"""The ``TextEncoder`` an embedder holds, built from the embedder's parameters."""
+
+from __future__ import annotations
+
+from dpr_components.encoders import EncoderSettings, Pooling, Precision, TextEncoder, TitleMode
+
+
+def make_encoder(
+    model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, title_mode: TitleMode,
+    precision: Precision, batch_size: int,
+) -> TextEncoder:
+    """An encoder of ``model`` with these settings (weights load on first use)."""
+    settings = EncoderSettings(
+        model=model, pooling=pooling, normalize=normalize, max_length=max_length, title_mode=title_mode,
+        precision=precision,
+    )
+    return TextEncoder(settings, batch_size=batch_size)

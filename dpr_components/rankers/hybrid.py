@@ -1,0 +1,120 @@
+"""HybridRanker: fuse BM25 and dense results.
+
+Mode ``dpr`` is the DPR paper's hybrid (Karpukhin et al. 2020, section 5.1): take the union of
+both top-N lists and rank every document of it by ``BM25(q, p) + λ · sim(q, p)``, with both
+scores computed exactly for each document (a document found by one retriever only is scored
+by the other through the document store). Mode ``rrf`` is reciprocal rank fusion
+(Cormack et al. 2009): ``Σ 1 / (k + rank)`` over the lists, no scores needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from haystack import Document, component, default_to_dict
+
+from dpr_components.document_stores.search_backend import search_backend
+from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
+from dpr_components.validation import check_finite, check_positive_int
+
+FusionMode = Literal["dpr", "rrf"]
+
+
+def dpr_fuse(bm25: float, dense: float, weight: float) -> float:
+    return bm25 + weight * dense
+
+
+def rrf_scores(rankings: list[list[str]], k: int) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+@component
+class HybridRanker:
+    """Fuses ``bm25_documents`` and ``dense_documents`` into one ranking.
+
+    :param document_store: the store both retrievers searched; mode ``dpr`` scores the union through it.
+    :param mode: ``dpr`` (BM25 + λ·sim over the union, exact) or ``rrf``.
+    :param weight: λ of mode ``dpr``. The paper used 1.1 for its BERT encoders; the right value
+        depends on the encoder's score scale, so fit it on dev questions (``haystack fit-lambda``).
+    :param rrf_k: the constant of reciprocal rank fusion.
+    :param top_k: documents returned.
+    Each returned document carries ``meta["bm25_score"]`` and ``meta["dense_score"]``.
+    """
+
+    def __init__(
+        self,
+        document_store: Any = None,
+        mode: FusionMode = "dpr",
+        weight: float = 1.1,
+        rrf_k: int = 60,
+        top_k: int = 10,
+    ) -> None:
+        if mode not in ("dpr", "rrf"):
+            raise ValueError(f"mode must be 'dpr' or 'rrf', got {mode!r}")
+        if mode == "dpr" and document_store is None:
+            raise ValueError("mode 'dpr' needs the document_store to score documents found by one retriever only")
+        check_positive_int("rrf_k", rrf_k)
+        self.document_store = document_store
+        self.mode = mode
+        self.weight = check_finite("weight", weight)
+        self.rrf_k = rrf_k
+        self.top_k = check_positive_int("top_k", top_k)
+        self._backend = search_backend(document_store) if document_store is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        store = store_to_dict(self.document_store) if self.document_store is not None else None
+        return default_to_dict(
+            self, document_store=store, mode=self.mode, weight=self.weight, rrf_k=self.rrf_k, top_k=self.top_k
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HybridRanker:
+        params = data["init_parameters"]
+        if params.get("document_store") is not None:
+            params["document_store"] = store_from_dict(params["document_store"])
+        return from_dict_any_path(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        bm25_documents: list[Document],
+        dense_documents: list[Document],
+        query: str | None = None,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        weight: float | None = None,
+    ) -> dict[str, Any]:
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        by_id: dict[str, Document] = {}
+        for doc in [*dense_documents, *bm25_documents]:
+            by_id.setdefault(doc.id, doc)
+        if not by_id:
+            return {"documents": []}
+        if self.mode == "rrf":
+            fused = rrf_scores([[d.id for d in bm25_documents], [d.id for d in dense_documents]], self.rrf_k)
+            bm25_of = {d.id: d.score for d in bm25_documents}
+            dense_of = {d.id: d.score for d in dense_documents}
+        else:
+            if query is None or query_embedding is None:
+                raise ValueError("HybridRanker mode 'dpr' needs the query text and the query_embedding")
+            assert self._backend is not None
+            scores = self._backend.score_documents(list(by_id), query, query_embedding)
+            bm25_of = {i: s[0] for i, s in scores.items()}
+            dense_of = {i: s[1] for i, s in scores.items()}
+            lam = self.weight if weight is None else check_finite("weight", weight)
+            # A document without a vector cannot be scored densely: it ranks on BM25 alone.
+            fused = {i: dpr_fuse(bm25_of.get(i) or 0.0, dense_of.get(i) or 0.0, lam) for i in by_id if i in scores}
+        ranked = sorted(fused, key=lambda i: fused[i], reverse=True)[:top_k]
+        out = [
+            dataclasses.replace(
+                by_id[i], score=fused[i], meta={**by_id[i].meta, "bm25_score": bm25_of.get(i), "dense_score": dense_of.get(i)}
+            )
+            for i in ranked
+        ]
+        return {"documents": out}

@@ -1,0 +1,149 @@
+"""SpanReader: DPR's extractive reader as a Haystack component."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+from haystack.dataclasses import ExtractedAnswer
+
+from dpr_components.encoders import Precision, bf16_enabled
+from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.model import load_reader
+from dpr_components.readers.predict import Ranking, ReadSettings, read
+from dpr_components.validation import check_positive_int, check_query
+
+DEFAULT_READER = "models/reader-minilm"
+
+
+@component
+class SpanReader:
+    """Extracts answer spans from the top-k documents of a question (Karpukhin et al. 2020, section 6).
+
+    Each document is read as ``[CLS] question [SEP] title [SEP] passage`` (long ones in overlapping
+    windows), all in one padded batch. Passages are selected by a softmax over their [CLS]
+    selection logits; the answer is the best span (at most ``max_answer_length`` tokens) of the
+    best-selected passage. Returns ``ExtractedAnswer``s, best first, with character offsets into
+    ``document.content`` and ``meta`` holding ``passage_score`` (selection probability),
+    ``span_score`` (start + end logit) and ``span_probability``.
+
+    :param model: a ``DPRReader`` folder (facebook/dpr-reader-* or one made by training/train_reader.py).
+    :param top_k: answers returned.
+    :param ranking: ``passage`` (DPR: best passage first; score = passage probability) or
+        ``combined`` (all spans by passage probability × span probability, which is then the score).
+    :param spans_per_passage: spans taken from each passage (non-overlapping).
+    :param max_answer_length: longest answer in tokens (DPR: 10).
+    :param max_length: tokens per model input; longer passages are read in windows.
+    :param stride: tokens shared by consecutive windows of a long passage.
+    :param max_question_tokens: longer questions are cut to this many tokens.
+    :param max_title_tokens: longer titles are cut to this many tokens.
+    :param title_field: the ``meta`` field holding a document's title.
+    :param batch_size: rows per forward pass; ``None`` reads all windows of all documents at once.
+    :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+    """
+
+    _shared: dict[str, tuple[Any, Any]] = {}
+    _lock = threading.Lock()
+
+    def __init__(
+        self,
+        model: str = DEFAULT_READER,
+        top_k: int = 5,
+        ranking: Ranking = "passage",
+        spans_per_passage: int = 1,
+        max_answer_length: int = 10,
+        max_length: int = 256,
+        stride: int = 64,
+        max_question_tokens: int = 64,
+        max_title_tokens: int = 32,
+        title_field: str = "title",
+        batch_size: int | None = None,
+        precision: Precision = "auto",
+    ) -> None:
+        if precision not in ("auto", "fp32", "bf16"):
+            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        self.model = str(model)
+        self.top_k = check_positive_int("top_k", top_k)
+        self.title_field = title_field
+        self.precision = precision
+        self.read_settings = ReadSettings(
+            max_answer_length=max_answer_length, spans_per_passage=spans_per_passage, ranking=ranking,
+            batch_size=batch_size,
+        )
+        self.input_settings = InputSettings(
+            max_length=max_length, stride=stride, max_question_tokens=max_question_tokens,
+            max_title_tokens=max_title_tokens,
+        )
+        self._reader: Any = None
+        self._tokenizer: Any = None
+
+    def warm_up(self) -> None:
+        """Load the model once; readers of the same folder in one process share it."""
+        if self._reader is not None:
+            return
+        with SpanReader._lock:
+            if self.model not in SpanReader._shared:
+                SpanReader._shared[self.model] = load_reader(self.model)
+            reader, tokenizer = SpanReader._shared[self.model]
+        positions = getattr(reader.config, "max_position_embeddings", None)
+        if positions is not None and self.input_settings.max_length > positions:
+            raise ValueError(
+                f"max_length {self.input_settings.max_length} exceeds the {positions} positions "
+                f"of the reader {self.model}"
+            )
+        self._reader, self._tokenizer = reader, tokenizer
+
+    @property
+    def uses_bf16(self) -> bool:
+        return bf16_enabled(self.precision)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, model=self.model, top_k=self.top_k, title_field=self.title_field, precision=self.precision,
+            **asdict(self.read_settings), **asdict(self.input_settings),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SpanReader:
+        return from_dict_any_path(cls, data)
+
+    @component.output_types(answers=list[ExtractedAnswer])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """Answers to ``query`` from ``documents`` (documents without text are skipped)."""
+        check_query(query)
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        readable = [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+        if not readable:
+            return {"answers": []}
+        self.warm_up()
+        passages = [(_title(d, self.title_field), d.content or "") for d in readable]
+        predictions = read(
+            self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings, self.uses_bf16
+        )
+        answers = []
+        for p in predictions[:top_k]:
+            document = readable[p.passage_index]
+            score = p.passage_score if self.read_settings.ranking == "passage" else p.score
+            answers.append(
+                ExtractedAnswer(
+                    query=query,
+                    score=float(score),
+                    data=p.text,
+                    document=document,
+                    document_offset=ExtractedAnswer.Span(p.start, p.end),
+                    meta={
+                        "passage_score": float(p.passage_score),
+                        "span_score": float(p.span_score),
+                        "span_probability": float(p.span_probability),
+                    },
+                )
+            )
+        return {"answers": answers}
+
+
+def _title(document: Document, field: str) -> str | None:
+    title = document.meta.get(field)
+    return title if isinstance(title, str) and title.strip() else None

@@ -1,0 +1,10 @@
+"""Retriever components: DPR dense retrieval and BM25, over the embedded store or Elasticsearch."""
+
+from dpr_components.legacy_paths import register_legacy_paths
+from dpr_components.retrievers.bm25 import BM25Retriever
+from dpr_components.retrievers.dense import DenseRetriever
+
+__all__ = ["BM25Retriever", "DenseRetriever"]
+
+# This package is also the old module path dpr_components.retrievers.<Class> of pipeline files.
+register_legacy_paths(BM25Retriever, DenseRetriever)
