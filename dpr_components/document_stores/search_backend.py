@@ -1,8 +1,10 @@
-"""One search interface over the embedded store and Elasticsearch, so retrievers and the
-hybrid ranker work with either."""
+"""One search interface over any document store, so retrievers and the hybrid ranker work with
+our embedded store, Elasticsearch, Haystack's ``InMemoryDocumentStore`` or any store exposing
+public ``bm25_retrieval`` / ``embedding_retrieval`` methods."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -14,17 +16,48 @@ from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
 logger = logging.getLogger(__name__)
 
+RETRIEVAL_METHODS = ("bm25_retrieval", "embedding_retrieval")
+
 
 class SearchBackend(Protocol):
-    def bm25_retrieval(self, query: str, top_k: int, filters: dict[str, Any] | None) -> list[Document]: ...
+    def bm25_retrieval(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]: ...
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]: ...
+
+
+class ScoringSearchBackend(SearchBackend, Protocol):
+    """A backend that also scores given documents exactly (what HybridRanker mode ``dpr`` needs)."""
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
     ) -> dict[str, tuple[float | None, float | None]]: ...
+
+
+class EmbeddedSearch:
+    """Adapter for ``EmbeddedDocumentStore``: its scores are raw (BM25, dot product, cosine or
+    negative squared L2), so ``scale_score`` is ignored."""
+
+    def __init__(self, store: EmbeddedDocumentStore) -> None:
+        self.store = store
+
+    def bm25_retrieval(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return self.store.bm25_retrieval(query, top_k, filters)
+
+    def embedding_retrieval(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return self.store.embedding_retrieval(query_embedding, top_k, filters)
+
+    def score_documents(
+        self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
+    ) -> dict[str, tuple[float | None, float | None]]:
+        return self.store.score_documents(document_ids, query, query_embedding)
 
 
 ES_MAX_KNN_CANDIDATES = 10_000
@@ -34,17 +67,20 @@ class ElasticsearchSearch:
     """Adapter for ``ElasticsearchDocumentStore`` (elasticsearch-haystack).
 
     BM25 runs without fuzziness (plain BM25, as in the paper); dense scores for the hybrid are
-    recomputed from the stored vectors because Elasticsearch rescales kNN scores."""
+    recomputed from the stored vectors because Elasticsearch rescales kNN scores; ``scale_score``
+    is ignored."""
 
     def __init__(self, store: Any, similarity: str = "dot_product") -> None:
         self.store = store
         self.similarity = similarity
 
-    def bm25_retrieval(self, query: str, top_k: int, filters: dict[str, Any] | None) -> list[Document]:
+    def bm25_retrieval(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
         return self.store._bm25_retrieval(query, filters=filters, fuzziness="0", top_k=top_k)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]:
         if top_k > ES_MAX_KNN_CANDIDATES:
             raise ValueError(f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={top_k}")
@@ -74,6 +110,45 @@ class ElasticsearchSearch:
         }
 
 
+class PublicMethodsSearch:
+    """Adapter for a store with public ``bm25_retrieval(query, filters, top_k[, scale_score])``
+    and/or ``embedding_retrieval(query_embedding, filters, top_k[, scale_score])``, as Haystack's
+    ``InMemoryDocumentStore`` has. Arguments are passed by name; ``scale_score`` only to a method
+    that accepts it. It offers no exact per-document scoring (``score_documents``)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def bm25_retrieval(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return self._call("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
+
+    def embedding_retrieval(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        embedding = [float(x) for x in query_embedding]
+        return self._call(
+            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score
+        )
+
+    def _call(self, name: str, scale_score: bool, **arguments: Any) -> list[Document]:
+        method = getattr(self.store, name, None)
+        if not callable(method):
+            raise ValueError(f"document store {type(self.store).__name__} has no public {name} method")
+        if _accepts(method, "scale_score"):
+            arguments["scale_score"] = scale_score
+        return method(**arguments)
+
+
+def _accepts(method: Any, parameter: str) -> bool:
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return parameter in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
 def warn_if_empty(store: Any) -> None:
     """An empty embedded store almost always means the index was never built (or a wrong path)."""
     if isinstance(store, EmbeddedDocumentStore) and store.count_documents() == 0:
@@ -84,14 +159,33 @@ def warn_if_empty(store: Any) -> None:
         )
 
 
-def search_backend(store: Any) -> SearchBackend:
-    """The search interface of a document store, or a clear error for an unsupported one."""
+def search_backend(store: Any, required: Sequence[str] = ()) -> SearchBackend:
+    """The search interface of a document store, chosen by what the store offers.
+
+    :param required: methods the caller needs (``bm25_retrieval``, ``embedding_retrieval``,
+        ``score_documents``); without any, the store must offer at least one retrieval method.
+    :raises ValueError: naming the store class and what it lacks.
+    """
+    backend: SearchBackend
     if isinstance(store, EmbeddedDocumentStore):
-        return store
-    if type(store).__name__ == "ElasticsearchDocumentStore":
+        backend = EmbeddedSearch(store)
+    elif type(store).__name__ == "ElasticsearchDocumentStore":
         similarity = getattr(store, "_embedding_similarity_function", "dot_product")
-        return ElasticsearchSearch(store, "l2" if similarity == "l2_norm" else "dot_product")
-    raise TypeError(
-        f"unsupported document store {type(store).__name__}: use EmbeddedDocumentStore or "
-        "ElasticsearchDocumentStore (elasticsearch-haystack)"
-    )
+        backend = ElasticsearchSearch(store, "l2" if similarity == "l2_norm" else "dot_product")
+    else:
+        offered = [name for name in RETRIEVAL_METHODS if callable(getattr(store, name, None))]
+        if not offered:
+            raise ValueError(
+                f"document store {type(store).__name__} cannot be searched: it has neither a public "
+                "bm25_retrieval nor an embedding_retrieval method"
+            )
+        backend = PublicMethodsSearch(store)
+        missing = [name for name in required if name in RETRIEVAL_METHODS and name not in offered]
+        if missing:
+            raise ValueError(f"document store {type(store).__name__} has no public {' or '.join(missing)} method")
+    if "score_documents" in required and not hasattr(backend, "score_documents"):
+        raise ValueError(
+            f"document store {type(store).__name__} cannot score given documents exactly (BM25 and dense "
+            "score of each document of the union), which HybridRanker mode 'dpr' needs: use mode 'rrf'"
+        )
+    return backend

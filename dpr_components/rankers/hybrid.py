@@ -10,11 +10,11 @@ by the other through the document store). Mode ``rrf`` is reciprocal rank fusion
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.document_stores.search_backend import search_backend
+from dpr_components.document_stores.search_backend import ScoringSearchBackend, search_backend
 from dpr_components.legacy_paths import from_dict_any_path
 from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_finite, check_positive_int
@@ -39,12 +39,39 @@ class HybridRanker:
     """Fuses ``bm25_documents`` and ``dense_documents`` into one ranking.
 
     :param document_store: the store both retrievers searched; mode ``dpr`` scores the union through it.
+        Mode ``rrf`` works with any store (or none).
     :param mode: ``dpr`` (BM25 + λ·sim over the union, exact) or ``rrf``.
     :param weight: λ of mode ``dpr``. The paper used 1.1 for its BERT encoders; the right value
         depends on the encoder's score scale, so fit it on dev questions (``haystack fit-lambda``).
     :param rrf_k: the constant of reciprocal rank fusion.
     :param top_k: documents returned.
     Each returned document carries ``meta["bm25_score"]`` and ``meta["dense_score"]``.
+
+    Mode ``dpr`` needs a store that scores given documents exactly: ``EmbeddedDocumentStore`` and
+    ``ElasticsearchDocumentStore``. Other stores (Haystack's ``InMemoryDocumentStore``, ...) can
+    retrieve but cannot give the BM25 score of a document their BM25 search did not return, and
+    BM25 recomputed over the union alone would use other collection statistics than the store's,
+    mixing incomparable scores; so mode ``dpr`` refuses such a store with a ``ValueError`` and
+    mode ``rrf`` is the fusion to use with it.
+
+    Usage example:
+    ```python
+    from haystack import Pipeline
+    from dpr_components.document_stores import EmbeddedDocumentStore
+    from dpr_components.rankers import HybridRanker
+    from dpr_components.retrievers import BM25Retriever, DenseRetriever
+
+    store = EmbeddedDocumentStore(path="indexes/example")
+    pipeline = Pipeline()
+    pipeline.add_component("bm25", BM25Retriever(document_store=store, top_k=100))
+    pipeline.add_component("dense", DenseRetriever(document_store=store, top_k=100))
+    pipeline.add_component("hybrid", HybridRanker(document_store=store, mode="dpr", top_k=10))
+    pipeline.connect("bm25.documents", "hybrid.bm25_documents")
+    pipeline.connect("dense.documents", "hybrid.dense_documents")
+    pipeline.connect("dense.query_embedding", "hybrid.query_embedding")
+    question = "who wrote hamlet?"
+    result = pipeline.run({"bm25": {"query": question}, "dense": {"query": question}, "hybrid": {"query": question}})
+    ```
     """
 
     def __init__(
@@ -65,7 +92,10 @@ class HybridRanker:
         self.weight = check_finite("weight", weight)
         self.rrf_k = rrf_k
         self.top_k = check_positive_int("top_k", top_k)
-        self._backend = search_backend(document_store) if document_store is not None else None
+        required = ("score_documents",) if mode == "dpr" else ()
+        backend = search_backend(document_store, required=required) if document_store is not None else None
+        # In mode "dpr" search_backend has checked that the backend scores documents.
+        self._backend = cast(ScoringSearchBackend | None, backend)
 
     def to_dict(self) -> dict[str, Any]:
         store = store_to_dict(self.document_store) if self.document_store is not None else None

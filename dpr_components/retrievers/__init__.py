@@ -1,4 +1,5 @@
-"""Retriever components: DPR dense retrieval and BM25, over the embedded store or Elasticsearch."""
+"""Retriever components: DPR dense retrieval and BM25, over the embedded store, Elasticsearch or any
+Haystack store with public ``embedding_retrieval`` / ``bm25_retrieval`` methods."""
 
 from dpr_components.legacy_paths import register_legacy_paths
 from dpr_components.retrievers.bm25 import BM25Retriever

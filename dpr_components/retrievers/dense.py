@@ -1,16 +1,18 @@
-"""DenseRetriever: DPR retrieval, E_Q(q)·E_P(p) over the passage vectors of a store."""
+"""DenseRetriever: DPR retrieval, E_Q(q)·E_P(p) over the passage vectors of any store with embedding retrieval."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from haystack import Document, component, default_to_dict
+from haystack.document_stores.types import FilterPolicy
 
 from dpr_components.document_stores.search_backend import search_backend, warn_if_empty
 from dpr_components.embedders.question import QuestionEmbedder
 from dpr_components.encoder_pairing import META_FIELD, check_pairing, expected_passage_digest
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
 from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_positive_int, check_query
 
@@ -20,7 +22,31 @@ class DenseRetriever:
     """DPR retrieval: encodes the question with E_Q and searches the passage vectors by inner product.
 
     Takes question text (``query``) or a ready ``query_embedding``; also returns the embedding so
-    a ``HybridRanker`` can score documents that only BM25 found."""
+    a ``HybridRanker`` can score documents that only BM25 found. Works with ``EmbeddedDocumentStore``,
+    ``ElasticsearchDocumentStore``, Haystack's ``InMemoryDocumentStore`` and any store with a public
+    ``embedding_retrieval(query_embedding, filters, top_k)``.
+
+    :param filter_policy: ``replace`` (runtime filters replace the init ones) or ``merge`` (both apply).
+    :param scale_score: passed to stores that scale scores (InMemoryDocumentStore); ours and
+        Elasticsearch return raw similarities.
+
+    Usage example:
+    ```python
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from dpr_components.embedders import PassageEmbedder
+    from dpr_components.retrievers import DenseRetriever
+
+    store = InMemoryDocumentStore(embedding_similarity_function="dot_product")
+    embedder = PassageEmbedder(model="models/dpr-minilm-nq/passage_encoder")
+    embedder.warm_up()
+    documents = [Document(content="Hamlet is a tragedy written by William Shakespeare.")]
+    store.write_documents(embedder.run(documents=documents)["documents"])
+    retriever = DenseRetriever(document_store=store, model="models/dpr-minilm-nq/question_encoder")
+    retriever.warm_up()
+    found = retriever.run(query="who wrote hamlet?")["documents"]
+    ```
+    """
 
     def __init__(
         self,
@@ -32,11 +58,15 @@ class DenseRetriever:
         normalize: bool | None = None,
         max_length: int | None = None,
         precision: Precision = "auto",
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        scale_score: bool = False,
     ) -> None:
         self.document_store = document_store
         self.top_k = check_positive_int("top_k", top_k)
         self.filters = filters
-        self._backend = search_backend(document_store)
+        self.filter_policy = parse_filter_policy(filter_policy)
+        self.scale_score = bool(scale_score)
+        self._backend = search_backend(document_store, required=("embedding_retrieval",))
         self._warmed_up = False
         self.embedder = QuestionEmbedder(
             model=model, pooling=pooling, normalize=normalize, max_length=max_length, precision=precision
@@ -54,7 +84,7 @@ class DenseRetriever:
         return default_to_dict(
             self, document_store=store_to_dict(self.document_store), model=e.model, top_k=self.top_k,
             filters=self.filters, pooling=e.pooling, normalize=e.normalize, max_length=e.max_length,
-            precision=e.precision,
+            precision=e.precision, filter_policy=self.filter_policy.value, scale_score=self.scale_score,
         )
 
     @classmethod
@@ -69,6 +99,7 @@ class DenseRetriever:
         query_embedding: list[float] | None = None,
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
+        scale_score: bool | None = None,
     ) -> dict[str, Any]:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         store_checked = self._check_store_pairing()
@@ -76,7 +107,10 @@ class DenseRetriever:
             if query is None:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
             query_embedding = self.embedder.run(check_query(query))["embedding"]
-        documents = self._backend.embedding_retrieval(query_embedding, top_k, filters or self.filters)
+        documents = self._backend.embedding_retrieval(
+            query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
+            self.scale_score if scale_score is None else scale_score,
+        )
         if not store_checked:
             # A store that does not record its passage encoder: check the stamps of what was found.
             recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}
