@@ -149,3 +149,23 @@ def test_store_without_retrieval_methods_is_a_clear_error() -> None:
 def test_any_store_with_public_methods(tiny_st_dir: Path) -> None:
     result = DenseRetriever(DenseOnlyStore(), model=str(tiny_st_dir)).run(query_embedding=[1.0, 2.0])
     assert [(d.id, d.score) for d in result["documents"]] == [("only", 3.0)]
+
+
+def test_question_embedder_fits_haystacks_text_embedder_protocol(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
+    """Our E_Q takes ``text`` like Haystack's text embedders, so it feeds Haystack's own retriever."""
+    from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+
+    from dpr_components.embedders import QuestionEmbedder
+
+    pipeline = Pipeline()
+    pipeline.add_component("embedder", QuestionEmbedder(model=str(tiny_st_dir)))
+    pipeline.add_component("retriever", InMemoryEmbeddingRetriever(document_store=embedded_store, top_k=1))
+    pipeline.connect("embedder.embedding", "retriever.query_embedding")
+    for doc_id, text in PASSAGES.items():
+        assert pipeline.run({"embedder": {"text": text}})["retriever"]["documents"][0].id == doc_id
+    embedder = QuestionEmbedder(model=str(tiny_st_dir))
+    assert embedder.run(text="who wrote hamlet") == embedder.run(query="who wrote hamlet")
+    with pytest.raises(ValueError, match="exactly one"):
+        embedder.run()
+    with pytest.raises(ValueError, match="exactly one"):
+        embedder.run(text="a", query="b")

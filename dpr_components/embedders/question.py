@@ -20,6 +20,19 @@ class QuestionEmbedder:
     :param pooling: ``auto`` (from the checkpoint), ``cls``, ``mean`` or ``pooler``.
     :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
     :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
+
+    Usage example (any Haystack embedding retriever can follow it):
+
+    ```python
+    from haystack import Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+
+    pipeline = Pipeline()
+    pipeline.add_component("embedder", QuestionEmbedder(model="models/dpr-minilm-nq/question_encoder"))
+    pipeline.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store))
+    pipeline.connect("embedder.embedding", "retriever.query_embedding")
+    pipeline.run({"embedder": {"text": "who wrote hamlet?"}})
+    ```
     """
 
     def __init__(
@@ -53,5 +66,11 @@ class QuestionEmbedder:
         return from_dict_any_path(cls, data)
 
     @component.output_types(embedding=list[float])
-    def run(self, query: str) -> dict[str, Any]:
-        return {"embedding": self.encoder.encode_questions([check_query(query)])[0].tolist()}
+    def run(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:
+        """The question's vector. ``text`` is the input name of Haystack's text embedders (so this
+        component replaces one, e.g. before ``InMemoryEmbeddingRetriever``); ``query`` is the same
+        input under the name our pipelines and the ``--query`` option use. Give one of them."""
+        if (text is None) == (query is None):
+            raise ValueError("QuestionEmbedder needs the question as either 'text' or 'query' (exactly one of them)")
+        question = check_query(text if text is not None else query)
+        return {"embedding": self.encoder.encode_questions([question])[0].tolist()}

@@ -106,7 +106,7 @@ class DenseRetriever:
         if query_embedding is None:
             if query is None:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
-            query_embedding = self.embedder.run(check_query(query))["embedding"]
+            query_embedding = self.embedder.run(query=check_query(query))["embedding"]
         documents = self._backend.embedding_retrieval(
             query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
