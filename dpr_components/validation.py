@@ -84,6 +84,17 @@ def strict_json_loads(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+def load_json_text(text: str, where: str, line_numbers: bool = False) -> Any:
+    """Strict JSON from ``text``; an error names ``where`` (and the line when ``line_numbers``)."""
+    try:
+        return strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        place = f"{where}:{error.lineno}" if line_numbers else where
+        raise ValueError(f"{place}: invalid JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
 def short_repr(value: Any, limit: int = 60) -> str:
     """``repr`` clipped to ``limit`` characters, for error messages."""
     text = repr(value)

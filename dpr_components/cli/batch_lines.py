@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from dpr_components.line_files import numbered_lines
-from dpr_components.validation import strict_json_loads
+from dpr_components.validation import load_json_text
 
 
 def _batch_item(text: str, where: str) -> dict[str, Any]:
     """One batch line as pipeline inputs: JSON (an object of inputs, or a quoted query) or plain query text."""
     if not text.startswith(("{", "[", '"')):
         return {"query": text}
-    try:
-        item = strict_json_loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{where}: invalid JSON ({error.msg} at column {error.colno})") from None
-    except ValueError as error:
-        raise ValueError(f"{where}: {error}") from None
+    item = load_json_text(text, where)
     if isinstance(item, str):
         return {"query": item}
     if not isinstance(item, dict):

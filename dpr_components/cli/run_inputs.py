@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from dpr_components.cli.pipeline_loading import parse_value
 from dpr_components.cli.pipeline_runner import top_k_inputs
 from dpr_components.output_files import describe_os_error
-from dpr_components.validation import strict_json_loads
+from dpr_components.validation import load_json_text
 
 
 def _set_input(data: dict[str, Any], name: str, value: Any) -> None:
@@ -32,12 +31,7 @@ def _read_inputs_file(path: str) -> dict[str, Any]:
         raise ValueError(f"--inputs-file {describe_os_error(error, path)}") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"--inputs-file {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    try:
-        loaded = strict_json_loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"--inputs-file {path}:{error.lineno}: invalid JSON ({error.msg} at column {error.colno})") from None
-    except ValueError as error:
-        raise ValueError(f"--inputs-file {path}: {error}") from None
+    loaded = load_json_text(text, f"--inputs-file {path}", line_numbers=True)
     if not isinstance(loaded, dict):
         raise ValueError(f"--inputs-file {path}: expected a JSON object of inputs, got {type(loaded).__name__}")
     return loaded
