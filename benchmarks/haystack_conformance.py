@@ -1,11 +1,13 @@
 """Run Haystack's own DocumentStore test suite (haystack.testing, sync and async) against
 EmbeddedDocumentStore (in a folder and in memory) and against Haystack's InMemoryDocumentStore,
-and write docs/haystack_conformance.md (+ .json): passed/failed/skipped per Haystack test class.
+and write docs/haystack_conformance.md (+ .json): passed/failed/skipped per Haystack test class,
+then the drop-in matrix of tests/test_drop_in.py (our components on each store, Haystack's on ours).
 
     python -m benchmarks.haystack_conformance [--out docs]
 
 The tests are those of tests/test_store_contract.py (one class per Haystack test class, also
 part of the normal test run); ``DPR_CONTRACT_STORE=haystack_in_memory`` points them at the reference.
+The drop-in matrix has an Elasticsearch column that runs only when ELASTICSEARCH_URL is set.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 from haystack.testing import document_store as sync_suite
 from haystack.testing import document_store_async as async_suite
+
+from benchmarks import drop_in_matrix
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = "python -m benchmarks.haystack_conformance"
@@ -46,19 +50,23 @@ def suite_classes() -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def run_tests(extra_env: dict[str, str]) -> list[dict[str, str]]:
-    """Outcome of every test of TEST_FILE: its Haystack class, store parameter and outcome."""
+def run_junit(test_file: str, extra_env: dict[str, str]) -> list[ET.Element]:
+    """The junit test cases of one pytest run of ``test_file``."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         env = {**os.environ, **extra_env, "HAYSTACK_TELEMETRY_ENABLED": "False"}
         subprocess.run(
-            [sys.executable, "-m", "pytest", TEST_FILE, "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+            [sys.executable, "-m", "pytest", test_file, "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
             cwd=REPO, env=env, check=False, stdout=subprocess.DEVNULL,
         )
         if not report.is_file():
-            raise SystemExit(f"pytest wrote no report for {TEST_FILE}")
-        cases = ET.parse(report).getroot().iter("testcase")
-        return [_outcome(case) for case in cases]
+            raise SystemExit(f"pytest wrote no report for {test_file}")
+        return list(ET.parse(report).getroot().iter("testcase"))
+
+
+def run_tests(extra_env: dict[str, str]) -> list[dict[str, str]]:
+    """Outcome of every test of TEST_FILE: its Haystack class, store parameter and outcome."""
+    return [_outcome(case) for case in run_junit(TEST_FILE, extra_env)]
 
 
 def _outcome(case: ET.Element) -> dict[str, str]:
@@ -143,13 +151,16 @@ def main() -> None:
         for store in STORES
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "haystack_conformance.md").write_text(render(classes, table, failures), encoding="utf-8")
+    drop_in, drop_in_failures = drop_in_matrix.matrix(run_junit(drop_in_matrix.TEST_FILE, {}))
+    text = render(classes, table, failures) + "\n".join(drop_in_matrix.render(drop_in, drop_in_failures)) + "\n"
+    (args.out / "haystack_conformance.md").write_text(text, encoding="utf-8")
     summary = {
         "command": COMMAND,
         "haystack_ai": version("haystack-ai"),
         "stores": {store: label for store, (label, _) in STORES.items()},
         "classes": {f"{module}.{name}": {store: table.get(store, {}).get(name) for store in STORES} for module, name in classes},
         "failed": failures,
+        "drop_in": drop_in_matrix.summary(drop_in, drop_in_failures),
     }
     (args.out / "haystack_conformance.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out / 'haystack_conformance.md'}")

@@ -106,3 +106,18 @@ def shared_data() -> Path:
     if not (path / "wiki" / "documents.jsonl").is_file():
         pytest.skip(f"real data not found at {path} (set DPR_DATA_DIR to the shared data folder)")
     return path
+
+
+@pytest.fixture()
+def indexed_store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> Path:
+    """The small corpus indexed by pipelines/index.yml with the tiny encoder."""
+    from dpr_components.cli.main import main
+
+    store = tmp_path / "index"
+    code = main([
+        "run", str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(store),
+        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
+        "--set", "embedder.progress_bar=false",
+    ])
+    assert code == 0
+    return store

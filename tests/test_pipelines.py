@@ -21,18 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 PIPELINES = REPO / "pipelines"
 
 
-@pytest.fixture()
-def indexed_store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> Path:
-    store = tmp_path / "index"
-    code = main([
-        "run", str(PIPELINES / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(store),
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
-        "--set", "embedder.progress_bar=false",
-    ])
-    assert code == 0
-    return store
-
-
 def _search_args(store: Path, model: Path, *extra: str) -> list[str]:
     return ["--store", str(store), "--set", f"dense.model={model}", *extra]
 

@@ -1,77 +1,114 @@
-"""``haystack eval``: run retrieval pipelines over a question set and write a comparison report."""
+"""``haystack eval``: a front end to evaluation pipelines (``pipelines/eval_nq.yml``).
+
+It picks the evaluation pipeline (a file whose components are all evaluators, else the default
+one), the systems (files given on the command line, else the evaluation file's
+``metadata.evaluation.systems``) and the questions, then calls
+:func:`dpr_components.evaluation.pipeline_eval.evaluate_systems` and writes the report."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from haystack import Document
-from tqdm.auto import tqdm
+from haystack import Pipeline
 
-from dpr_components.cli.pipeline_loading import load_pipeline
-from dpr_components.cli.pipeline_runner import check_top_k_option, leaf_components, run_pipeline, top_k_inputs
-from dpr_components.evaluation.questions import QAExample, load_questions
-from dpr_components.evaluation.report import ReportTable, write_retrieval_report
-from dpr_components.evaluation.retrieval_metrics import RetrievalResult, evaluate_retrieval
+from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
+from dpr_components.cli.pipeline_runner import check_top_k_option, run_pipeline, top_k_inputs
+from dpr_components.evaluation.eval_report import write_evaluation_report
+from dpr_components.evaluation.eval_spec import EvaluationSpec, evaluation_spec, is_evaluation_spec
+from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
+from dpr_components.evaluation.questions import load_questions
+from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
 from dpr_components.output_files import prepare_output_folder
 
-
-def _final_documents(pipeline: Any, result: dict[str, Any]) -> list[Document]:
-    """The documents of the pipeline's last component that outputs documents."""
-    for name in leaf_components(pipeline):
-        documents = result.get(name, {}).get("documents")
-        if isinstance(documents, list):
-            return documents
-    for outputs in result.values():
-        if isinstance(outputs.get("documents"), list):
-            return outputs["documents"]
-    raise ValueError("the pipeline returned no 'documents' output to evaluate")
+DEFAULT_TOP_K = 100
 
 
-def evaluate_pipeline(
-    pipeline: Any, questions: list[QAExample], top_k: int, match_mode: str, name: str
-) -> tuple[RetrievalResult, float]:
-    """Retrieval accuracy of one pipeline and its mean seconds per question."""
-    top_k_of_results = top_k_inputs(pipeline, top_k)
-    passages: list[list[str]] = []
-    start = time.perf_counter()
-    for example in tqdm(questions, desc=f"Evaluating {name}", unit="question"):
-        data: dict[str, Any] = {"query": example.question, **top_k_of_results}
-        try:
-            result = run_pipeline(pipeline, data)
-        except ValueError as error:
-            raise ValueError(f"question {example.id!r} ({name}): {' '.join(str(error).split())}") from None
-        documents = _final_documents(pipeline, result)
-        passages.append([d.content or "" for d in documents])
-    seconds = (time.perf_counter() - start) / max(len(questions), 1)
-    result = evaluate_retrieval(
-        [q.answers for q in questions], passages, mode=match_mode, max_k=top_k, question_ids=[q.id for q in questions]
-    )
-    return result, seconds
+def default_evaluation_pipeline(match_mode: str) -> Pipeline:
+    """Our evaluators with the paper's ks, used when no evaluation file is given."""
+    pipeline = Pipeline()
+    pipeline.add_component("retrieval_accuracy", RetrievalAccuracyEvaluator(ks=(1, 5, 20, 100), match_mode=match_mode))
+    pipeline.add_component("answer_exact_match", AnswerExactMatchF1Evaluator())
+    return pipeline
+
+
+def _split_files(paths: list[str]) -> tuple[str | None, list[str]]:
+    """The evaluation pipeline among the positional files (at most one) and the system pipelines."""
+    evaluation = [path for path in paths if is_evaluation_spec(load_pipeline_spec(path))]
+    if len(evaluation) > 1:
+        raise ValueError(f"give at most one evaluation pipeline, got {evaluation}")
+    return (evaluation[0] if evaluation else None), [path for path in paths if path not in evaluation]
+
+
+def _evaluation_pipeline(path: str | None, match: str | None, allow_network: bool) -> tuple[Pipeline, EvaluationSpec]:
+    if path is None:
+        return default_evaluation_pipeline(match or "string"), EvaluationSpec()
+    overrides = []
+    if match is not None:
+        spec = load_pipeline_spec(path)
+        overrides = [f"{name}.match_mode={match}" for name, data in spec["components"].items()
+                     if data["type"].endswith("RetrievalAccuracyEvaluator")]
+    pipeline = load_pipeline(path, overrides=overrides, allow_network=allow_network)
+    return pipeline, evaluation_spec(load_pipeline_spec(path), path)
+
+
+def _system_names(paths: list[str], named: dict[str, str]) -> dict[str, str]:
+    if not paths:
+        return named
+    names: dict[str, str] = {}
+    for path in paths:
+        names[path if Path(path).stem in names else Path(path).stem] = path
+    return names
+
+
+def _overrides_for(systems: dict[str, str], overrides: list[str]) -> dict[str, list[str]]:
+    """Each ``--set component.param=value`` goes to the systems that have that component (at least one must)."""
+    components = {name: set(load_pipeline_spec(path)["components"]) for name, path in systems.items()}
+    chosen: dict[str, list[str]] = {name: [] for name in systems}
+    for assignment in overrides:
+        component = assignment.split("=", 1)[0].split(".", 1)[0]
+        receivers = [name for name, names in components.items() if component in names]
+        if not receivers:
+            raise ValueError(f"--set {assignment.split('=', 1)[0]}: no system has a component {component!r}")
+        for name in receivers:
+            chosen[name].append(assignment)
+    return chosen
+
+
+def _print_scores(evaluation: SystemEvaluation) -> None:
+    parts = []
+    if evaluation.retrieval is not None:
+        parts += [f"top-{k} {evaluation.retrieval.accuracy(k):.1f}" for k in (1, 5, 20, 100) if k <= evaluation.retrieval.max_k]
+    parts += [f"{metric} {value:.1f}" for metric, value in evaluation.answer_scores.items()]
+    print(f"{evaluation.name}: " + "  ".join(parts), flush=True)
 
 
 def command_eval(args: Any) -> int:
-    """``haystack eval``: every pipeline on the question set, one comparison report."""
-    check_top_k_option(args.top_k)
+    """``haystack eval``: every system on the question set, scored by the evaluation pipeline."""
     prepare_output_folder(args.out)
-    questions = load_questions(args.questions, split=args.split, limit=args.limit)
-    systems: dict[str, RetrievalResult] = {}
-    timing_rows = []
-    for path in args.pipelines:
-        name = Path(path).stem
-        if name in systems:
-            name = path
-        pipeline = load_pipeline(path, args.store, args.overrides, args.allow_network, require_stores=True)
-        result, seconds = evaluate_pipeline(pipeline, questions, args.top_k, args.match, name)
-        systems[name] = result
-        timing_rows.append([name, f"{seconds * 1000:.1f}"])
-        print(f"{name}: " + "  ".join(f"top-{k} {result.accuracy(k):.1f}" for k in (1, 5, 20, 100) if k <= args.top_k))
-    command = args.command_line
-    write_retrieval_report(
-        args.out, systems, title=f"Retrieval accuracy on {Path(str(args.questions)).name}", command=command,
-        dataset_name=str(args.questions),
-        extra_tables=[ReportTable("Time per question", ["system", "ms / question"], timing_rows, note="whole pipeline, one process")],
+    eval_path, system_paths = _split_files(args.pipelines)
+    eval_pipeline, spec = _evaluation_pipeline(eval_path, args.match, args.allow_network)
+    systems = _system_names(system_paths, spec.systems)
+    if not systems:
+        raise ValueError(f"{eval_path}: no systems to evaluate; give pipeline files or list them in metadata.evaluation.systems")
+    questions_source = args.questions or spec.questions
+    if not questions_source:
+        raise ValueError("no questions: give --questions or set metadata.evaluation.questions in the evaluation pipeline")
+    top_k = check_top_k_option(args.top_k or spec.top_k or DEFAULT_TOP_K)
+    questions = load_questions(questions_source, split=args.split or spec.split, limit=args.limit)
+    overrides = _overrides_for(systems, args.overrides)
+    loaded = {
+        name: load_pipeline(path, args.store, overrides[name], args.allow_network, require_stores=True)
+        for name, path in systems.items()
+    }
+    runners = {name: (pipeline, lambda data, p=pipeline: run_pipeline(p, data)) for name, pipeline in loaded.items()}
+    evaluations = evaluate_systems(
+        runners, eval_pipeline, questions, top_k, inputs_for=lambda pipeline: top_k_inputs(pipeline, top_k),
+        on_result=_print_scores,
     )
-    print(f"report written to {args.out}/report.md")
+    paths = write_evaluation_report(
+        args.out, evaluations, title=f"Evaluation on {Path(str(questions_source)).name}", command=args.command_line,
+        dataset_name=str(questions_source),
+    )
+    print(f"report written to {paths['markdown']}")
     return 0

@@ -3,8 +3,10 @@
     haystack run pipelines/search.yml --query "who wrote hamlet"
     haystack run pipelines/index.yml --input path=examples/corpus.jsonl
     haystack run pipelines/search.yml --batch questions.jsonl --json > results.jsonl
+    haystack eval pipelines/eval_nq.yml --store indexes/pool --out reports/nq
     haystack eval pipelines/bm25.yml pipelines/dense.yml pipelines/search.yml --questions dev.jsonl --out reports/nq
     haystack fit-lambda pipelines/search.yml --questions dev.jsonl --out reports/lambda
+    haystack serve --pipelines-dir pipelines --port 1416
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dpr_components.cli.output_format import printable, result_text, to_json_lin
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_errors
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
+from dpr_components.cli.serve_command import add_serve_parser, command_serve
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -52,13 +55,20 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print JSON (one line per query) instead of tables")
     _add_pipeline_options(run)
 
-    evaluate = commands.add_parser("eval", help="retrieval accuracy of pipelines on a question set")
-    evaluate.add_argument("pipelines", nargs="+", help="pipeline YAML files to compare")
-    evaluate.add_argument("--questions", required=True, help="question file: JSONL, DPR qa.csv/tsv, or a datasets source")
+    evaluate = commands.add_parser(
+        "eval", help="score pipelines on a question set with an evaluation pipeline (e.g. pipelines/eval_nq.yml)"
+    )
+    evaluate.add_argument(
+        "pipelines", nargs="+",
+        help="pipeline YAML files: at most one evaluation pipeline (all evaluators; default: retrieval accuracy "
+             "and exact match) and the systems to compare (default: the evaluation pipeline's metadata.evaluation.systems)",
+    )
+    evaluate.add_argument("--questions", help="question file: JSONL, DPR qa.csv/tsv, or a datasets source "
+                                               "(default: the evaluation pipeline's metadata.evaluation.questions)")
     evaluate.add_argument("--split", help="split of a datasets source (e.g. validation)")
     evaluate.add_argument("--limit", type=int, help="first N questions only")
-    evaluate.add_argument("--match", choices=["string", "regex"], default="string", help="answer matching mode")
-    evaluate.add_argument("--top-k", type=int, default=100, help="passages retrieved per question")
+    evaluate.add_argument("--match", choices=["string", "regex"], help="answer matching mode (default: the evaluator's, else string)")
+    evaluate.add_argument("--top-k", type=int, help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)")
     evaluate.add_argument("--out", default="reports/eval", help="report folder (report.md, report.json, PNG)")
     _add_pipeline_options(evaluate)
 
@@ -71,6 +81,8 @@ def _build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--objective", default="1,5,20", help="k values whose mean top-k accuracy is maximised")
     fit.add_argument("--out", default="reports/lambda")
     _add_pipeline_options(fit)
+
+    add_serve_parser(commands)
     return parser
 
 
@@ -110,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             return command_eval(args)
         if args.command == "fit-lambda":
             return command_fit_lambda(args)
+        if args.command == "serve":
+            return command_serve(args)
     except user_errors() as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         return 2

@@ -8,13 +8,8 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
 from dpr_components.output_files import describe_os_error
+from dpr_components.pipeline_graph import leaf_components
 from dpr_components.type_checks import type_mismatch
-
-
-def leaf_components(pipeline: Any) -> list[str]:
-    """Components no other component reads from: the ones whose outputs are the results."""
-    graph = pipeline.graph
-    return [name for name in graph.nodes if graph.out_degree(name) == 0]
 
 
 def check_top_k_option(top_k: int) -> int:

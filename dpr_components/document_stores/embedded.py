@@ -10,13 +10,20 @@ Handles opened on the same folder in one process share a single backend, so a YA
 whose retrievers and ranker each name the store loads it once. Several processes may write
 to and search one folder at once (see store_backend.py). A folder that is not writable is
 opened read-only: it can be searched, and a write is an error.
+
+A store creates nothing until it is used: constructing it, ``to_dict``/``from_dict`` and loading
+a pipeline that names its folder touch no file. The first write creates the folder and its
+database; the first read of a folder holding a database opens it. Reading a folder without a
+database (missing, or never written to) behaves as reading an empty store and creates nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +34,20 @@ from haystack.document_stores.types import DuplicatePolicy
 from dpr_components.document_stores import metadata_queries
 from dpr_components.document_stores.async_methods import AsyncStoreMethods
 from dpr_components.document_stores.dense_index import SIMILARITIES, Similarity
-from dpr_components.document_stores.document_table import ENCODER_KEY, DocumentRow, StoredDocument, VectorBatch
-from dpr_components.document_stores.store_backend import StoreConfig, backend_for
+from dpr_components.document_stores.document_table import (
+    ENCODER_KEY,
+    DocumentRow,
+    StoredDocument,
+    VectorBatch,
+    folder_is_writable,
+)
+from dpr_components.document_stores.store_backend import (
+    StoreBackend,
+    StoreConfig,
+    backend_for,
+    check_before_opening,
+    holds_database,
+)
 from dpr_components.fault_points import fault_point
 from dpr_components.validation import check_query
 
@@ -41,7 +60,8 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     Implements Haystack's DocumentStore protocol and its extended API (delete/update/count by
     filter, metadata field queries), each method also as ``*_async``.
 
-    :param path: folder to persist to; ``None`` keeps everything in memory.
+    :param path: folder to persist to; ``None`` keeps everything in memory. The folder is created
+        by the first write, not before; until then reads see an empty store (see the module docstring).
     :param embedding_dim: vector size; taken from the first written vector when not given.
     :param similarity: ``dot_product`` (DPR's), ``cosine`` or ``l2``.
     :param index_factory: any FAISS factory string: ``Flat``, ``HNSW32``, ``IVF256,PQ32``...;
@@ -88,7 +108,31 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
             bm25_title_field=bm25_title_field,
         )
-        self._backend = backend_for(self._config)
+        # Opened on first use (creating nothing before); settings conflicts are reported now.
+        check_before_opening(self._config)
+        self._opened: StoreBackend | None = backend_for(self._config) if path is None else None
+        self._empty: StoreBackend | None = None
+
+    @property
+    def _backend(self) -> StoreBackend:
+        """The folder's backend, opened (and the folder created) on first use; for writes."""
+        if self._opened is None:
+            self._opened = backend_for(self._config)
+            self._empty = None
+        return self._opened
+
+    @_backend.setter
+    def _backend(self, backend: StoreBackend) -> None:
+        self._opened = backend
+
+    def _reader(self) -> StoreBackend:
+        """The backend to read from: the folder's once it holds a database, else an empty one in
+        memory, so reading a store nobody wrote creates no file."""
+        if self._opened is None and self.path is not None and not holds_database(self.path):
+            if self._empty is None:
+                self._empty = StoreBackend(dataclasses.replace(self._config, path=None))
+            return self._empty
+        return self._backend
 
     @property
     def similarity(self) -> str:
@@ -96,7 +140,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     @property
     def embedding_dim(self) -> int | None:
-        return self._backend.embedding_dim
+        return self._reader().embedding_dim
 
     def to_dict(self) -> dict[str, Any]:
         c = self._config
@@ -112,10 +156,10 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     # -- DocumentStore protocol ---------------------------------------------------------------
     def count_documents(self) -> int:
-        return self._backend.table.count()
+        return self._reader().table.count()
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
-        return [_to_document(d) for d in self._backend.table.documents(filters)]
+        return [_to_document(d) for d in self._reader().table.documents(filters)]
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
@@ -170,21 +214,21 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters`` (all documents for empty filters)."""
-        return self._backend.table.count(filters)
+        return self._reader().table.count(filters)
 
     # -- metadata fields ----------------------------------------------------------------------
     def count_unique_metadata_by_filter(self, filters: dict[str, Any], metadata_fields: list[str]) -> dict[str, int]:
         """Number of distinct values of each of ``metadata_fields`` (``key`` or ``meta.key``) among
         the documents matching ``filters``, by field name without ``meta.``."""
-        return metadata_queries.count_unique_metadata(self._backend.table, filters, metadata_fields)
+        return metadata_queries.count_unique_metadata(self._reader().table, filters, metadata_fields)
 
     def get_metadata_fields_info(self) -> dict[str, dict[str, str]]:
         """Each metadata field of the stored documents -> ``{"type": int | float | boolean | keyword}``."""
-        return metadata_queries.metadata_fields_info(self._backend.table)
+        return metadata_queries.metadata_fields_info(self._reader().table)
 
     def get_metadata_field_min_max(self, metadata_field: str) -> dict[str, Any]:
         """``{"min": ..., "max": ...}`` of a metadata field's values (None when it has none)."""
-        return metadata_queries.metadata_field_min_max(self._backend.table, metadata_field)
+        return metadata_queries.metadata_field_min_max(self._reader().table, metadata_field)
 
     def get_metadata_field_unique_values(
         self,
@@ -198,17 +242,19 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         their text, those containing ``search_term`` when given) among the documents matching
         ``filters``, and how many distinct values there are."""
         return metadata_queries.metadata_field_unique_values(
-            self._backend.table, metadata_field, search_term, from_, size, filters
+            self._reader().table, metadata_field, search_term, from_, size, filters
         )
 
     @property
     def passage_encoder(self) -> str | None:
         """Digest of the passage encoder whose stamped vectors the store holds (None: no stamped vector yet)."""
-        return self._backend.table.info(ENCODER_KEY)
+        return self._reader().table.info(ENCODER_KEY)
 
     @property
     def read_only(self) -> bool:
         """True when the store folder is not writable: it can be searched, not written to."""
+        if self._opened is None and self.path is not None and not holds_database(self.path):
+            return not folder_is_writable(Path(self.path))
         return self._backend.read_only
 
     @staticmethod
@@ -241,30 +287,32 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         query = np.asarray(query_embedding, dtype=np.float32)
         if query.ndim != 1 or not np.all(np.isfinite(query)):
             raise ValueError("query_embedding must be a finite 1-D vector")
-        allowed = self._backend.table.rowids(filters) if filters else None  # a bad filter fails even on an empty store
-        index = self._backend.dense()
+        backend = self._reader()
+        allowed = backend.table.rowids(filters) if filters else None  # a bad filter fails even on an empty store
+        index = backend.dense()
         if index is None:
             return []
-        self._save_searched()
+        self._save_searched(backend)
         if query.shape[0] != index.dim:
             raise ValueError(
                 f"query embedding has dimension {query.shape[0]} but the store holds {index.dim}-dimensional "
                 "vectors: the question encoder does not match the passage encoder used for indexing"
             )
         rowids, scores = index.search(query, top_k, allowed)
-        return self._documents(rowids, scores, with_embeddings=False)
+        return _documents(backend, rowids, scores)
 
     def bm25_retrieval(self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None) -> list[Document]:
         """Documents ranked by BM25 against ``query``; only documents sharing a term are returned."""
         _check_top_k(top_k)
         _check_query(query)
-        index, rowids = self._backend.bm25()
-        self._save_searched()
+        backend = self._reader()
+        index, rowids = backend.bm25()
+        self._save_searched(backend)
         mask = None
         if filters:
-            mask = np.isin(rowids, self._backend.table.rowids(filters))
+            mask = np.isin(rowids, backend.table.rowids(filters))
         positions, scores = index.search(query, top_k, mask)
-        return self._documents(rowids[positions], scores, with_embeddings=False)
+        return _documents(backend, rowids[positions], scores)
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None = None, query_embedding: Sequence[float] | None = None
@@ -274,20 +322,21 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         The exact hybrid of the DPR paper needs both scores for every document of the union of
         the two result lists, including those only one retriever found. A score is None when it
         was not asked for or the document has no vector."""
-        table = self._backend.table
+        backend = self._reader()
+        table = backend.table
         rowid_of = table.rowids_for_ids(list(document_ids))
         rowids = [rowid_of[i] for i in document_ids if i in rowid_of]
         bm25_scores: dict[int, float] = {}
         if query is not None:
             _check_query(query)
-            index, _ = self._backend.bm25()
-            self._save_searched()
+            index, _ = backend.bm25()
+            self._save_searched(backend)
             all_scores = index.scores(query)
-            positions = self._backend.bm25_positions(rowids)
+            positions = backend.bm25_positions(rowids)
             bm25_scores = {r: float(all_scores[p]) if p >= 0 else 0.0 for r, p in zip(rowids, positions)}
         dense_scores: dict[int, float] = {}
         if query_embedding is not None:
-            dim = self.embedding_dim
+            dim = backend.embedding_dim
             query_vec = np.asarray(query_embedding, dtype=np.float32)
             if dim is not None and query_vec.shape != (dim,):
                 raise ValueError(f"query embedding has shape {query_vec.shape}, the store holds {dim}-dimensional vectors")
@@ -300,25 +349,29 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         }
 
     def get_documents_by_id(self, document_ids: Sequence[str]) -> list[Document]:
-        rowid_of = self._backend.table.rowids_for_ids(list(document_ids))
-        found = self._backend.table.documents_by_rowid(list(rowid_of.values()))
+        table = self._reader().table
+        rowid_of = table.rowids_for_ids(list(document_ids))
+        found = table.documents_by_rowid(list(rowid_of.values()))
         return [_to_document(found[rowid_of[i]]) for i in document_ids if i in rowid_of]
 
     def save(self) -> None:
-        """Bring both indexes up to date with the documents and write them to ``path`` now."""
-        self._backend.save()
+        """Bring both indexes up to date with the documents and write them to ``path`` now
+        (nothing to do, and nothing created, for a store never written to)."""
+        self._reader().save()
 
     def _mark_unsaved(self, changed: int) -> None:
         if changed and self.autosave:
             self._backend.unsaved_writes = True
 
-    def _save_searched(self) -> None:
+    def _save_searched(self, backend: StoreBackend) -> None:
         if self.autosave:
-            self._backend.save_searched()
+            backend.save_searched()
 
-    def _documents(self, rowids: np.ndarray, scores: np.ndarray, with_embeddings: bool) -> list[Document]:
-        found = self._backend.table.documents_by_rowid(rowids.tolist(), with_embeddings)
-        return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
+
+def _documents(backend: StoreBackend, rowids: np.ndarray, scores: np.ndarray) -> list[Document]:
+    """The found documents (without their vectors), scored, in the order of ``rowids``."""
+    found = backend.table.documents_by_rowid(rowids.tolist(), False)
+    return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
 
 
 def _vector_batch(documents: list[Document]) -> VectorBatch | None:

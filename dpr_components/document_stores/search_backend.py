@@ -1,9 +1,13 @@
 """One search interface over any document store, so retrievers and the hybrid ranker work with
 our embedded store, Elasticsearch, Haystack's ``InMemoryDocumentStore`` or any store exposing
-public ``bm25_retrieval`` / ``embedding_retrieval`` methods."""
+public ``bm25_retrieval`` / ``embedding_retrieval`` methods.
+
+Every method has an ``*_async`` twin for async pipelines: it awaits the store's own async
+method where the store has one, and otherwise runs the synchronous call in a worker thread."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Sequence
@@ -12,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 from haystack import Document
 
+from dpr_components.document_stores.async_calls import async_method
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
 logger = logging.getLogger(__name__)
@@ -28,11 +33,23 @@ class SearchBackend(Protocol):
         self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]: ...
 
+    async def bm25_retrieval_async(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]: ...
+
+    async def embedding_retrieval_async(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]: ...
+
 
 class ScoringSearchBackend(SearchBackend, Protocol):
     """A backend that also scores given documents exactly (what HybridRanker mode ``dpr`` needs)."""
 
     def score_documents(
+        self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
+    ) -> dict[str, tuple[float | None, float | None]]: ...
+
+    async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
     ) -> dict[str, tuple[float | None, float | None]]: ...
 
@@ -59,6 +76,21 @@ class EmbeddedSearch:
     ) -> dict[str, tuple[float | None, float | None]]:
         return self.store.score_documents(document_ids, query, query_embedding)
 
+    async def bm25_retrieval_async(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return await self.store.bm25_retrieval_async(query, top_k, filters)
+
+    async def embedding_retrieval_async(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return await self.store.embedding_retrieval_async(query_embedding, top_k, filters)
+
+    async def score_documents_async(
+        self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
+    ) -> dict[str, tuple[float | None, float | None]]:
+        return await self.store.score_documents_async(document_ids, query, query_embedding)
+
 
 ES_MAX_KNN_CANDIDATES = 10_000
 
@@ -82,13 +114,28 @@ class ElasticsearchSearch:
     def embedding_retrieval(
         self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]:
-        if top_k > ES_MAX_KNN_CANDIDATES:
-            raise ValueError(f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={top_k}")
-        # Elasticsearch caps num_candidates at 10,000; the store's default (10 x top_k) would exceed it.
-        return self.store._embedding_retrieval(
-            list(map(float, query_embedding)), filters=filters, top_k=top_k,
-            num_candidates=min(ES_MAX_KNN_CANDIDATES, top_k * 10),
-        )
+        return self.store._embedding_retrieval(**_knn_arguments(query_embedding, top_k, filters))
+
+    async def bm25_retrieval_async(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        method = async_method(self.store, "_bm25_retrieval")
+        if method is None:
+            return await asyncio.to_thread(self.bm25_retrieval, query, top_k, filters)
+        return await method(query, filters=filters, fuzziness="0", top_k=top_k)
+
+    async def embedding_retrieval_async(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        method = async_method(self.store, "_embedding_retrieval")
+        if method is None:
+            return await asyncio.to_thread(self.embedding_retrieval, query_embedding, top_k, filters)
+        return await method(**_knn_arguments(query_embedding, top_k, filters))
+
+    async def score_documents_async(
+        self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
+    ) -> dict[str, tuple[float | None, float | None]]:
+        return await asyncio.to_thread(self.score_documents, document_ids, query, query_embedding)
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -110,11 +157,23 @@ class ElasticsearchSearch:
         }
 
 
+def _knn_arguments(query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None) -> dict[str, Any]:
+    if top_k > ES_MAX_KNN_CANDIDATES:
+        raise ValueError(f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={top_k}")
+    # Elasticsearch caps num_candidates at 10,000; the store's default (10 x top_k) would exceed it.
+    return {
+        "query_embedding": list(map(float, query_embedding)), "filters": filters, "top_k": top_k,
+        "num_candidates": min(ES_MAX_KNN_CANDIDATES, top_k * 10),
+    }
+
+
 class PublicMethodsSearch:
     """Adapter for a store with public ``bm25_retrieval(query, filters, top_k[, scale_score])``
     and/or ``embedding_retrieval(query_embedding, filters, top_k[, scale_score])``, as Haystack's
     ``InMemoryDocumentStore`` has. Arguments are passed by name; ``scale_score`` only to a method
-    that accepts it. It offers no exact per-document scoring (``score_documents``)."""
+    that accepts it. The async twins use the store's ``bm25_retrieval_async`` /
+    ``embedding_retrieval_async`` when it has them. It offers no exact per-document scoring
+    (``score_documents``)."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -132,6 +191,19 @@ class PublicMethodsSearch:
             "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score
         )
 
+    async def bm25_retrieval_async(
+        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        return await self._call_async("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
+
+    async def embedding_retrieval_async(
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+    ) -> list[Document]:
+        embedding = [float(x) for x in query_embedding]
+        return await self._call_async(
+            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score
+        )
+
     def _call(self, name: str, scale_score: bool, **arguments: Any) -> list[Document]:
         method = getattr(self.store, name, None)
         if not callable(method):
@@ -139,6 +211,14 @@ class PublicMethodsSearch:
         if _accepts(method, "scale_score"):
             arguments["scale_score"] = scale_score
         return method(**arguments)
+
+    async def _call_async(self, name: str, scale_score: bool, **arguments: Any) -> list[Document]:
+        method = async_method(self.store, name)
+        if method is None:
+            return await asyncio.to_thread(self._call, name, scale_score, **arguments)
+        if _accepts(method, "scale_score"):
+            arguments["scale_score"] = scale_score
+        return await method(**arguments)
 
 
 def _accepts(method: Any, parameter: str) -> bool:

@@ -20,8 +20,12 @@ loses no document: the next opener catches up or rebuilds the indexes from SQLit
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import logging
+import sqlite3
 import threading
+import urllib.parse
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,18 +96,7 @@ class StoreBackend:
         recorded = self.table.info("dense_settings")
         if recorded is None and not self.read_only:
             recorded = self.table.set_info_if_missing("dense_settings", wanted)
-        if recorded is None:
-            return
-        if recorded.get("similarity", wanted["similarity"]) != wanted["similarity"]:
-            raise ValueError(
-                f"document store {self.root} was built with similarity {recorded['similarity']!r}, "
-                f"not {wanted['similarity']!r}"
-            )
-        if wanted["embedding_dim"] and recorded.get("embedding_dim") and recorded["embedding_dim"] != wanted["embedding_dim"]:
-            raise ValueError(
-                f"document store {self.root} holds {recorded['embedding_dim']}-dimensional vectors, "
-                f"not {wanted['embedding_dim']}"
-            )
+        _check_recorded_settings(self.root, self.config, recorded)
 
     def _remove_interrupted_saves(self) -> None:
         """Temporary folders of saves killed midway; only when no live process is saving."""
@@ -349,6 +342,20 @@ class StoreBackend:
         return name in self._rewrite or self._saved_generation(name) < generation
 
 
+def _check_recorded_settings(root: Path | None, config: StoreConfig, recorded: Any) -> None:
+    """Raise when the vector settings a folder recorded differ from ``config``'s."""
+    if not isinstance(recorded, dict):
+        return
+    if recorded.get("similarity", config.similarity) != config.similarity:
+        raise ValueError(
+            f"document store {root} was built with similarity {recorded['similarity']!r}, not {config.similarity!r}"
+        )
+    if config.embedding_dim and recorded.get("embedding_dim") and recorded["embedding_dim"] != config.embedding_dim:
+        raise ValueError(
+            f"document store {root} holds {recorded['embedding_dim']}-dimensional vectors, not {config.embedding_dim}"
+        )
+
+
 def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(actual.get(key) == value for key, value in wanted.items())
 
@@ -368,18 +375,74 @@ def _save_at_exit() -> None:
 
 
 def backend_for(config: StoreConfig) -> StoreBackend:
-    """The backend of ``config``'s folder, shared by every handle on it in this process."""
+    """The backend of ``config``'s folder, shared by every handle on it in this process; opening
+    it creates the folder and its database when they do not exist."""
     if config.path is None:
         return StoreBackend(config)
-    key = str(Path(config.path).resolve())
+    key = _folder_key(config.path)
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(key)
         if backend is None:
             backend = StoreBackend(config)
             _BACKENDS[key] = backend
-        elif backend.config != config:
-            raise ValueError(
-                f"document store {config.path} is already open in this process with other settings "
-                f"({backend.config}); open it with the same settings"
-            )
+        else:
+            _check_same_config(backend, config)
         return backend
+
+
+def check_before_opening(config: StoreConfig) -> None:
+    """Report now what opening ``config``'s folder would refuse: other settings than a handle open
+    on it in this process, or than the folder's database records. Reads only; creates nothing."""
+    if config.path is None:
+        return
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(_folder_key(config.path))
+    if backend is not None:
+        _check_same_config(backend, config)
+        return
+    root = Path(config.path)
+    if holds_database(root):
+        _check_recorded_settings(root, config, _peek_info(root / DATABASE, "dense_settings"))
+
+
+def holds_database(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a store's database (a store was written there)."""
+    return (Path(folder) / DATABASE).is_file()
+
+
+def _folder_key(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def _check_same_config(backend: StoreBackend, config: StoreConfig) -> None:
+    if backend.config != config:
+        raise ValueError(
+            f"document store {config.path} is already open in this process with other settings "
+            f"({backend.config}); open it with the same settings"
+        )
+
+
+def _peek_info(database: Path, key: str) -> Any:
+    """A ``store_info`` value read without writing anything or creating any file.
+
+    :raises ValueError: when the file is not an SQLite database. Any other problem (no table
+        yet, a page caught mid-write by another process) gives None: opening the store handles it.
+    """
+    wal, shm = (database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))
+    if wal.is_file() and wal.stat().st_size:
+        if not shm.is_file():
+            return None  # reading the log would create its index file
+        mode = "mode=ro"  # recent writes may still be in the write-ahead log
+    else:
+        mode = "immutable=1"
+    uri = f"file:{urllib.parse.quote(str(database))}?{mode}"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            row = db.execute("SELECT value FROM store_info WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+    except sqlite3.DatabaseError as error:
+        if getattr(error, "sqlite_errorname", None) == "SQLITE_NOTADB":
+            raise ValueError(f"document database {database} is corrupt or not an SQLite file: {error}") from None
+        return None
+    except (sqlite3.Error, ValueError, TypeError):
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -12,6 +13,7 @@ from dpr_components.encoder_pairing import META_FIELD, weights_digest
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision, TitleMode
 from dpr_components.indexing.embedding import cache_for, encode_passages_cached
 from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.model_locks import model_lock
 
 
 @component
@@ -63,23 +65,35 @@ class PassageEmbedder:
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:
+        return {"documents": self._embed(self._checked(documents))}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(self, documents: list[Document]) -> dict[str, Any]:
+        """As :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
+        return {"documents": await asyncio.to_thread(self._embed, self._checked(documents))}
+
+    @staticmethod
+    def _checked(documents: list[Document]) -> list[Document]:
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise TypeError("PassageEmbedder expects a list of Documents")
         empty = [d.id for d in documents if not (d.content or "").strip()]
         if empty:
             raise ValueError(f"{len(empty)} documents have no text to embed, e.g. {empty[:3]}")
+        return documents
+
+    def _embed(self, documents: list[Document]) -> list[Document]:
+        """The documents with their vectors, stamped with the encoder's weights digest."""
         titles = [d.meta.get(self.title_field) if isinstance(d.meta.get(self.title_field), str) else None for d in documents]
-        cache = cache_for(self.encoder, self.cache_dir) if self.cache_dir else None
-        vectors = encode_passages_cached(
-            self.encoder, [d.content or "" for d in documents], titles, cache, show_progress=self.progress_bar
-        )
+        with model_lock(("encoder", self.encoder.settings)):
+            cache = cache_for(self.encoder, self.cache_dir) if self.cache_dir else None
+            vectors = encode_passages_cached(
+                self.encoder, [d.content or "" for d in documents], titles, cache, show_progress=self.progress_bar
+            )
         stamp = self._weights_digest()
-        return {
-            "documents": [
-                dataclasses.replace(d, embedding=v.tolist(), meta={**d.meta, META_FIELD: stamp} if stamp else d.meta)
-                for d, v in zip(documents, vectors)
-            ]
-        }
+        return [
+            dataclasses.replace(d, embedding=v.tolist(), meta={**d.meta, META_FIELD: stamp} if stamp else d.meta)
+            for d, v in zip(documents, vectors)
+        ]
 
     def _weights_digest(self) -> str | None:
         if not hasattr(self, "_digest"):

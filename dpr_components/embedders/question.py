@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from haystack import component, default_to_dict
@@ -9,6 +10,7 @@ from haystack import component, default_to_dict
 from dpr_components.embedders.encoder_factory import make_encoder
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.model_locks import model_lock
 from dpr_components.validation import check_query
 
 
@@ -70,7 +72,19 @@ class QuestionEmbedder:
         """The question's vector. ``text`` is the input name of Haystack's text embedders (so this
         component replaces one, e.g. before ``InMemoryEmbeddingRetriever``); ``query`` is the same
         input under the name our pipelines and the ``--query`` option use. Give one of them."""
+        return {"embedding": self._embed(self._question(text, query))}
+
+    @component.output_types(embedding=list[float])
+    async def run_async(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:
+        """As :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
+        return {"embedding": await asyncio.to_thread(self._embed, self._question(text, query))}
+
+    @staticmethod
+    def _question(text: str | None, query: str | None) -> str:
         if (text is None) == (query is None):
             raise ValueError("QuestionEmbedder needs the question as either 'text' or 'query' (exactly one of them)")
-        question = check_query(text if text is not None else query)
-        return {"embedding": self.encoder.encode_questions([question])[0].tolist()}
+        return check_query(text if text is not None else query)
+
+    def _embed(self, question: str) -> list[float]:
+        with model_lock(("encoder", self.encoder.settings)):
+            return self.encoder.encode_questions([question])[0].tolist()

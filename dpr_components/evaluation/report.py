@@ -70,19 +70,21 @@ def _render_markdown(
         for name, result in systems.items()
     ]
     counts = sorted({result.n_questions for result in systems.values()})
-    lines = [
-        f"# {title}",
-        "",
-        f"Dataset: {dataset_name} ({', '.join(str(n) for n in counts)} questions).",
-        "",
-        "Top-k accuracy: percent of questions with an answer-containing passage among the top k "
-        "retrieved (DPR's metric). MRR: mean reciprocal rank of the first such passage, "
-        "cut off at each system's deepest k.",
-        "",
-        *_markdown_table(columns, rows),
-        "",
-        f"Full curves (k = 1..100) are in `{REPORT_JSON}` and `{REPORT_PNG}`.",
-    ]
+    lines = [f"# {title}", ""]
+    if not systems:
+        lines.append(f"Dataset: {dataset_name}.")
+    else:
+        lines += [
+            f"Dataset: {dataset_name} ({', '.join(str(n) for n in counts)} questions).",
+            "",
+            "Top-k accuracy: percent of questions with an answer-containing passage among the top k "
+            "retrieved (DPR's metric). MRR: mean reciprocal rank of the first such passage, "
+            "cut off at each system's deepest k.",
+            "",
+            *_markdown_table(columns, rows),
+            "",
+            f"Full curves (k = 1..100) are in `{REPORT_JSON}` and `{REPORT_PNG}`.",
+        ]
     for table in extra_tables:
         lines += ["", f"## {table.title}", ""]
         if table.note:
@@ -132,7 +134,7 @@ def write_retrieval_report(
 
     ``command`` is the command line that produced the numbers (a string or argv list).
     Returns the written paths by kind (``"markdown"``, ``"json"``, ``"plot"``)."""
-    if not systems:
+    if not systems and not extra_tables:
         raise ValueError("systems must contain at least one retrieval result")
     out = Path(out_dir)
     command_text = _command_text(command)
@@ -150,8 +152,11 @@ def write_retrieval_report(
     with reporting_write_errors(paths["json"]):
         atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     fault_point("report.after_json")
-    with reporting_write_errors(paths["plot"]):
-        _plot(paths["plot"], systems, title, log_x)
+    if systems:
+        with reporting_write_errors(paths["plot"]):
+            _plot(paths["plot"], systems, title, log_x)
+    else:  # answers only (e.g. a QA pipeline): no retrieval curve to draw
+        del paths["plot"]
     with reporting_write_errors(paths["markdown"]):
         atomic_write_text(paths["markdown"], _render_markdown(systems, title, command_text, dataset_name, extra_tables))
     return paths

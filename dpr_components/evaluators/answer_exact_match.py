@@ -21,7 +21,15 @@ class AnswerExactMatchF1Evaluator:
 
     Outputs: ``exact_match`` and ``f1`` (percent), ``score`` (exact-match fraction),
     ``individual_scores`` (exact match 1.0/0.0 per question) and ``individual_f1``
-    (F1 in [0, 1] per question)."""
+    (F1 in [0, 1] per question).
+
+    Usage example (fed a reader's top answers by ``haystack eval pipelines/eval_nq.yml pipelines/qa.yml``):
+
+    ```python
+    evaluator = AnswerExactMatchF1Evaluator()
+    result = evaluator.run(ground_truth_answers=[["William Shakespeare"]], predicted_answers=["Shakespeare"])
+    result["exact_match"], result["f1"]  # (0.0, 66.67)
+    ```"""
 
     @component.output_types(
         exact_match=float, f1=float, score=float, individual_scores=list[float], individual_f1=list[float]

@@ -31,7 +31,20 @@ class RetrievalAccuracyEvaluator:
     Outputs: ``score`` (fraction of questions with a hit within the largest k),
     ``individual_scores`` (1.0/0.0 per question at the largest k), ``top_k_accuracy``
     ({k: percent}), ``mrr`` (MRR@``mrr_cutoff``, in [0, 1]) and ``first_hit_ranks``
-    (1-based rank of the first answer-containing document, None if no retrieved one has an answer)."""
+    (1-based rank of the first answer-containing document, None if no retrieved one has an answer).
+
+    Usage example (``pipelines/eval_nq.yml`` holds it, ``haystack eval`` feeds it):
+
+    ```python
+    from haystack import Document
+
+    evaluator = RetrievalAccuracyEvaluator(ks=[1, 5])
+    result = evaluator.run(
+        ground_truth_answers=[["Shakespeare"]],
+        retrieved_documents=[[Document(content="Hamlet is a tragedy by William Shakespeare.")]],
+    )
+    result["top_k_accuracy"]  # {1: 100.0, 5: 100.0}
+    ```"""
 
     def __init__(
         self, ks: Sequence[int] = (1, 5, 20, 100), match_mode: MatchMode = "string", mrr_cutoff: int = DEFAULT_MAX_K

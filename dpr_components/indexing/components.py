@@ -7,13 +7,15 @@ from typing import Any, Literal
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from dpr_components.indexing.corpus import CorpusFormat, read_corpus
+from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+from dpr_components.input_files import check_input_path
 from dpr_components.validation import MAX_PASSAGE_CHARS, describe_long_word, find_long_word
 
 
 @component
 class CorpusReader:
-    """Reads a corpus file into Documents (``meta["title"]`` holds the title).
+    """Reads a corpus file, or documents given as ``records``, into Documents (``meta["title"]`` holds the title).
 
     :param format: ``jsonl`` (``id``, ``title``, ``text``), ``tsv`` (DPR's ``psgs_w100.tsv``) or ``auto`` (by extension).
     :param on_empty: ``error`` (default) or ``skip`` documents without text.
@@ -35,9 +37,15 @@ class CorpusReader:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, path: str) -> dict[str, Any]:
-        records = read_corpus(path, self.format, self.on_empty)
-        return {"documents": [Document(id=r.id, content=r.text, meta={"title": r.title}) for r in records]}
+    def run(self, path: str | None = None, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Documents from the corpus file at ``path`` or from ``records`` (``{"id", "title", "text"}`` objects)."""
+        if (path is None) == (records is None):
+            raise ValueError("CorpusReader needs exactly one of 'path' (a corpus file) or 'records' (a list of documents)")
+        if path is not None:
+            read = read_corpus(check_input_path(path, "corpus file"), self.format, self.on_empty)
+        else:
+            read = read_records(records, self.on_empty)
+        return {"documents": [Document(id=r.id, content=r.text, meta={"title": r.title}) for r in read]}
 
 
 @component

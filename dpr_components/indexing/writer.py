@@ -16,6 +16,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
+from dpr_components.document_stores.async_calls import call_store
+
 DOCUMENT_ID = "document_id"
 _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits terms queries)
 
@@ -24,6 +26,7 @@ _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits te
 class PassageWriter:
     """Writes passages to any store with ``filter_documents``, ``delete_documents`` and
     ``write_documents``; a document's passages replace all its previously stored ones.
+    ``run_async`` uses the store's ``*_async`` methods where it has them (else worker threads).
 
     :param document_store: where to write.
     """
@@ -52,18 +55,36 @@ class PassageWriter:
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
         """Write ``documents``; return how many were written (stale passages deleted not counted)."""
-        new_ids = {d.id for d in documents}
-        source_ids = list(dict.fromkeys(d.meta[DOCUMENT_ID] for d in documents if isinstance(d.meta.get(DOCUMENT_ID), str)))
-        written = self.document_store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
-        stale = [passage_id for passage_id in self._stored_passage_ids(source_ids) if passage_id not in new_ids]
+        store = self.document_store
+        written = store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        stored = [p.id for f in _passage_filters(documents) for p in store.filter_documents(f)]
+        stale = _stale(stored, documents)
         if stale:
-            self.document_store.delete_documents(stale)
+            store.delete_documents(stale)
         return {"documents_written": written}
 
-    def _stored_passage_ids(self, source_ids: list[str]) -> list[str]:
-        found = []
-        for start in range(0, len(source_ids), _IDS_PER_FILTER):
-            chunk = source_ids[start : start + _IDS_PER_FILTER]
-            passages = self.document_store.filter_documents({"field": f"meta.{DOCUMENT_ID}", "operator": "in", "value": chunk})
-            found += [p.id for p in passages]
-        return found
+    @component.output_types(documents_written=int)
+    async def run_async(self, documents: list[Document]) -> dict[str, int]:
+        """As :meth:`run`, without blocking the event loop."""
+        store = self.document_store
+        written = await call_store(store, "write_documents", documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        stored = [p.id for f in _passage_filters(documents) for p in await call_store(store, "filter_documents", f)]
+        stale = _stale(stored, documents)
+        if stale:
+            await call_store(store, "delete_documents", stale)
+        return {"documents_written": written}
+
+
+def _passage_filters(documents: list[Document]) -> list[dict[str, Any]]:
+    """Filters (a bounded number of ids each) selecting the stored passages of the source documents of ``documents``."""
+    source_ids = list(dict.fromkeys(d.meta[DOCUMENT_ID] for d in documents if isinstance(d.meta.get(DOCUMENT_ID), str)))
+    return [
+        {"field": f"meta.{DOCUMENT_ID}", "operator": "in", "value": source_ids[start : start + _IDS_PER_FILTER]}
+        for start in range(0, len(source_ids), _IDS_PER_FILTER)
+    ]
+
+
+def _stale(stored_ids: list[str], documents: list[Document]) -> list[str]:
+    """The stored passages the new set of passages lacks."""
+    new_ids = {d.id for d in documents}
+    return [passage_id for passage_id in stored_ids if passage_id not in new_ids]

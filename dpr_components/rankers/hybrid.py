@@ -10,7 +10,7 @@ by the other through the document store). Mode ``rrf`` is reciprocal rank fusion
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from haystack import Document, component, default_to_dict
 
@@ -32,6 +32,22 @@ def rrf_scores(rankings: list[list[str]], k: int) -> dict[str, float]:
         for rank, doc_id in enumerate(ranking, start=1):
             scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
     return scores
+
+
+Scores = dict[str, tuple[float | None, float | None]]
+
+
+class _Fusion(NamedTuple):
+    """A validated request: the union of both lists by id, and what mode ``dpr`` scores it with."""
+
+    by_id: dict[str, Document]
+    bm25_documents: list[Document]
+    dense_documents: list[Document]
+    query: str | None
+    query_embedding: list[float] | None
+    top_k: int
+    weight: float
+    needs_scores: bool  # mode dpr with documents to fuse: both scores of each are asked from the store
 
 
 @component
@@ -120,27 +136,69 @@ class HybridRanker:
         top_k: int | None = None,
         weight: float | None = None,
     ) -> dict[str, Any]:
+        fusion = self._prepare(bm25_documents, dense_documents, query, query_embedding, top_k, weight)
+        scores = None
+        if fusion.needs_scores:
+            assert self._backend is not None
+            scores = self._backend.score_documents(list(fusion.by_id), fusion.query, fusion.query_embedding)
+        return self._finish(fusion, scores)
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        bm25_documents: list[Document],
+        dense_documents: list[Document],
+        query: str | None = None,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        weight: float | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`run`; mode ``dpr`` scores the union through the store's async API (or a worker thread)."""
+        fusion = self._prepare(bm25_documents, dense_documents, query, query_embedding, top_k, weight)
+        scores = None
+        if fusion.needs_scores:
+            assert self._backend is not None
+            scores = await self._backend.score_documents_async(list(fusion.by_id), fusion.query, fusion.query_embedding)
+        return self._finish(fusion, scores)
+
+    def _prepare(
+        self,
+        bm25_documents: list[Document],
+        dense_documents: list[Document],
+        query: str | None,
+        query_embedding: list[float] | None,
+        top_k: int | None,
+        weight: float | None,
+    ) -> _Fusion:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         by_id: dict[str, Document] = {}
         for doc in [*dense_documents, *bm25_documents]:
             by_id.setdefault(doc.id, doc)
-        if not by_id:
-            return {"documents": []}
-        if self.mode == "rrf":
-            fused = rrf_scores([[d.id for d in bm25_documents], [d.id for d in dense_documents]], self.rrf_k)
-            bm25_of = {d.id: d.score for d in bm25_documents}
-            dense_of = {d.id: d.score for d in dense_documents}
-        else:
+        needs_scores = self.mode == "dpr" and bool(by_id)
+        lam = self.weight
+        if needs_scores:
             if query is None or query_embedding is None:
                 raise ValueError("HybridRanker mode 'dpr' needs the query text and the query_embedding")
-            assert self._backend is not None
-            scores = self._backend.score_documents(list(by_id), query, query_embedding)
+            lam = lam if weight is None else check_finite("weight", weight)
+        return _Fusion(by_id, bm25_documents, dense_documents, query, query_embedding, top_k, lam, needs_scores)
+
+    def _finish(self, fusion: _Fusion, scores: Scores | None) -> dict[str, Any]:
+        by_id = fusion.by_id
+        if not by_id:
+            return {"documents": []}
+        if not fusion.needs_scores:
+            fused = rrf_scores([[d.id for d in fusion.bm25_documents], [d.id for d in fusion.dense_documents]], self.rrf_k)
+            bm25_of = {d.id: d.score for d in fusion.bm25_documents}
+            dense_of = {d.id: d.score for d in fusion.dense_documents}
+        else:
+            assert scores is not None
             bm25_of = {i: s[0] for i, s in scores.items()}
             dense_of = {i: s[1] for i, s in scores.items()}
-            lam = self.weight if weight is None else check_finite("weight", weight)
             # A document without a vector cannot be scored densely: it ranks on BM25 alone.
-            fused = {i: dpr_fuse(bm25_of.get(i) or 0.0, dense_of.get(i) or 0.0, lam) for i in by_id if i in scores}
-        ranked = sorted(fused, key=lambda i: fused[i], reverse=True)[:top_k]
+            fused = {
+                i: dpr_fuse(bm25_of.get(i) or 0.0, dense_of.get(i) or 0.0, fusion.weight) for i in by_id if i in scores
+            }
+        ranked = sorted(fused, key=lambda i: fused[i], reverse=True)[: fusion.top_k]
         out = [
             dataclasses.replace(
                 by_id[i], score=fused[i], meta={**by_id[i].meta, "bm25_score": bm25_of.get(i), "dense_score": dense_of.get(i)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import asdict
 from typing import Any
@@ -11,9 +12,10 @@ from haystack.dataclasses import ExtractedAnswer
 
 from dpr_components.encoders import Precision, bf16_enabled
 from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.model_locks import model_lock
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import load_reader
-from dpr_components.readers.predict import Ranking, ReadSettings, read
+from dpr_components.readers.predict import Ranking, ReadSettings, SpanPrediction, read
 from dpr_components.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"
@@ -113,16 +115,36 @@ class SpanReader:
     @component.output_types(answers=list[ExtractedAnswer])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Answers to ``query`` from ``documents`` (documents without text are skipped)."""
-        check_query(query)
-        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        readable = [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+        top_k, readable = self._prepare(query, documents, top_k)
         if not readable:
             return {"answers": []}
+        return self._finish(query, readable, self._predict(query, readable), top_k)
+
+    @component.output_types(answers=list[ExtractedAnswer])
+    async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """As :meth:`run`, reading in a worker thread so the event loop is not blocked."""
+        top_k, readable = self._prepare(query, documents, top_k)
+        if not readable:
+            return {"answers": []}
+        predictions = await asyncio.to_thread(self._predict, query, readable)
+        return self._finish(query, readable, predictions, top_k)
+
+    def _prepare(self, query: str, documents: list[Document], top_k: int | None) -> tuple[int, list[Document]]:
+        """The number of answers to return and the documents that have text to read."""
+        check_query(query)
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+
+    def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
+        """The model's spans over ``readable``, best first (loads the model on first use)."""
         self.warm_up()
         passages = [(_title(d, self.title_field), d.content or "") for d in readable]
-        predictions = read(
-            self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings, self.uses_bf16
-        )
+        with model_lock(("reader", self.model)):
+            return read(
+                self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings, self.uses_bf16
+            )
+
+    def _finish(self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int) -> dict[str, Any]:
         answers = []
         for p in predictions[:top_k]:
             document = readable[p.passage_index]

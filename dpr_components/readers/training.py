@@ -4,16 +4,15 @@ The run folder holds ``checkpoint/`` (model, optimizer, scheduler, RNG states an
 position, replaced atomically), ``log.jsonl``, ``best/`` (the reader with the best dev EM so
 far, fp32 ``DPRReader`` folder) and, at the end, ``export/`` (the best reader in fp16
 safetensors, small enough to commit). Running the same command again resumes from the
-checkpoint; a finished run only re-exports."""
+checkpoint; a finished run only re-exports. The run mechanics (run folder, schedule, optimizer,
+generator states, checkpoint files, log) are the DPR loop's, from ``dpr_components.training``."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_directory, remove_stale_temporaries
-from dpr_components.process_state import peak_rss_mb, restore_rng_states, rng_states
+from dpr_components.process_state import peak_rss_mb, rng_states
 from dpr_components.readers.batches import Group, build_group, collate_groups
 from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.readers.evaluate import dev_cases, evaluate_reader
@@ -32,9 +30,19 @@ from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import reader_loss
 from dpr_components.readers.model import load_reader, reader_from_encoder, save_reader
 from dpr_components.readers.predict import ReadSettings
-from dpr_components.training.checkpoint_files import CheckpointError, load_tensors
+from dpr_components.training.checkpoint_files import (
+    CheckpointError,
+    load_tensors,
+    restart_hint,
+    restore_training,
+    resuming,
+    write_checkpoint,
+)
 from dpr_components.training.optimizer import adamw_with_decay_groups
+from dpr_components.training.rng import seed_everything
+from dpr_components.training.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
 from dpr_components.training.run_log import RunLog
+from dpr_components.training.schedule import linear_warmup_decay
 from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
@@ -113,39 +121,27 @@ class TrainResult:
     export_dir: Path | None
 
 
-def data_fingerprint(questions: Sequence[MinedQuestion]) -> str:
-    digest = hashlib.sha256()
-    for q in questions:
-        digest.update(q.to_json().encode())
-    return digest.hexdigest()[:16]
-
-
 def total_steps(config: TrainConfig, n_questions: int) -> int:
     per_epoch = -(-n_questions // config.batch_size)
     return min(config.max_steps or per_epoch * config.epochs, per_epoch * config.epochs)
 
 
-def _scheduler(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
 class _Run:
-    """State of one training run and its files."""
+    """One run's folder and its checkpoint: ``checkpoint/`` holds ``state.pt`` (model, optimizer,
+    scheduler, RNG states, position, settings, data fingerprint) and ``position.json`` (written last)."""
 
-    def __init__(self, config: TrainConfig, train: Sequence[MinedQuestion], fingerprint: str) -> None:
+    log: RunLog  # opened by ``resume``
+
+    def __init__(self, config: TrainConfig, train: Sequence[MinedQuestion]) -> None:
         self.config = config
         self.dir = Path(config.output_dir)
         self.checkpoint_dir = self.dir / "checkpoint"
-        self.log_path = self.dir / "log.jsonl"
-        self.fingerprint = fingerprint
+        self.fingerprint = data_fingerprint(q.to_json() for q in train)
         self.total = total_steps(config, len(train))
-        # A killed run may have left half-written folders, or the previous copy of one aside.
-        remove_stale_temporaries(self.dir)
+        self.hint = restart_hint(
+            self.checkpoint_dir, f"use the last exported reader ({self.dir / 'best'} or {self.dir / 'export'})"
+        )
+        clean_run_folder(self.dir)
 
     def save_checkpoint(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any, position: Position,
                         rng: dict[str, Any]) -> None:
@@ -153,58 +149,28 @@ class _Run:
             "model": reader.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "rng": rng, "position": asdict(position), "config": asdict(self.config), "data": self.fingerprint,
         }
-        with atomic_directory(self.checkpoint_dir) as tmp:
-            torch.save(state, tmp / "state.pt")
-            fault_point("reader_training.checkpoint.files_written")
-            (tmp / "position.json").write_text(json.dumps(asdict(position)) + "\n", encoding="utf-8")
+        write_checkpoint(self.checkpoint_dir, tensors={"state.pt": state}, texts={},
+                         marker=("position.json", json.dumps(asdict(position)) + "\n"),
+                         fault="reader_training.checkpoint.files_written")
 
-    def restart_hint(self) -> str:
-        return (
-            f"Delete {self.checkpoint_dir} to train this run again from its start, or use the last exported "
-            f"reader ({self.dir / 'best'} or {self.dir / 'export'})"
-        )
-
-    def load_checkpoint(self) -> dict[str, Any] | None:
-        """The saved state (tensors and plain data only: loading it never runs code from the file)."""
+    def resume(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any) -> Position | None:
+        """Put the checkpoint's state back into the training objects and return its position (None
+        without a checkpoint); the log loses the entries of steps after it (they will be run again)."""
         path = self.checkpoint_dir / "state.pt"
         if not path.is_file():
+            self.log = resume_log(self.dir, None)
             return None
-        state = load_tensors(path, self.restart_hint())
+        state = load_tensors(path, self.hint)
         expected = ("model", "optimizer", "scheduler", "rng", "position", "config", "data")
         if not isinstance(state, dict) or any(key not in state for key in expected):
-            raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.restart_hint()}")
-        if state["data"] != self.fingerprint:
-            raise ValueError(f"{path} was trained on other data (fingerprint {state['data']} ≠ {self.fingerprint})")
-        changed = {
-            f.name: (state["config"].get(f.name), getattr(self.config, f.name))
-            for f in fields(self.config)
-            if f.name not in _RESUMABLE_CHANGES and state["config"].get(f.name) != getattr(self.config, f.name)
-        }
-        if changed:
-            raise ValueError(f"{path} was made with other settings {changed}; use another output folder")
-        return state
-
-    def restore(self, state: dict[str, Any], reader: torch.nn.Module, optimizer: Any, scheduler: Any) -> Position:
-        """Put the saved state back into the training objects; return the saved position."""
-        try:
-            reader.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            restore_rng_states(state["rng"])
-            return Position(**state["position"])
-        except (KeyError, TypeError, RuntimeError, ValueError) as error:
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise CheckpointError(
-                f"cannot resume from checkpoint {self.checkpoint_dir}: {detail[:300]}. {self.restart_hint()}"
-            ) from error
-
-    def log(self, entry: dict[str, Any]) -> None:
-        RunLog(self.log_path).write(entry)
-
-    def truncate_log(self, step: int) -> None:
-        """Drop log entries of steps after the checkpoint (they will be run again)."""
-        if self.log_path.is_file():
-            RunLog(self.log_path).truncate_after(step)
+            raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.hint}")
+        check_same_run(self.dir, state["config"], asdict(self.config), _RESUMABLE_CHANGES, state["data"],
+                       self.fingerprint)
+        with resuming(self.checkpoint_dir, self.hint):
+            restore_training(reader, optimizer, scheduler, state)
+            position = Position(**state["position"])
+        self.log = resume_log(self.dir, position.step)
+        return position
 
 
 def train(
@@ -217,21 +183,17 @@ def train(
     """Train (or resume) a reader; ``after_step(step)`` is called after every optimizer step."""
     if not train_questions:
         raise ValueError("no training questions")
-    run = _Run(config, train_questions, data_fingerprint(train_questions))
+    run = _Run(config, train_questions)
     inputs = config.input_settings()
     reader, tokenizer = reader_from_encoder(config.init_model, seed=config.seed)
     optimizer = adamw_with_decay_groups(reader, config.learning_rate, config.weight_decay)
-    scheduler = _scheduler(optimizer, int(config.warmup_ratio * run.total), run.total)
-    position = Position()
-    state = run.load_checkpoint()
-    if state is not None:
-        position = run.restore(state, reader, optimizer, scheduler)
-        run.truncate_log(position.step)
+    scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * run.total), run.total, first_step_nonzero=True)
+    position = run.resume(reader, optimizer, scheduler)
+    if position is not None:
         print(f"resuming from step {position.step} (epoch {position.epoch}, example {position.index})", flush=True)
     else:
-        random.seed(config.seed)
-        np.random.seed(config.seed)
-        torch.manual_seed(config.seed)
+        position = Position()
+        seed_everything(config.seed)
     dev_questions = dev_questions[: config.dev_limit]
     needed = (i for q in [*train_questions, *dev_questions] for i in [*q.negative_ids, *q.positive_ids, *q.top_ids])
     lookup.preload(needed)
@@ -324,7 +286,7 @@ def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float
         "steps_per_s": window["steps"] / seconds, "questions_per_s": window["questions"] / seconds,
         "passages_per_s": window["rows"] / seconds, "peak_rss_mb": round(peak_rss_mb(), 1),
     }
-    run.log(entry)
+    run.log.write(entry)
     bar.set_postfix(loss=f"{entry['loss']:.3f}", q_s=f"{entry['questions_per_s']:.2f}")
     window.update(loss=0.0, span_loss=0.0, selection_loss=0.0, steps=0, questions=0, rows=0, start=time.perf_counter())
 
@@ -339,7 +301,7 @@ def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, pos
     if improved:
         position.best_em, position.best_step = scores.exact_match, position.step
         save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
-    run.log({"step": position.step, "dev_em": scores.exact_match, "dev_f1": scores.f1, "dev_n": scores.n,
+    run.log.write({"step": position.step, "dev_em": scores.exact_match, "dev_f1": scores.f1, "dev_n": scores.n,
              "best": improved, "eval_seconds": time.perf_counter() - start})
     mark = " (best)" if improved else ""
     print(f"\nstep {position.step}: dev EM {scores.exact_match:.2f} F1 {scores.f1:.2f}{mark}", flush=True)

@@ -77,9 +77,25 @@ class BM25Retriever:
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
     ) -> dict[str, Any]:
+        return {"documents": self._backend.bm25_retrieval(*self._prepare(query, top_k, filters, scale_score))}
+
+    @component.output_types(documents=list[Document])
+    async def run_async(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        scale_score: bool | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`run`, through the store's async API (or a worker thread)."""
+        return {"documents": await self._backend.bm25_retrieval_async(*self._prepare(query, top_k, filters, scale_score))}
+
+    def _prepare(
+        self, query: str, top_k: int | None, filters: dict[str, Any] | None, scale_score: bool | None
+    ) -> tuple[str, int, dict[str, Any] | None, bool]:
+        """The search backend's arguments: query, top_k, filters, scale_score."""
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        documents = self._backend.bm25_retrieval(
+        return (
             check_query(query), top_k, effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
         )
-        return {"documents": documents}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, NamedTuple
 
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
@@ -15,6 +16,16 @@ from dpr_components.legacy_paths import from_dict_any_path
 from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
 from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_positive_int, check_query
+
+
+class _Search(NamedTuple):
+    """A validated request: the question (None when its embedding is given) and search settings."""
+
+    query: str | None
+    query_embedding: list[float] | None
+    top_k: int
+    filters: dict[str, Any] | None
+    scale_score: bool
 
 
 @component
@@ -101,16 +112,54 @@ class DenseRetriever:
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
     ) -> dict[str, Any]:
-        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        search = self._prepare(query, query_embedding, top_k, filters, scale_score)
         store_checked = self._check_store_pairing()
+        embedding = search.query_embedding
+        if embedding is None:
+            embedding = self.embedder.run(query=search.query)["embedding"]
+        documents = self._backend.embedding_retrieval(embedding, search.top_k, search.filters, search.scale_score)
+        return self._finish(documents, embedding, store_checked)
+
+    @component.output_types(documents=list[Document], query_embedding=list[float])
+    async def run_async(
+        self,
+        query: str | None = None,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        scale_score: bool | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`run`; the question is encoded in a worker thread and the store searched
+        through its async API (or in a worker thread), so the event loop is never blocked."""
+        search = self._prepare(query, query_embedding, top_k, filters, scale_score)
+        store_checked = await asyncio.to_thread(self._check_store_pairing)  # reads the store, hashes weights once
+        embedding = search.query_embedding
+        if embedding is None:
+            embedding = (await self.embedder.run_async(query=search.query))["embedding"]
+        documents = await self._backend.embedding_retrieval_async(
+            embedding, search.top_k, search.filters, search.scale_score
+        )
+        return self._finish(documents, embedding, store_checked)
+
+    def _prepare(
+        self,
+        query: str | None,
+        query_embedding: list[float] | None,
+        top_k: int | None,
+        filters: dict[str, Any] | None,
+        scale_score: bool | None,
+    ) -> _Search:
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         if query_embedding is None:
             if query is None:
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
-            query_embedding = self.embedder.run(query=check_query(query))["embedding"]
-        documents = self._backend.embedding_retrieval(
-            query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
+            query = check_query(query)
+        return _Search(
+            query, query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
         )
+
+    def _finish(self, documents: list[Document], query_embedding: list[float], store_checked: bool) -> dict[str, Any]:
         if not store_checked:
             # A store that does not record its passage encoder: check the stamps of what was found.
             recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}

@@ -1,21 +1,50 @@
-"""Read checkpoint files without ever running code stored in them.
+"""Checkpoint folders of both training loops: written atomically, read without ever running code
+stored in them.
 
-Tensors and plain data load with ``torch.load(weights_only=True)``, which refuses any pickle
-that would import or call something; other state is JSON. A file that cannot be read that way
-(an older checkpoint format, or a replaced file) is refused with a :class:`CheckpointError`."""
+A checkpoint folder is written under a temporary name and renamed into place, its marker file
+last (the marker's presence marks a complete checkpoint). Tensors and plain data load with
+``torch.load(weights_only=True)``, which refuses any pickle that would import or call something;
+other state is JSON. A file that cannot be read that way (an older checkpoint format, or a
+replaced file) is refused with a :class:`CheckpointError` saying what to do instead."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from dpr_components.fault_points import fault_point
+from dpr_components.io_utils import atomic_directory
+from dpr_components.process_state import restore_rng_states
+
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, damaged, or could only be read by running code from it."""
+
+
+def restart_hint(checkpoints: Path, instead: str) -> str:
+    """What to do when a checkpoint under ``checkpoints`` cannot be used; ``instead`` names the exports."""
+    return f"Delete {checkpoints} to train this run again from its start, or {instead}"
+
+
+def write_checkpoint(
+    target: Path, tensors: Mapping[str, Any], texts: Mapping[str, str], marker: tuple[str, str], fault: str
+) -> Path:
+    """Replace the folder ``target`` atomically by ``tensors`` (``torch.save``), ``texts`` and then the
+    ``marker`` file (name, text); the fault point ``fault`` lies between the files and the marker."""
+    with atomic_directory(target) as tmp:
+        for name, value in tensors.items():
+            torch.save(value, tmp / name)
+        for name, text in texts.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        fault_point(fault)
+        (tmp / marker[0]).write_text(marker[1], encoding="utf-8")
+    return Path(target)
 
 
 def _first_sentence(error: BaseException) -> str:
@@ -48,3 +77,26 @@ def load_json(path: Path, restart_hint: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"checkpoint file {path} is damaged ({error}). {restart_hint}") from error
+
+
+@contextlib.contextmanager
+def resuming(path: Path, restart_hint: str) -> Iterator[None]:
+    """Report saved state that does not fit the training objects as one :class:`CheckpointError`."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, RuntimeError, ValueError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot resume from checkpoint {path}: {detail[:300]}. {restart_hint}") from error
+
+
+def restore_training(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, saved: Mapping[str, Any]
+) -> None:
+    """Put ``saved`` (``model``, ``optimizer`` and ``scheduler`` state dicts, ``rng`` generator states)
+    back; call it inside :func:`resuming`."""
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    restore_rng_states(saved["rng"])

@@ -10,6 +10,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from dpr_components.encoders import BUNDLED_MINILM
+from dpr_components.input_files import check_input_path
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples, resolve_data_source
 from dpr_components.training.examples import Ctx, TrainingExample
@@ -93,17 +94,22 @@ class DPRTrainer:
 
         if (data is None) == (examples is None):
             raise ValueError("DPRTrainer needs exactly one of 'data' (a file) or 'examples'")
+        # Every file is checked against the input root before any is read.
+        sources = {
+            name: check_input_path(resolve_data_source(value), name)
+            for name, value in (("data", data), ("dev_data", dev_data), ("corpus", corpus)) if value is not None
+        }
         if data is not None:
-            loaded = load_training_examples(resolve_data_source(data), split=split)
+            loaded = load_training_examples(sources["data"], split=split)
             logger.info(loaded.summary())
             examples = loaded.examples
         assert examples is not None
         if not examples:
             raise ValueError("DPRTrainer: no training examples (every record lacked a positive passage?)")
-        dev = load_training_examples(resolve_data_source(dev_data)).examples if dev_data else None
+        dev = load_training_examples(sources["dev_data"]).examples if dev_data else None
         passages = None
         if corpus:
-            passages = [Ctx(p.title, p.text) for p in load_corpus_passages(resolve_data_source(corpus))]
+            passages = [Ctx(p.title, p.text) for p in load_corpus_passages(sources["corpus"])]
         result = train(self.config, examples, self.output_dir, dev, passages, show_progress=self.progress_bar)
         metrics = {
             "steps": result.steps,

@@ -146,8 +146,3 @@ class TrainingConfig:
         if unknown:
             raise ValueError(f"unknown training settings {unknown}; known settings are {sorted(known)}")
         return cls(**data)
-
-    def differences(self, other: TrainingConfig) -> list[str]:
-        """Settings that differ from ``other`` and would change the computation."""
-        mine, theirs = self.to_dict(), other.to_dict()
-        return sorted(k for k in mine if k not in RESUMABLE_CHANGES and mine[k] != theirs[k])

@@ -5,7 +5,8 @@ data position, written atomically as ``checkpoints/step-<n>/``:
     rng.json                 the random generator states of every process
     state.json               the position in the data (its presence marks a complete checkpoint)
 
-Reading a checkpoint never runs code from it; see :mod:`checkpoint_files`.
+Reading a checkpoint never runs code from it; see :mod:`checkpoint_files`. The reader loop
+shares these mechanics with its own single-folder layout (``readers/training.py``).
 
 A run killed at any moment resumes from its newest complete checkpoint; because batches are a
 function of (seed, epoch, position) and the generators are restored, the resumed run computes
@@ -23,13 +24,17 @@ from typing import Any
 
 import torch
 
-from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_directory
-from dpr_components.process_state import restore_rng_states, rng_states
-from dpr_components.training.checkpoint_files import CheckpointError, load_json, load_tensors
+from dpr_components.training.checkpoint_files import (
+    load_json,
+    load_tensors,
+    restart_hint,
+    restore_training,
+    resuming,
+    write_checkpoint,
+)
+from dpr_components.training.rng import RNG_FILE, read_rng_file, rng_json, states_of_process
 
 STATE_FILE = "state.json"
-RNG_FILE = "rng.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
@@ -62,14 +67,16 @@ def save_checkpoint(
 ) -> Path:
     """Write ``folder/step-<n>`` atomically and return it. ``rng`` holds the generator states of
     every process (index = rank); by default this process's."""
-    target = Path(folder) / f"step-{state.step:08d}"
-    with atomic_directory(target) as tmp:
-        torch.save(model.state_dict(), tmp / "model.pt")
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
-        (tmp / RNG_FILE).write_text(json.dumps(rng if rng is not None else [rng_states()]), encoding="utf-8")
-        fault_point("training.checkpoint.files_written")
-        (tmp / STATE_FILE).write_text(json.dumps(state.to_dict(), indent=1), encoding="utf-8")
-    return target
+    return write_checkpoint(
+        Path(folder) / f"step-{state.step:08d}",
+        tensors={
+            "model.pt": model.state_dict(),
+            "optimizer.pt": {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
+        },
+        texts={RNG_FILE: rng_json(rng)},
+        marker=(STATE_FILE, json.dumps(state.to_dict(), indent=1)),
+        fault="training.checkpoint.files_written",
+    )
 
 
 def checkpoints(folder: Path) -> list[Path]:
@@ -90,13 +97,12 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def restart_hint(path: Path) -> str:
-    """What to do when a checkpoint of ``path`` cannot be used."""
+def _hint(path: Path) -> str:
+    """What to do when the checkpoint ``path`` cannot be used."""
     checkpoints_dir = Path(path).parent
     run_dir = checkpoints_dir.parent
-    return (
-        f"Delete {checkpoints_dir} to train this run again from its start, or start a new run from the "
-        f"last exported model ({run_dir / 'final'} or {run_dir / 'best'})"
+    return restart_hint(
+        checkpoints_dir, f"start a new run from the last exported model ({run_dir / 'final'} or {run_dir / 'best'})"
     )
 
 
@@ -105,27 +111,16 @@ def load_checkpoint(
 ) -> TrainerState:
     """Restore everything saved by :func:`save_checkpoint` (the generators of process ``rank``)."""
     path = Path(path)
-    hint = restart_hint(path)
-    if (path / "rng.pt").exists() and not (path / RNG_FILE).exists():
-        raise CheckpointError(
-            f"checkpoint {path} is in an older format (rng.pt) that can only be read by running code stored in "
-            f"it; it was not loaded. {hint}"
-        )
+    hint = _hint(path)
+    saved_rng = read_rng_file(path, hint)
     state_data = load_json(path / STATE_FILE, hint)
     weights = load_tensors(path / "model.pt", hint)
     saved = load_tensors(path / "optimizer.pt", hint)
-    saved_rng = load_json(path / RNG_FILE, hint)
-    try:
+    with resuming(path, hint):
         state = TrainerState(**state_data)
-        model.load_state_dict(weights)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        if rank >= len(saved_rng):
-            raise ValueError(f"it was written by {len(saved_rng)} processes, this is process {rank}")
-        restore_rng_states(saved_rng[rank])
-    except (KeyError, TypeError, RuntimeError, ValueError) as error:
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"cannot resume from checkpoint {path}: {detail[:300]}. {hint}") from error
+        rng = states_of_process(saved_rng, rank)
+        saved = {"model": weights, "optimizer": saved["optimizer"], "scheduler": saved["scheduler"], "rng": rng}
+        restore_training(model, optimizer, scheduler, saved)
     return state
 
 

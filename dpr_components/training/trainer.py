@@ -17,9 +17,7 @@ it after completion and it returns the stored result."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,17 +29,27 @@ import torch
 from tqdm.auto import tqdm
 
 from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_write_text, remove_stale_temporaries
+from dpr_components.io_utils import atomic_write_text
 from dpr_components.process_state import peak_rss_mb, rng_states
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
-from dpr_components.training.config import TrainingConfig
+from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.export import export_dpr
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
 from dpr_components.training.optimizer import adamw_with_decay_groups
+from dpr_components.training.rng import seed_everything
+from dpr_components.training.run_folder import (
+    check_same_run,
+    clean_run_folder,
+    data_fingerprint,
+    read_settings,
+    resume_log,
+    write_settings,
+)
 from dpr_components.training.run_log import RunLog
+from dpr_components.training.schedule import linear_warmup_decay
 from dpr_components.training.state import (
     TrainerState,
     latest_checkpoint,
@@ -52,9 +60,7 @@ from dpr_components.training.state import (
 from dpr_components.training.step import backward_batch
 from dpr_components.training.validation import ValidationSet, build_validation_set, validate
 
-CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
-LOG_FILE = "log.jsonl"
 
 
 @dataclass
@@ -89,18 +95,10 @@ class TrainingResult:
         return dataclasses.asdict(self)
 
 
-def data_fingerprint(examples: Sequence[TrainingExample]) -> str:
-    """Identifies the training data, so a resumed run cannot silently switch data."""
-    digest = hashlib.sha256()
-    for e in examples:
-        digest.update(f"{e.id}\x1f{e.question}\x1f{ctx_key(e.positives[0])}\x1f{len(e.hard_negatives)}\x1e".encode())
-    return digest.hexdigest()[:16]
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+def _fingerprint(examples: Sequence[TrainingExample]) -> str:
+    return data_fingerprint(
+        f"{e.id}\x1f{e.question}\x1f{ctx_key(e.positives[0])}\x1f{len(e.hard_negatives)}\x1e" for e in examples
+    )
 
 
 def epoch_order(seed: int, epoch: int, n: int) -> np.ndarray:
@@ -142,25 +140,18 @@ class Trainer:
     # ---- setup -------------------------------------------------------------------------
 
     def _check_output_dir(self, fingerprint: str) -> None:
-        path = self.output_dir / CONFIG_FILE
-        if path.exists():
-            saved = json.loads(path.read_text(encoding="utf-8"))
+        saved = read_settings(self.output_dir)
+        if saved is not None:
             previous = TrainingConfig.from_dict(saved["config"])
-            changed = self.config.differences(previous)
-            if changed:
-                raise ValueError(
-                    f"{self.output_dir} holds a run with other settings ({', '.join(changed)} differ): "
-                    "resume it with the same settings or use another output folder"
-                )
-            if saved.get("data") != fingerprint:
-                raise ValueError(f"{self.output_dir} holds a run on other training data: use another output folder")
+            check_same_run(self.output_dir, previous.to_dict(), self.config.to_dict(), RESUMABLE_CHANGES,
+                           saved.get("data"), fingerprint)
         if self.rank == 0:
-            payload = {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)}
-            atomic_write_text(path, json.dumps(payload, indent=1))
+            write_settings(self.output_dir,
+                           {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)})
 
     def _build(self) -> None:
         config = self.config
-        _seed_everything(config.seed + self.rank)
+        seed_everything(config.seed + self.rank)
         self.model = BiEncoder.from_pretrained(
             config.model,
             passage_model=config.passage_model,
@@ -183,11 +174,9 @@ class Trainer:
             seed=config.seed,
             random_pool=self.corpus,
         )
-        from transformers import get_linear_schedule_with_warmup
-
         self.optimizer = adamw_with_decay_groups(self.model, config.learning_rate, config.weight_decay, config.adam_eps)
         warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * self.total_steps)
-        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total_steps)
+        self.scheduler = linear_warmup_decay(self.optimizer, warmup, self.total_steps)
         self.validation: ValidationSet | None = None
         if self.dev_examples and self.rank == 0:
             self.validation = build_validation_set(
@@ -260,12 +249,9 @@ class Trainer:
     def run(self) -> TrainingResult:
         config = self.config
         result_path = self.output_dir / RESULT_FILE
-        fingerprint = data_fingerprint(self.examples)
-        self._check_output_dir(fingerprint)
+        self._check_output_dir(_fingerprint(self.examples))
         if self.rank == 0:
-            # A killed run may have left half-written folders, or the previous copy of best/ aside.
-            for folder in (self.output_dir, self.output_dir / "checkpoints"):
-                remove_stale_temporaries(folder)
+            clean_run_folder(self.output_dir, "checkpoints")
         distributed.barrier()
         self._build()
         state = TrainerState()
@@ -275,9 +261,7 @@ class Trainer:
         if state.step >= self.total_steps or state.stopped_early:
             if result_path.exists():
                 return TrainingResult(**json.loads(result_path.read_text(encoding="utf-8")))
-        log = RunLog(self.output_dir / LOG_FILE) if self.rank == 0 else None
-        if log is not None:
-            log.truncate_after(state.step if checkpoint is not None else -1)
+        log = resume_log(self.output_dir, state.step if checkpoint is not None else None) if self.rank == 0 else None
         if log is not None and checkpoint is None:
             log.write({"step": 0, "event": "start", "examples": len(self.examples), "total_steps": self.total_steps,
                        "steps_per_epoch": self.steps_per_epoch, "processes": self.world})

@@ -1,0 +1,137 @@
+"""Evaluation pipelines (pipelines/eval_nq.yml, eval_squad.yml) and ``haystack eval`` as their front end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from haystack import Document
+from haystack.evaluation import EvaluationRunResult
+
+from dpr_components.cli.eval_command import default_evaluation_pipeline
+from dpr_components.cli.main import main
+from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
+from dpr_components.evaluation.eval_spec import evaluation_spec, is_evaluation_spec
+from dpr_components.evaluation.pipeline_eval import SystemOutputs, evaluate_outputs
+from dpr_components.evaluation.questions import QAExample
+from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
+from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+QUESTIONS = (
+    '{"id": "1", "question": "who wrote hamlet", "answers": ["Shakespeare"]}\n'
+    '{"id": "2", "question": "highest mountain on earth", "answers": ["Everest"]}\n'
+    '{"id": "3", "question": "what is the capital of atlantis", "answers": ["Poseidonia"]}\n'
+)
+
+
+@pytest.fixture()
+def questions_file(tmp_path: Path) -> Path:
+    path = tmp_path / "q.jsonl"
+    path.write_text(QUESTIONS, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("name", "questions"), [("eval_nq.yml", "nq/dev.jsonl"), ("eval_squad.yml", "squad/dev.jsonl")])
+def test_evaluation_files_load(name: str, questions: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DPR_DATA_DIR", str(tmp_path / "data"))
+    spec = load_pipeline_spec(PIPELINES / name)
+    assert is_evaluation_spec(spec)
+    settings = evaluation_spec(spec, str(PIPELINES / name))
+    assert settings.questions == str(tmp_path / "data" / questions)
+    assert settings.top_k == 100
+    assert all(Path(path).is_file() for path in settings.systems.values())
+    assert set(load_pipeline(PIPELINES / name).inputs()) == {"retrieval_accuracy", "answer_exact_match"}
+
+
+def test_evaluation_section_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown keys"):
+        evaluation_spec({"metadata": {"evaluation": {"question": "x"}}}, "e.yml")
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        evaluation_spec({"metadata": {"evaluation": {"top_k": 0}}}, "e.yml")
+    with pytest.raises(ValueError, match="systems must map names"):
+        evaluation_spec({"metadata": {"evaluation": {"systems": ["bm25.yml"]}}}, "e.yml")
+    assert not is_evaluation_spec(load_pipeline_spec(PIPELINES / "bm25.yml"))
+
+
+def test_scores_equal_the_direct_metric_and_fill_haystack_run_result() -> None:
+    questions = [QAExample("a", "q1", ["blue"]), QAExample("b", "q2", ["red"]), QAExample("c", "q3", ["green"])]
+    ranked = [
+        [Document(content="sky is blue"), Document(content="grass")],
+        [Document(content="nothing"), Document(content="red apple")],
+        [Document(content="nothing"), Document(content="none")],
+    ]
+    outputs = SystemOutputs("sys", ranked, ["blue", "Red", None], 0.0)
+    evaluation = evaluate_outputs(default_evaluation_pipeline("string"), questions, outputs, top_k=2)
+    direct = evaluate_retrieval([q.answers for q in questions], [[d.content for d in docs] for docs in ranked], max_k=2)
+    assert evaluation.retrieval is not None
+    assert evaluation.retrieval.top_k == direct.top_k and evaluation.retrieval.mrr == pytest.approx(direct.mrr)
+    assert isinstance(evaluation.run_result, EvaluationRunResult)
+    aggregated = evaluation.run_result.aggregated_report(output_format="json")
+    scores = dict(zip(aggregated["metrics"], aggregated["score"], strict=True))
+    assert scores["top_1_accuracy"] == pytest.approx(1 / 3) and scores["top_5_accuracy"] == pytest.approx(2 / 3)
+    assert scores["exact_match"] == pytest.approx(2 / 3)
+    detailed = evaluation.run_result.detailed_report(output_format="json")
+    assert detailed["top_1_accuracy"] == [1.0, 0.0, 0.0] and detailed["mrr"] == [1.0, 0.5, 0.0]
+
+
+def test_a_system_with_nothing_to_score_is_a_clear_error() -> None:
+    outputs = SystemOutputs("sys", None, ["x"], 0.0)
+    pipeline = default_evaluation_pipeline("string")
+    pipeline.remove_component("answer_exact_match")
+    with pytest.raises(ValueError, match="no evaluator of the evaluation pipeline takes"):
+        evaluate_outputs(pipeline, [QAExample("a", "q", ["x"])], outputs, top_k=5)
+
+
+def _eval_args(*files: str, store: Path, model: Path, questions: Path, out: Path) -> list[str]:
+    return ["eval", *files, "--questions", str(questions), "--store", str(store), "--set", f"dense.model={model}",
+            "--set", "ranker.weight=0.001", "--top-k", "5", "--out", str(out)]
+
+
+def test_eval_pipeline_equals_the_systems_given_directly(
+    indexed_store: Path, tiny_st_dir: Path, questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The evaluation file's own systems, and the same systems named on the command line, give one set of numbers."""
+    from_file, direct = tmp_path / "from_file", tmp_path / "direct"
+    assert main(_eval_args(str(PIPELINES / "eval_nq.yml"), store=indexed_store, model=tiny_st_dir,
+                           questions=questions_file, out=from_file)) == 0
+    systems = [str(PIPELINES / name) for name in ("bm25.yml", "dense.yml", "search.yml")]
+    assert main(_eval_args(*systems, store=indexed_store, model=tiny_st_dir, questions=questions_file, out=direct)) == 0
+    capsys.readouterr()
+    first = json.loads((from_file / "report.json").read_text())["systems"]
+    second = json.loads((direct / "report.json").read_text())["systems"]
+    assert set(first) == {"bm25", "dense", "hybrid"} and set(second) == {"bm25", "dense", "search"}
+    assert first["bm25"]["first_hit_ranks"] == second["bm25"]["first_hit_ranks"] == [1, 1, None]
+    assert first["hybrid"]["top_k_accuracy"] == second["search"]["top_k_accuracy"]
+    runs = json.loads((from_file / "evaluation_runs.json").read_text())
+    assert runs["bm25"]["detailed_report"]["question_id"] == ["1", "2", "3"]
+    assert "## Time per question" in (from_file / "report.md").read_text()
+
+
+def test_eval_of_a_qa_pipeline_reports_exact_match(
+    indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, questions_file: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reader = tiny_reader_dir
+    out = tmp_path / "qa"
+    args = _eval_args(str(PIPELINES / "eval_nq.yml"), str(PIPELINES / "qa.yml"), store=indexed_store, model=tiny_st_dir,
+                      questions=questions_file, out=out)
+    assert main([*args, "--set", f"reader.model={reader}"]) == 0
+    assert "qa: exact_match" in capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    assert "## Answers" in report and "| qa |" in report
+    assert not (out / "topk_accuracy.png").exists()  # no system returned documents
+
+
+def test_eval_errors_are_clear(questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nq = str(PIPELINES / "eval_nq.yml")
+    assert main(["eval", nq, str(PIPELINES / "eval_squad.yml"), "--questions", str(questions_file), "--out", str(tmp_path / "a")]) == 2
+    assert "at most one evaluation pipeline" in capsys.readouterr().err
+    assert main(["eval", nq, "--questions", str(questions_file), "--set", "nothing.top_k=3", "--out", str(tmp_path / "b")]) == 2
+    assert "no system has a component 'nothing'" in capsys.readouterr().err
+    bare = tmp_path / "bare.yml"
+    bare.write_text("components:\n  acc:\n    type: dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator\n", encoding="utf-8")
+    assert main(["eval", str(bare), "--questions", str(questions_file), "--out", str(tmp_path / "c")]) == 2
+    assert "no systems to evaluate" in capsys.readouterr().err
+

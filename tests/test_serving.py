@@ -1,0 +1,295 @@
+"""``haystack serve``: the pipelines of pipelines/ served by hayhooks, concurrent clients, input root, status codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from haystack.core.serialization import allow_deserialization_module
+from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
+
+from dpr_components.cli.pipeline_loading import load_pipeline
+from dpr_components.indexing.components import CorpusReader
+from dpr_components.input_files import INPUT_ROOT_ENV, check_input_path
+from dpr_components.cli.serving import ELASTICSEARCH_URL_ENV, network_overrides, pipeline_files
+from dpr_components.training.component import DPRTrainer
+from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = ROOT / "pipelines"
+SEARCH_PIPELINES = ("bm25", "dense", "search", "qa")
+QUERIES = ["who wrote hamlet", "highest mountain on earth", "nobel prize in physics", "where do bees live"]
+STORE_TYPE = "dpr_components.document_stores.embedded.EmbeddedDocumentStore"
+
+
+# ---- the input root, records, Elasticsearch sections (no server) ---------------------------------
+
+
+def test_input_paths_must_stay_inside_the_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, outside = tmp_path / "root", tmp_path / "secret.txt"
+    root.mkdir()
+    outside.write_text("secret")
+    (root / "ok.jsonl").write_text("{}")
+    (root / "link.jsonl").symlink_to(outside)
+    monkeypatch.delenv(INPUT_ROOT_ENV, raising=False)
+    assert check_input_path(outside, "corpus file") == str(outside)  # no root: the command line reads any file
+    monkeypatch.setenv(INPUT_ROOT_ENV, str(root))
+    assert check_input_path(root / "ok.jsonl", "corpus file") == str(root / "ok.jsonl")
+    for path in (outside, root / ".." / "secret.txt", root / "link.jsonl", "/etc/passwd"):
+        with pytest.raises(ValueError, match=r"corpus file .* is outside the input root .*root"):
+            check_input_path(path, "corpus file")
+    with pytest.raises(ValueError, match="outside the input root"):
+        CorpusReader().run(path=str(root / "link.jsonl"))
+    with pytest.raises(ValueError, match="dev_data .* outside the input root"):
+        DPRTrainer(output_dir=str(tmp_path / "run")).run(data=str(root / "ok.jsonl"), dev_data=str(outside))
+
+
+def test_corpus_reader_takes_records() -> None:
+    docs = CorpusReader().run(records=[{"id": "a", "title": "A", "text": "alpha"}, {"id": 7, "text": "seven"}])["documents"]
+    assert [(d.id, d.content, d.meta["title"]) for d in docs] == [("a", "alpha", "A"), ("7", "seven", "")]
+    assert [d.id for d in CorpusReader(on_empty="skip").run(records=[{"id": "a", "text": " "}, {"id": "b", "text": "x"}])["documents"]] == ["b"]
+    for kwargs, message in [
+        ({}, "exactly one of 'path'"),
+        ({"path": "c.jsonl", "records": []}, "exactly one of 'path'"),
+        ({"records": []}, "records is empty"),
+        ({"records": "abc"}, "records must be a list"),
+        ({"records": [["a"]]}, r"records\[0\]: expected an object"),
+        ({"records": [{"id": "a"}]}, r"records\[0\]: missing field 'text'"),
+        ({"records": [{"id": "a", "text": 3}]}, r"records\[0\]: field 'text' must be a string, got int"),
+        ({"records": [{"id": " ", "text": "x"}]}, r"records\[0\]: field 'id' is empty"),
+        ({"records": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}, r"records\[1\]: id 'a' already used by records\[0\]"),
+        ({"records": [{"id": "a", "text": "  "}]}, r"records\[0\]: document 'a' has no text"),
+        ({"records": [{"id": "a", "text": "x" * 1001}]}, r"records\[0\]: document 'a' has"),
+        ({"records": [{"id": "a", "text": "x", "body": "y"}]}, r"records\[0\]: unknown fields \['body'\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            CorpusReader().run(**kwargs)
+
+
+@pytest.mark.parametrize("name", ["search_elasticsearch.yml", "index_elasticsearch.yml"])
+def test_elasticsearch_sections_resolve_without_a_server(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    allow_deserialization_module("dpr_components")
+    resolved = get_inputs_outputs_from_yaml((PIPELINES / name).read_text(encoding="utf-8"))  # builds, never connects
+    inputs = {key: value.targets for key, value in resolved["inputs"].items()}
+    outputs = {key: value.path for key, value in resolved["outputs"].items()}
+    if name.startswith("search"):
+        assert inputs == {"query": ["bm25.query", "dense.query", "ranker.query"]}
+        assert outputs == {"documents": "ranker.documents"}
+    else:
+        assert inputs == {"path": ["reader.path"], "records": ["reader.records"]}
+        assert outputs == {"documents_written": "writer.documents_written"}
+    spec = yaml.safe_load((PIPELINES / name).read_text(encoding="utf-8"))
+    monkeypatch.delenv(ELASTICSEARCH_URL_ENV, raising=False)
+    monkeypatch.delenv("DPR_ALLOW_NETWORK", raising=False)
+    assert network_overrides(spec) is None  # not served without a server to talk to
+    monkeypatch.setenv(ELASTICSEARCH_URL_ENV, "http://es.example:9200")
+    expected = ["bm25", "dense", "ranker"] if name.startswith("search") else ["writer"]
+    assert network_overrides(spec) == [f"{c}.document_store.hosts=http://es.example:9200" for c in expected]
+
+
+def test_every_pipeline_declares_inputs_and_outputs() -> None:
+    for path in pipeline_files(PIPELINES):
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert spec.get("inputs") and spec.get("outputs"), path.name
+
+
+# ---- the server -----------------------------------------------------------------------------------
+
+
+def _set_stores(node: Any, store: str) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == STORE_TYPE:
+            node["init_parameters"]["path"] = store
+        for value in node.values():
+            _set_stores(value, store)
+
+
+def _write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert: Path, run_dir: Path) -> None:
+    """Copies of pipelines/*.yml with the tiny models, the test store and a one-step training run."""
+    folder.mkdir()
+    settings = {
+        "dense.model": str(encoder), "embedder.model": str(encoder), "embedder.cache_dir": None,
+        "embedder.progress_bar": False, "reader.model": str(reader), "ranker.weight": 0.001,
+        "trainer.model": str(bert), "trainer.output_dir": str(run_dir), "trainer.epochs": 1,
+        "trainer.batch_size": 2, "trainer.progress_bar": False,
+    }
+    for path in pipeline_files(PIPELINES):
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        _set_stores(spec, str(store))
+        for key, value in settings.items():
+            component, parameter = key.split(".")
+            params = spec["components"].get(component, {}).get("init_parameters", {})
+            if parameter in params:  # "reader" is a SpanReader in qa.yml, a CorpusReader in index.yml
+                params[parameter] = value
+        if "trainer" in spec["components"]:
+            spec["components"]["trainer"]["init_parameters"]["settings"].update(max_length=32, threads=1)
+        (folder / path.name).write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture()
+def server(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path):  # noqa: F811
+    folder, root = tmp_path / "pipelines", tmp_path / "served"
+    _write_pipelines(folder, indexed_store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in (ELASTICSEARCH_URL_ENV, "DPR_ALLOW_NETWORK", INPUT_ROOT_ENV)}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")  # one torch thread per request on a small shared CPU
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), "--port", str(port),
+         "--input-root", str(root)],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the server stopped:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{url}/status", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the server did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url, folder, root
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()
+
+
+def _run_serially(path: Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    """``Pipeline.run`` with the inputs as hayhooks maps them, outputs as hayhooks includes them."""
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data: dict[str, dict[str, Any]] = {}
+    for name, value in inputs.items():
+        targets = spec["inputs"][name]
+        for target in targets if isinstance(targets, list) else [targets]:
+            component, socket_name = target.split(".", 1)
+            data.setdefault(component, {})[socket_name] = value
+    outputs = {target.split(".", 1)[0] for target in spec["outputs"].values()}
+    return load_pipeline(path).run(data, include_outputs_from=outputs)
+
+
+def _ranked(result: dict[str, Any]) -> list[tuple[str, float]]:
+    """(id, score) of the documents, or (answer, score, document id) of the answers, of a run result."""
+    (output,) = result.values()
+    if "answers" in output:
+        return [(_get(a, "data"), _get(a, "score"), _get(_get(a, "document"), "id")) for a in output["answers"]]
+    return [(_get(d, "id"), _get(d, "score")) for d in output["documents"]]
+
+
+def _get(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name)
+
+
+def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> None:
+    url, folder, root = server
+    status = httpx.get(f"{url}/status").json()
+    assert sorted(status["pipelines"]) == ["bm25", "dense", "eval_nq", "eval_squad", "index", "qa", "search", "train_dpr"]
+
+    # 8 clients at once, each asking every search pipeline several questions: the answers of a serial run.
+    expected = {(name, q): _ranked(_run_serially(folder / f"{name}.yml", {"query": q}))
+                for name in SEARCH_PIPELINES for q in QUERIES}
+    assert all(expected.values())
+
+    def client(number: int) -> list[tuple[tuple[str, str], list]]:
+        answers = []
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for step in range(len(QUERIES) * len(SEARCH_PIPELINES)):
+                name = SEARCH_PIPELINES[step % len(SEARCH_PIPELINES)]
+                query = QUERIES[(step + number) % len(QUERIES)]
+                response = http.post(f"/{name}/run", json={"query": query})
+                assert response.status_code == 200, response.text
+                answers.append(((name, query), _ranked(response.json()["result"])))
+        return answers
+
+    with ThreadPoolExecutor(8) as pool:
+        results = [item for answers in pool.map(client, range(8)) for item in answers]
+    assert len(results) == 8 * 16
+    for key, ranked in results:
+        assert [list(r) for r in expected[key]] == [list(r) for r in ranked], key
+
+    # Documents in the request body, then found by search.
+    records = [{"id": "zebra", "title": "Zebra", "text": "Zebras are African equines with black and white stripes."}]
+    response = httpx.post(f"{url}/index/run", json={"records": records}, timeout=60)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["writer"]["documents_written"] == 1
+    found = httpx.post(f"{url}/bm25/run", json={"query": "zebra stripes"}).json()["result"]["bm25"]["documents"]
+    assert found[0]["id"] == "zebra#0"
+
+    # The evaluation pipeline scores a posted batch as a serial run does.
+    retrieved = httpx.post(f"{url}/bm25/run", json={"query": "who wrote hamlet"}).json()["result"]["bm25"]["documents"]
+    batch = {"ground_truth_answers": [["Shakespeare"], ["Atlantis"]], "retrieved_documents": [retrieved, retrieved[1:]],
+             "predicted_answers": ["William Shakespeare", None]}
+    response = httpx.post(f"{url}/eval_nq/run", json=batch)
+    assert response.status_code == 200, response.text
+    scores = response.json()["result"]
+    assert scores["retrieval_accuracy"]["top_k_accuracy"]["1"] == 50.0
+    serial = load_pipeline(folder / "eval_nq.yml").run({
+        "retrieval_accuracy": {"ground_truth_answers": batch["ground_truth_answers"],
+                               "retrieved_documents": [[_document(d) for d in docs] for docs in batch["retrieved_documents"]]},
+        "answer_exact_match": {"ground_truth_answers": batch["ground_truth_answers"], "predicted_answers": batch["predicted_answers"]},
+    })
+    assert scores["retrieval_accuracy"]["mrr"] == serial["retrieval_accuracy"]["mrr"]
+    assert scores["answer_exact_match"]["f1"] == serial["answer_exact_match"]["f1"]
+
+    # Training on a file inside the input root: two examples, one step.
+    data = root / "train.jsonl"
+    data.write_text("".join(json.dumps({
+        "question": f"question {i}", "answers": [f"a{i}"], "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
+        "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}]}) + "\n" for i in range(2)), encoding="utf-8")
+    response = httpx.post(f"{url}/train_dpr/run", json={"data": str(data)}, timeout=120)
+    assert response.status_code == 200, response.text
+    trained = response.json()["result"]["trainer"]
+    assert trained["metrics"]["steps"] == 1 and Path(trained["question_model"]).is_dir()
+
+    # Bad requests.
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"id": "s", "text": "secret"}\n')
+    (root / "link.jsonl").symlink_to(secret)
+    for name, body, code, message in [
+        ("bm25", {"query": "  "}, 400, "the query is empty"),
+        ("search", {"query": ""}, 400, "the query is empty"),
+        ("bm25", {"query": 5}, 422, "valid string"),
+        ("bm25", {}, 422, "Field required"),
+        ("index", {"path": str(secret)}, 400, "is outside the input root"),
+        ("index", {"path": str(root / "link.jsonl")}, 400, "is outside the input root"),
+        ("index", {"path": str(root / "missing.jsonl")}, 400, "missing.jsonl"),
+        ("index", {}, 400, "exactly one of 'path'"),
+        ("index", {"records": [{"id": "x"}]}, 400, "records[0]: missing field 'text'"),
+        ("train_dpr", {"data": str(secret)}, 400, "data '" + str(secret) + "' is outside the input root"),
+        ("nothing", {"query": "x"}, 404, "Not Found"),
+    ]:
+        response = httpx.post(f"{url}/{name}/run", json=body, timeout=30)
+        assert response.status_code == code, (name, body, response.text)
+        assert message in json.dumps(response.json()["detail"]), (name, body, response.text)
+        if code == 400:
+            assert "Traceback" not in response.text and "\n" not in response.json()["detail"]
+    # A fixed set of pipelines: clients can neither deploy their own nor make the server draw one.
+    assert httpx.post(f"{url}/deploy-yaml", json={"name": "x", "source_code": "components: {}"}).status_code in (404, 405)
+    assert httpx.get(f"{url}/draw/bm25").status_code in (404, 405)
+
+
+def _document(data: dict[str, Any]) -> Any:
+    from haystack import Document
+
+    return Document.from_dict(data)
