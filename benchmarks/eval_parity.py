@@ -17,6 +17,9 @@ import shlex
 import sys
 from pathlib import Path
 
+import faiss
+import torch
+
 from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
 from dpr_components.cli.pipeline_runner import run_pipeline, top_k_inputs
 from dpr_components.evaluation.eval_spec import evaluation_spec
@@ -62,7 +65,11 @@ def _markdown(rows: list[dict], command: str) -> str:
         "(`pipelines/eval_nq.yml`, `pipelines/eval_squad.yml`: `RetrievalAccuracyEvaluator`, what `haystack eval` runs) "
         "and by `evaluate_retrieval` on the passage texts (the metric `haystack eval` computed directly before). "
         "Store: the 55,350-passage pool indexed by `pipelines/index.yml` with the default passage encoder; "
-        "systems: `pipelines/bm25.yml`, `dense.yml`, `search.yml` as committed.",
+        "systems: `pipelines/bm25.yml`, `dense.yml`, `search.yml` as committed. One process, one torch thread; "
+        "the machine (2 cores) is shared, so times are indicative only. The committed encoders are the float16 copy "
+        "of the trained pair, so their rows can differ by a tenth or two from docs/training/dpr_nq.md, which evaluated "
+        "the float32 run folders; and the store's passage vectors were encoded with bf16 autocast, before encoders "
+        "moved to bf16 weights (docs/benchmarks/encoding.md): re-indexing moves a few questions' ranks.",
         "",
         "| questions | system | evaluation pipeline top-1 / 5 / 20 / 100 | direct metric top-1 / 5 / 20 / 100 | per-question ranks equal | ms / question |",
         "|---|---|---|---|---|---:|",
@@ -80,8 +87,11 @@ def main() -> None:
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--limit", type=int, help="first N questions of each set (a quick check)")
     parser.add_argument("--eval-files", nargs="+", default=list(EVAL_FILES))
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)")
     parser.add_argument("--out", default="docs/benchmarks/eval_pipelines")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    faiss.omp_set_num_threads(args.threads)
     rows = [row for eval_file in args.eval_files for row in _compare(eval_file, args.store, args.limit)]
     command = "python -m benchmarks.eval_parity " + shlex.join(sys.argv[1:])
     out = Path(args.out)

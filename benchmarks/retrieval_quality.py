@@ -31,7 +31,14 @@ from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.report import write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
-from dpr_components.rankers.hybrid_fit import Candidates, best_weight, collect_candidates, first_hit_rank as hybrid_rank, lambda_curve
+from dpr_components.rankers.hybrid_fit import (
+    Candidates,
+    best_weight,
+    collect_candidates,
+    first_hit_rank as hybrid_rank,
+    lambda_curve,
+    union_from_lists,
+)
 from dpr_components.io_utils import atomic_write_text
 from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.settings import cache_dir, data_dir
@@ -87,7 +94,7 @@ def retrieve_dataset(
         by_id = {d.id: d for d in [*bm25, *dense]}
         ranked = sorted(fused, key=fused.get, reverse=True)[:100]
         rrf_ranks.append(_rank_in([by_id[i] for i in ranked], q.answers))
-        candidates.append(collect_candidates(store, q.question, emb, bm25, dense, q.answers))
+        candidates.append(collect_candidates(*union_from_lists(store, q.question, emb, bm25, dense), q.answers))
     n = len(questions)
     return {
         "n": n, "bm25_ranks": bm25_ranks, "dense_ranks": dense_ranks, "rrf_ranks": rrf_ranks,

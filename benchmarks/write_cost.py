@@ -106,7 +106,7 @@ def render(n: int, results: list[dict[str, Any]]) -> str:
         "call at a time, then N more in one call, into a store that already holds the given number of",
         "passages (its indexes built and saved). EmbeddedDocumentStore saves lazily: a write commits",
         "to SQLite and marks the indexes unsaved; the next search brings the index it uses up to date",
-        "(FAISS adds the new vectors, BM25 is rebuilt) and saves it. The last two columns are those",
+        "(FAISS adds the new vectors, BM25 adds a segment: both in proportion to the writes). The last two columns are those",
         "first searches (one dense and one BM25 query). For comparison, the same store saving both",
         f"indexes after every write (what autosave did before saving became lazy), up to {EAGER_MAX_STORED:,} stored passages.",
         "",

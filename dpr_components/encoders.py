@@ -195,7 +195,7 @@ def _load_tokenizer(layout: ModelLayout) -> Any:
 
 
 def bf16_supported() -> bool:
-    """True when this CPU has native bf16 matrix instructions (then bf16 autocast is about 1.8x faster)."""
+    """True when this CPU has native bf16 matrix instructions (then bf16 inference is about 2x faster)."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
@@ -203,7 +203,7 @@ def bf16_supported() -> bool:
 
 
 def bf16_enabled(precision: Precision) -> bool:
-    """Whether ``precision`` means bf16 autocast here: ``bf16``, or ``auto`` on a CPU with native bf16."""
+    """Whether ``precision`` means bf16 compute here: ``bf16``, or ``auto`` on a CPU with native bf16."""
     return precision == "bf16" or (precision == "auto" and bf16_supported())
 
 
@@ -227,9 +227,25 @@ class EncoderSettings:
     precision: Precision = "auto"
 
 
-class TextEncoder:
-    """Encodes questions (text only) or passages (title + text) into float32 vectors.
+# Inputs are tokenised and length-sorted this many batches at a time: close to a global sort in
+# padding saved, while token lists for a whole corpus never sit in memory at once.
+BUCKET_BATCHES = 64
 
+
+@dataclass
+class _Tokens:
+    """Unpadded token ids of a window of inputs (``types`` when the tokenizer makes segment ids)."""
+
+    ids: list[list[int]]
+    types: list[list[int]] | None
+
+
+class TextEncoder:
+    """Encodes questions (text only) or passages (title + text) into unit float32 vectors (when
+    the model normalises) in input order.
+
+    Inputs are sorted by token length and batched so that little compute goes to padding; with
+    bf16 the model runs on a bf16 copy of its weights (cast once at load), pooling in float32.
     Loading is lazy and shared: encoders with the same settings in one process share one model."""
 
     _shared: dict[EncoderSettings, tuple[Any, Any, ModelLayout]] = {}
@@ -257,7 +273,11 @@ class TextEncoder:
         with TextEncoder._lock:
             if self.settings not in TextEncoder._shared:
                 layout = detect_layout(resolve_model_path(self.settings.model))
-                TextEncoder._shared[self.settings] = (_load_transformer(layout), _load_tokenizer(layout), layout)
+                model = _load_transformer(layout)
+                if self.uses_bf16:
+                    # Cast once instead of autocasting every call: about 1.3x faster than autocast.
+                    model = model.to(torch.bfloat16)
+                TextEncoder._shared[self.settings] = (model, _load_tokenizer(layout), layout)
             self._model, self._tokenizer, self._layout = TextEncoder._shared[self.settings]
 
     @property
@@ -299,7 +319,9 @@ class TextEncoder:
             "normalize": self.normalize,
             "max_length": self.max_length,
             "title_mode": self.settings.title_mode,
-            "bf16": self.uses_bf16,
+            # bf16 weights make (slightly) other vectors than the earlier bf16 autocast; fp32 keeps
+            # its old value so fp32 caches stay valid.
+            "bf16": "weights" if self.uses_bf16 else False,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -331,19 +353,21 @@ class TextEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         firsts, seconds = self._inputs(texts, titles)
-        # Length-sorted batches waste little compute on padding; order is restored at the end.
-        order = np.argsort([-len(t) - len(s or "") for t, s in zip(firsts, seconds)], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), unit=unit[:-1], desc=f"Encoding {unit}", disable=not show_progress)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            batch_seconds = [seconds[i] for i in idx]
-            out[idx] = self._forward(
-                [firsts[i] for i in idx], batch_seconds if any(s is not None for s in batch_seconds) else None
-            )
-            if on_batch is not None:
-                on_batch(idx, out[idx])
-            bar.update(len(idx))
+        window = self.batch_size * BUCKET_BATCHES
+        for offset in range(0, len(texts), window):
+            tokens = self._tokenize(firsts[offset : offset + window], seconds[offset : offset + window])
+            # Length bucketing: longest first, so a batch pads to about its own length; the
+            # vectors go back to their input positions.
+            order = np.argsort([-len(ids) for ids in tokens.ids], kind="stable")
+            for start in range(0, len(order), self.batch_size):
+                local = order[start : start + self.batch_size]
+                idx = local + offset
+                out[idx] = self._forward(self._collate(tokens, local))
+                if on_batch is not None:
+                    on_batch(idx, out[idx])
+                bar.update(len(idx))
         bar.close()
         return out
 
@@ -357,28 +381,53 @@ class TextEncoder:
         seconds = [text if title else None for title, text in zip(titles, texts)]
         return firsts, seconds
 
+    def _tokenize(self, firsts: list[str], seconds: list[str | None]) -> _Tokens:
+        """Token ids without padding; pairs and single texts (passages without a title) apart."""
+        pairs = [i for i, s in enumerate(seconds) if s is not None]
+        singles = [i for i, s in enumerate(seconds) if s is None]
+        ids: list[list[int]] = [[] for _ in firsts]
+        types: list[list[int]] | None = None
+        for group, second in ((pairs, True), (singles, False)):
+            if not group:
+                continue
+            encoded = self._tokenizer(
+                [firsts[i] for i in group],
+                [seconds[i] for i in group] if second else None,
+                truncation="only_second" if second else True,
+                max_length=self.max_length,
+                return_attention_mask=False,
+            )
+            for i, row in zip(group, encoded["input_ids"]):
+                ids[i] = row
+            if "token_type_ids" in encoded:
+                types = types if types is not None else [[] for _ in firsts]
+                for i, row in zip(group, encoded["token_type_ids"]):
+                    types[i] = row
+        return _Tokens(ids, types)
+
+    def _collate(self, tokens: _Tokens, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """Pad the chosen rows to the longest among them (on the tokenizer's padding side)."""
+        length = max(len(tokens.ids[i]) for i in rows)
+        pad_id = self._tokenizer.pad_token_id or 0
+        input_ids = np.full((len(rows), length), pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        types = np.zeros((len(rows), length), dtype=np.int64) if tokens.types is not None else None
+        left = getattr(self._tokenizer, "padding_side", "right") == "left"
+        for r, i in enumerate(rows):
+            n = len(tokens.ids[i])
+            span = slice(length - n, length) if left else slice(0, n)
+            input_ids[r, span] = tokens.ids[i]
+            mask[r, span] = 1
+            if types is not None and tokens.types is not None:
+                types[r, span] = tokens.types[i]
+        batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask)}
+        if types is not None:
+            batch["token_type_ids"] = torch.from_numpy(types)
+        return batch
+
     @torch.inference_mode()
-    def _forward(self, firsts: list[str], seconds: list[str | None] | None) -> np.ndarray:
-        if seconds is not None:
-            # A batch mixes pairs and singles only when some titles are empty: encode them apart.
-            singles = [i for i, s in enumerate(seconds) if s is None]
-            if singles:
-                out = np.empty((len(firsts), self.dim), dtype=np.float32)
-                pairs = [i for i, s in enumerate(seconds) if s is not None]
-                out[singles] = self._forward([firsts[i] for i in singles], None)
-                out[pairs] = self._forward([firsts[i] for i in pairs], [seconds[i] for i in pairs])
-                return out
-        batch = self._tokenizer(
-            firsts,
-            seconds,
-            padding=True,
-            truncation="only_second" if seconds is not None else True,
-            max_length=self.max_length,
-            return_tensors="pt",
-        )
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.uses_bf16):
-            vectors = pool(self._model, batch, self.pooling)
-        vectors = vectors.float()
+    def _forward(self, batch: dict[str, torch.Tensor]) -> np.ndarray:
+        vectors = pool(self._model, batch, self.pooling).float()
         if self.normalize:
             vectors = torch.nn.functional.normalize(vectors, dim=-1)
         return vectors.numpy()
@@ -404,5 +453,7 @@ def pool(model: torch.nn.Module, batch: Any, pooling: str) -> torch.Tensor:
             return output.pooler_output
     if pooling == "cls":
         return hidden[:, 0]
+    # Sum in float32 even for a bf16 model: a bf16 sum over hundreds of tokens loses digits.
+    hidden = hidden.float()
     mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

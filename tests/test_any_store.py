@@ -169,3 +169,19 @@ def test_question_embedder_fits_haystacks_text_embedder_protocol(embedded_store:
         embedder.run()
     with pytest.raises(ValueError, match="exactly one"):
         embedder.run(text="a", query="b")
+
+
+def test_return_embedding_on_ours_and_in_memory(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path, tmp_path: Path) -> None:
+    from dpr_components.document_stores import EmbeddedDocumentStore
+
+    ours = EmbeddedDocumentStore(path=str(tmp_path / "store"))
+    ours.write_documents(embedded_store.filter_documents())
+    for store in (ours, embedded_store):
+        retriever = DenseRetriever(store, model=str(tiny_st_dir), top_k=2)
+        retriever.warm_up()
+        assert all(d.embedding is None for d in retriever.run(query="zebras")["documents"])
+        with_vectors = retriever.run(query="zebras", return_embedding=True)["documents"]
+        assert [len(d.embedding or []) for d in with_vectors] == [32, 32]
+        expected = {d.id: d.embedding for d in embedded_store.filter_documents()}
+        assert all(d.embedding == pytest.approx(expected[d.id], abs=1e-6) for d in with_vectors)
+        assert DenseRetriever.from_dict(DenseRetriever(store, model=str(tiny_st_dir), return_embedding=True).to_dict()).return_embedding

@@ -296,7 +296,7 @@ def test_load_refuses_changed_bytes_of_the_same_size(tmp_path: Path) -> None:
     raw = bytearray(data.read_bytes())
     raw[-4:] = b"\xff\xff\x7f\x7f"  # the last score becomes ~3.4e38
     data.write_bytes(bytes(raw))
-    assert BM25Index.read_files(target)._bm25.scores["data"].max() > 1e30  # type: ignore[union-attr]
+    assert np.load(data).max() > 1e30  # still a valid array
     with pytest.raises(ValueError, match=f"corrupt BM25 index at {target}.*data.csc.index.npy does not match"):
         BM25Index.load(target)
 

@@ -41,6 +41,7 @@ COLUMNS = (EMBEDDED, IN_MEMORY, ELASTICSEARCH)
 ROWS: dict[str, str] = {
     "test_dense_retriever": "DenseRetriever",
     "test_bm25_retriever": "BM25Retriever",
+    "test_hybrid_retriever": "HybridRetriever",
     "test_hybrid_ranker_dpr": "HybridRanker (mode dpr)",
     "test_hybrid_ranker_rrf": "HybridRanker (mode rrf)",
     "test_question_embedder": "QuestionEmbedder (`run(text=)`) → the store's embedding retriever",
@@ -61,6 +62,7 @@ ROWS: dict[str, str] = {
 
 # Combinations refused by design: the test asserts the clear error, the matrix gives the reason.
 REFUSED: dict[tuple[str, str], str] = {
+    ("test_hybrid_retriever", IN_MEMORY): "the store cannot score given documents exactly; use HybridRanker mode rrf",
     ("test_hybrid_ranker_dpr", IN_MEMORY): "the store cannot score given documents exactly; use mode rrf",
     ("test_haystack_in_memory_embedding_retriever", EMBEDDED): "Haystack's retriever takes only an InMemoryDocumentStore",
     ("test_haystack_in_memory_embedding_retriever", ELASTICSEARCH): "Haystack's retriever takes only an InMemoryDocumentStore",
@@ -231,6 +233,26 @@ def test_hybrid_ranker_dpr(store: StoreSpec, tiny_st_dir: Path) -> None:
     top = ranked["ranker"]["documents"][0]
     assert top.id == "hamlet"
     assert top.meta["bm25_score"] > 0 and top.meta["dense_score"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_hybrid_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
+    from dpr_components.retrievers import HybridRetriever
+
+    handle = _fill_embedded(store, tiny_st_dir)
+    if store.column == IN_MEMORY:
+        with pytest.raises(ValueError, match="cannot score given documents exactly.*use mode 'rrf'"):
+            HybridRetriever(handle, model=str(tiny_st_dir))
+        return
+    pipeline = Pipeline()
+    pipeline.add_component("hybrid", HybridRetriever(handle, model=str(tiny_st_dir), candidates=2, top_k=3))
+    pipeline = _round_trip(pipeline)
+    question = PASSAGES["hamlet"]
+    expected = _hybrid(handle, tiny_st_dir, "dpr").run(
+        {"bm25": {"query": question}, "dense": {"query": question}, "ranker": {"query": question}}
+    )["ranker"]["documents"]
+    found = pipeline.run({"hybrid": {"query": question}})["hybrid"]["documents"]
+    assert [(d.id, d.score) for d in found] == [(d.id, d.score) for d in expected]
+    assert found[0].id == "hamlet"
 
 
 def test_hybrid_ranker_rrf(store: StoreSpec, tiny_st_dir: Path) -> None:

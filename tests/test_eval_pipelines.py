@@ -86,7 +86,7 @@ def test_a_system_with_nothing_to_score_is_a_clear_error() -> None:
 
 def _eval_args(*files: str, store: Path, model: Path, questions: Path, out: Path) -> list[str]:
     return ["eval", *files, "--questions", str(questions), "--store", str(store), "--set", f"dense.model={model}",
-            "--set", "ranker.weight=0.001", "--top-k", "5", "--out", str(out)]
+            "--set", f"hybrid.model={model}", "--set", "hybrid.weight=0.001", "--top-k", "5", "--out", str(out)]
 
 
 def test_eval_pipeline_equals_the_systems_given_directly(
@@ -115,9 +115,10 @@ def test_eval_of_a_qa_pipeline_reports_exact_match(
 ) -> None:
     reader = tiny_reader_dir
     out = tmp_path / "qa"
-    args = _eval_args(str(PIPELINES / "eval_nq.yml"), str(PIPELINES / "qa.yml"), store=indexed_store, model=tiny_st_dir,
-                      questions=questions_file, out=out)
-    assert main([*args, "--set", f"reader.model={reader}"]) == 0
+    args = ["eval", str(PIPELINES / "eval_nq.yml"), str(PIPELINES / "qa.yml"), "--questions", str(questions_file),
+            "--store", str(indexed_store), "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={reader}",
+            "--top-k", "5", "--out", str(out)]
+    assert main(args) == 0
     assert "qa: exact_match" in capsys.readouterr().out
     report = (out / "report.md").read_text()
     assert "## Answers" in report and "| qa |" in report

@@ -46,9 +46,11 @@ def test_bm25_pipeline_finds_hamlet(indexed_store: Path, capsys: pytest.CaptureF
 @pytest.mark.parametrize("pipeline", ["dense.yml", "search.yml"])
 def test_dense_and_hybrid_pipelines_run(indexed_store: Path, tiny_st_dir: Path, pipeline: str, capsys: pytest.CaptureFixture[str]) -> None:
     # A random tiny encoder carries no signal: weight it down so BM25 decides the hybrid ranking.
-    args = _search_args(indexed_store, tiny_st_dir, "--query", "who wrote hamlet", "--top-k", "3", "--json")
     if pipeline == "search.yml":
-        args += ["--set", "ranker.weight=0.001"]
+        args = ["--store", str(indexed_store), "--set", f"hybrid.model={tiny_st_dir}", "--set", "hybrid.weight=0.001"]
+    else:
+        args = _search_args(indexed_store, tiny_st_dir)
+    args += ["--query", "who wrote hamlet", "--top-k", "3", "--json"]
     assert main(["run", str(PIPELINES / pipeline), *args]) == 0
     result = json.loads(capsys.readouterr().out)
     documents = next(iter(result.values()))["documents"]
@@ -198,14 +200,14 @@ def test_eval_and_fit_lambda_commands(indexed_store: Path, tiny_st_dir: Path, tm
     )
     out = tmp_path / "report"
     assert main(["eval", str(PIPELINES / "search.yml"), "--questions", str(questions), "--store", str(indexed_store),
-                 "--set", f"dense.model={tiny_st_dir}", "--set", "ranker.weight=0.001",
+                 "--set", f"hybrid.model={tiny_st_dir}", "--set", "hybrid.weight=0.001",
                  "--top-k", "5", "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["systems"]["search"]["top_k_accuracy"]["1"] == 100.0
     assert (out / "topk_accuracy.png").stat().st_size > 1000
     lam_out = tmp_path / "lam"
     assert main(["fit-lambda", str(PIPELINES / "search.yml"), "--questions", str(questions), "--store", str(indexed_store),
-                 "--set", f"dense.model={tiny_st_dir}", "--out", str(lam_out)]) == 0
+                 "--set", f"hybrid.model={tiny_st_dir}", "--out", str(lam_out)]) == 0
     fitted = json.loads((lam_out / "lambda.json").read_text())
     assert fitted["curve"][0]["weight"] == 0.0 and (lam_out / "lambda.png").exists()
     capsys.readouterr()

@@ -29,14 +29,14 @@ def store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> Path:
 def _qa_args(store: Path, reader: Path, dense: Path, *extra: str) -> list[str]:
     return [
         "run", str(PIPELINES / "qa.yml"), "--store", str(store), "--set", f"reader.model={reader}",
-        "--set", f"dense.model={dense}", *extra,
+        "--set", f"hybrid.model={dense}", *extra,
     ]
 
 
 def test_qa_yaml_loads_with_the_reader_last() -> None:
     pipeline = load_pipeline(PIPELINES / "qa.yml")
-    assert list(pipeline.graph.successors("ranker")) == ["reader"]
-    assert pipeline.get_component("ranker").top_k == 10
+    assert list(pipeline.graph.successors("hybrid")) == ["reader"]
+    assert pipeline.get_component("hybrid").top_k == 10
     assert pipeline.get_component("reader").model == "models/reader-minilm"
 
 

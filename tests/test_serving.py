@@ -120,6 +120,7 @@ def _write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, ber
     settings = {
         "dense.model": str(encoder), "embedder.model": str(encoder), "embedder.cache_dir": None,
         "embedder.progress_bar": False, "reader.model": str(reader), "ranker.weight": 0.001,
+        "hybrid.model": str(encoder), "hybrid.weight": 0.001,
         "trainer.model": str(bert), "trainer.output_dir": str(run_dir), "trainer.epochs": 1,
         "trainer.batch_size": 2, "trainer.progress_bar": False,
     }
@@ -191,7 +192,8 @@ def _run_serially(path: Path, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _ranked(result: dict[str, Any]) -> list[tuple[str, float]]:
     """(id, score) of the documents, or (answer, score, document id) of the answers, of a run result."""
-    (output,) = result.values()
+    # The declared output (documents or answers); a component may also return others, e.g. query_embedding.
+    (output,) = [o for o in result.values() if "answers" in o or "documents" in o]
     if "answers" in output:
         return [(_get(a, "data"), _get(a, "score"), _get(_get(a, "document"), "id")) for a in output["answers"]]
     return [(_get(d, "id"), _get(d, "score")) for d in output["documents"]]

@@ -1,9 +1,9 @@
-"""``haystack fit-lambda``: fit λ of a pipeline's HybridRanker on dev questions and report the curve."""
+"""``haystack fit-lambda``: fit λ of a pipeline's exact hybrid (HybridRetriever or HybridRanker) on dev questions."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,8 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.io_utils import atomic_path, atomic_write_text
 from dpr_components.output_files import prepare_output_folder, reporting_write_errors
 from dpr_components.rankers.hybrid import HybridRanker
-from dpr_components.rankers.hybrid_fit import best_weight, collect_candidates, lambda_curve
+from dpr_components.rankers.hybrid_fit import best_weight, collect_candidates, lambda_curve, union_from_lists
+from dpr_components.retrievers.hybrid import HybridRetriever
 
 
 def write_lambda_report(
@@ -63,18 +64,33 @@ def write_lambda_report(
         plt.close(figure)
 
 
-def _hybrid_inputs(pipeline: Any) -> tuple[str, str, Any]:
-    """Names of the components feeding the HybridRanker's two lists, and the ranker."""
+def _union_scorer(pipeline: Any) -> Callable[[str], tuple[list[str], Any, Any]]:
+    """For a question, the union the pipeline's exact hybrid fuses, scored both ways: from its
+    HybridRetriever, or from the HybridRanker (mode dpr) and the two retrievers feeding it."""
     for name, instance in pipeline.walk():
+        if isinstance(instance, HybridRetriever):
+            instance.warm_up()
+            return instance.union_scores
         if isinstance(instance, HybridRanker):
+            if instance.mode != "dpr":
+                raise ValueError("fit-lambda tunes HybridRanker mode 'dpr'")
             senders = {}
             for sender, receiver, data in pipeline.graph.edges(data=True):
                 if receiver == name:
                     senders[data["to_socket"].name] = sender
             if "bm25_documents" not in senders or "dense_documents" not in senders:
                 raise ValueError(f"HybridRanker {name!r} needs both bm25_documents and dense_documents connected")
-            return senders["bm25_documents"], senders["dense_documents"], instance
-    raise ValueError("the pipeline has no HybridRanker")
+            return lambda question, ranker=instance, bm25=senders["bm25_documents"], dense=senders["dense_documents"]: (
+                _union_from_pipeline(pipeline, ranker, question, bm25, dense)
+            )
+    raise ValueError("the pipeline has no HybridRetriever or HybridRanker")
+
+
+def _union_from_pipeline(pipeline: Any, ranker: HybridRanker, question: str, bm25: str, dense: str) -> tuple[list[str], Any, Any]:
+    result = run_pipeline_with_outputs(pipeline, question, {bm25, dense})
+    return union_from_lists(
+        ranker.scoring_backend, question, result[dense]["query_embedding"], result[bm25]["documents"], result[dense]["documents"]
+    )
 
 
 def command_fit_lambda(args: Any) -> int:
@@ -82,27 +98,20 @@ def command_fit_lambda(args: Any) -> int:
     objective_ks = parse_objective(args.objective)
     prepare_output_folder(args.out)
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
-    bm25_name, dense_name, ranker = _hybrid_inputs(pipeline)
-    if ranker.mode != "dpr":
-        raise ValueError("fit-lambda tunes HybridRanker mode 'dpr'")
+    union_scores = _union_scorer(pipeline)
     questions = load_questions(args.questions, split=args.split, limit=args.limit)
     candidates = []
     for example in tqdm(questions, desc="Scoring candidates", unit="question"):
         try:
-            result = run_pipeline_with_outputs(pipeline, example.question, {bm25_name, dense_name})
+            contents, bm25, dense = union_scores(example.question)
         except ValueError as error:
             raise ValueError(f"question {example.id!r}: {' '.join(str(error).split())}") from None
-        candidates.append(
-            collect_candidates(
-                ranker._backend, example.question, result[dense_name]["query_embedding"],
-                result[bm25_name]["documents"], result[dense_name]["documents"], example.answers, args.match,
-            )
-        )
+        candidates.append(collect_candidates(contents, bm25, dense, example.answers, args.match))
     curve = lambda_curve(candidates, ks=sorted({1, 5, 20, 100, *objective_ks}))
     best = best_weight(curve, objective_ks)
     command = args.command_line
     write_lambda_report(args.out, curve, best, objective_ks, command, len(candidates))
-    print(f"best λ = {best:g}; report in {args.out}/lambda.md (set it with --set <ranker>.weight={best:g})")
+    print(f"best λ = {best:g}; report in {args.out}/lambda.md (set it with --set <component>.weight={best:g})")
     return 0
 
 

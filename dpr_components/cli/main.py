@@ -7,6 +7,8 @@
     haystack eval pipelines/bm25.yml pipelines/dense.yml pipelines/search.yml --questions dev.jsonl --out reports/nq
     haystack fit-lambda pipelines/search.yml --questions dev.jsonl --out reports/lambda
     haystack serve --pipelines-dir pipelines --port 1416
+    haystack run pipelines/index.yml --input path=psgs_w100.tsv --shard 3/16 --shard-dir shards
+    haystack merge-shards pipelines/index.yml shards --store indexes/wiki
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ import shlex
 import sys
 
 from dpr_components.cli.batch_lines import batch_queries
-from dpr_components.cli.eval_command import command_eval
-from dpr_components.cli.fit_lambda import command_fit_lambda
 from dpr_components.cli.output_format import printable, result_text, to_json_line
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_errors
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.cli.serve_command import add_serve_parser, command_serve
+from dpr_components.cli.shard_command import add_merge_parser, add_shard_options, command_merge_shards, command_run_shard
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch", help="JSONL file: one query per line (text or an inputs object); one result per line")
     run.add_argument("--top-k", type=int, help="results to return (top_k of the pipeline's last components)")
     run.add_argument("--json", action="store_true", help="print JSON (one line per query) instead of tables")
+    add_shard_options(run)
     _add_pipeline_options(run)
 
     evaluate = commands.add_parser(
@@ -83,6 +85,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_pipeline_options(fit)
 
     add_serve_parser(commands)
+    add_merge_parser(commands, _add_pipeline_options)
     return parser
 
 
@@ -117,10 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "run":
-            return command_run(args)
+            return command_run_shard(args) if args.shard is not None or args.shard_dir is not None else command_run(args)
+        if args.command == "merge-shards":
+            return command_merge_shards(args)
+        # Imported on use: a plain `haystack run` should not pay for the evaluation stack (pandas, plots).
         if args.command == "eval":
+            from dpr_components.cli.eval_command import command_eval
+
             return command_eval(args)
         if args.command == "fit-lambda":
+            from dpr_components.cli.fit_lambda import command_fit_lambda
+
             return command_fit_lambda(args)
         if args.command == "serve":
             return command_serve(args)

@@ -77,8 +77,9 @@ class AsyncStoreMethods:
         query_embedding: Sequence[float] | np.ndarray,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
     ) -> list[Document]:
-        return await asyncio.to_thread(self.embedding_retrieval, query_embedding, top_k, filters)
+        return await asyncio.to_thread(self.embedding_retrieval, query_embedding, top_k, filters, return_embedding)
 
     async def bm25_retrieval_async(
         self: EmbeddedDocumentStore, query: str, top_k: int = 10, filters: dict[str, Any] | None = None

@@ -148,6 +148,17 @@ class DenseIndex:
         scores = distances[0][keep]
         return labels[0][keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)
 
+    def search_many(self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None) -> list[np.ndarray]:
+        """The rowids :meth:`search` finds for each row of ``queries``, from one FAISS call when unfiltered."""
+        if allowed_rowids is not None:
+            return [self.search(query, top_k, allowed_rowids)[0] for query in queries]
+        queries = self._prepare(np.asarray(queries, dtype=np.float32))
+        if len(self) == 0 or top_k <= 0:
+            return [np.zeros(0, dtype=np.int64) for _ in queries]
+        params = self._search_parameters(self._index.index, None, None)
+        _, labels = self._index.search(queries, min(top_k, len(self)), params=params)
+        return [row[row >= 0] for row in labels]
+
     def _wrapped(self) -> bool:
         return isinstance(faiss.downcast_index(self._index.index), (faiss.IndexPreTransform, faiss.IndexRefine))
 
@@ -187,6 +198,19 @@ class DenseIndex:
 
     def reconstruct(self, rowid: int) -> np.ndarray:
         return self._index.reconstruct(int(rowid))
+
+    def stored_vectors(self, rowids: np.ndarray) -> np.ndarray | None:
+        """The vectors of ``rowids`` (all indexed) as written, when the index keeps them exactly (a flat
+        index, or HNSW over flat storage, and not cosine, whose vectors are stored normalised); else None."""
+        if self.similarity == "cosine" or not self._stores_exact_vectors():
+            return None
+        return self._index.reconstruct_batch(np.ascontiguousarray(rowids, dtype=np.int64))
+
+    def _stores_exact_vectors(self) -> bool:
+        inner = faiss.downcast_index(self._index.index)
+        if isinstance(inner, faiss.IndexHNSW):
+            inner = faiss.downcast_index(inner.storage)
+        return isinstance(inner, faiss.IndexFlat)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, directory: Path, generation: int, **state: Any) -> None:

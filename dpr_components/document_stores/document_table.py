@@ -6,7 +6,9 @@ up with every change; ``vectors_reset_at`` is the last generation that changed o
 stored vector (anything but appending new rows). The derived FAISS and BM25 indexes record the
 generation they were built from, so a stale index is caught up or rebuilt instead of trusted:
 while no vector was changed or removed since an index's generation, catching up means adding
-the rows whose rowid is above the highest one the index has seen (rowids only grow)."""
+the rows whose rowid is above the highest one the index has seen (rowids only grow). Text
+indexes (BM25) also redo the rows the change log (``row_changes``) lists as overwritten,
+removed or re-titled since their generation (see :meth:`DocumentTable.text_changes`)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ CREATE TABLE IF NOT EXISTS documents (
     sparse_embedding TEXT
 );
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS row_changes (generation INTEGER NOT NULL, kind INTEGER NOT NULL, row INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS row_changes_by_generation ON row_changes (generation);
 """ + "".join(
     f"CREATE INDEX IF NOT EXISTS documents_by_{name} ON documents ({sql});\n" for name, sql in INDEXED_META_FIELDS.items()
 )
@@ -48,6 +52,14 @@ _ADDED_COLUMNS = {"blob_data": "BLOB", "blob_info": "TEXT", "sparse_embedding": 
 ENCODER_KEY = "passage_encoder"
 _CHUNK = 900  # ids per IN (...) list, below SQLite's parameter limit
 _BUSY_TIMEOUT_SECONDS = 60.0
+# The change log (``row_changes``): which existing rows each generation overwrote, removed or
+# gave new metadata (new rows need no entry: their rowids are above every older one). It is
+# complete for generations above CHANGES_FROM_KEY; past CHANGE_LOG_LIMIT entries, the older
+# half is dropped (an index older than what remains is rebuilt instead of caught up).
+CHANGED, REMOVED, META_CHANGED = 0, 1, 2
+CHANGES_FROM_KEY = "changes_logged_from"
+_LOG_SIZE_KEY = "change_log_size"
+CHANGE_LOG_LIMIT = 2_000_000
 # Errors of a statement that a (huge) filter made too large for SQLite.
 _TOO_LARGE = ("too many SQL variables", "Expression tree is too large", "parser stack overflow", "too many terms")
 
@@ -89,6 +101,22 @@ class TableState:
     generation: int
     vectors_reset_at: int  # last generation that changed or removed a stored vector
     max_rowid: int  # highest rowid ever assigned
+
+
+@dataclass(frozen=True)
+class TextChanges:
+    """What a text index built at an older generation must redo to match the table."""
+
+    state: TableState
+    changed_rowids: np.ndarray  # rows it holds whose text may have changed, with their texts now
+    changed_texts: list[str]
+    removed_rowids: np.ndarray  # rows it holds that are gone
+    new_rowids: np.ndarray  # rows above the highest it holds, with their texts
+    new_texts: list[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.changed_rowids) + len(self.removed_rowids) + len(self.new_rowids)
 
 
 @dataclass(frozen=True)
@@ -160,8 +188,13 @@ class DocumentTable:
             else:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
+                had_log = self._has_table("row_changes")
                 self._db.executescript(_SCHEMA)
                 self._migrate()
+                if not had_log:
+                    # Writes before the log existed are unknown: it is complete from now on.
+                    with self._transaction():
+                        self._set_info(CHANGES_FROM_KEY, int(self._info("generation", 0)))
                 if path is not None and self.info("store_id") is None:
                     with self._transaction():
                         if self._info("store_id") is None:
@@ -171,6 +204,9 @@ class DocumentTable:
             self._extra_columns = ", ".join(name if name in columns else "NULL" for name in _ADDED_COLUMNS)
         except sqlite3.DatabaseError as error:
             raise ValueError(f"document database {path} is corrupt or not an SQLite file: {error}") from error
+
+    def _has_table(self, name: str) -> bool:
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
     def _columns(self) -> set[str]:
         return {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
@@ -266,6 +302,9 @@ class DocumentTable:
                 raise DuplicateDocumentError(f"documents with ids {sorted(old_vectors)[:5]} already exist in the store")
             new_rows = [row for row in rows if row[0] not in old_vectors]
             updates = [row for row in rows if row[0] in old_vectors] if policy == "overwrite" else []
+            if updates:
+                next_generation = int(self._info("generation", 0)) + 1
+                self._log_changes(CHANGED, next_generation, "WHERE id = ?", [(row.id,) for row in updates])
             self._db.executemany(
                 "UPDATE documents SET content = ?, meta = ?, embedding = ?, blob_data = ?, blob_info = ?, "
                 "sparse_embedding = ? WHERE id = ?",
@@ -329,7 +368,9 @@ class DocumentTable:
     def delete(self, ids: Sequence[str]) -> int:
         with self._transaction():
             deleted = 0
+            next_generation = int(self._info("generation", 0)) + 1
             for chunk in _chunks(ids):
+                self._log_changes(REMOVED, next_generation, f"WHERE id IN ({','.join('?' * len(chunk))})", [chunk])
                 deleted += self._db.execute(
                     f"DELETE FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 ).rowcount
@@ -344,6 +385,11 @@ class DocumentTable:
         vector settings unless ``dense_settings`` replaces them (the passage encoder is then forgotten)."""
         with self._transaction():
             deleted = self._db.execute("DELETE FROM documents").rowcount
+            if deleted:
+                # Every row is gone: nothing older than this generation can be caught up.
+                self._db.execute("DELETE FROM row_changes")
+                self._set_info(_LOG_SIZE_KEY, 0)
+                self._set_info(CHANGES_FROM_KEY, int(self._info("generation", 0)) + 1)
             if dense_settings is not None:
                 self._set_info("dense_settings", dense_settings)
                 self._db.execute("DELETE FROM store_info WHERE key = ?", (ENCODER_KEY,))
@@ -355,6 +401,7 @@ class DocumentTable:
         """Remove the documents matching ``filters``; the number removed."""
         where, params = _where(filters)
         with self._filter_errors(), self._transaction():
+            self._log_changes(REMOVED, int(self._info("generation", 0)) + 1, where, [params])
             deleted = self._db.execute(f"DELETE FROM documents {where}", params).rowcount
             if deleted:
                 self._bump_generation(vectors_changed=True)
@@ -366,6 +413,8 @@ class DocumentTable:
         where, params = _where(filters)
         with self._filter_errors(), self._transaction():
             rows = self._db.execute(f"SELECT rowid, meta FROM documents {where}", params).fetchall()
+            if rows:
+                self._log_rowids(META_CHANGED, int(self._info("generation", 0)) + 1, [rowid for rowid, _ in rows])
             self._db.executemany(
                 "UPDATE documents SET meta = ? WHERE rowid = ?",
                 [(json.dumps({**json.loads(old), **meta}, ensure_ascii=False), rowid) for rowid, old in rows],
@@ -373,6 +422,36 @@ class DocumentTable:
             if rows:
                 self._bump_generation(vectors_changed=False)
         return len(rows)
+
+    def _log_changes(self, kind: int, generation: int, where: str, params: Sequence[Sequence[Any]]) -> None:
+        """Log the rows ``where`` selects (once per parameter set) as changed at ``generation``."""
+        logged = 0
+        for row_params in params:
+            logged += self._db.execute(
+                f"INSERT INTO row_changes (generation, kind, row) SELECT ?, ?, rowid FROM documents {where}",
+                [generation, kind, *row_params],
+            ).rowcount
+        self._grow_log(logged)
+
+    def _log_rowids(self, kind: int, generation: int, rowids: Sequence[int]) -> None:
+        self._db.executemany(
+            "INSERT INTO row_changes (generation, kind, row) VALUES (?, ?, ?)", [(generation, kind, r) for r in rowids]
+        )
+        self._grow_log(len(rowids))
+
+    def _grow_log(self, logged: int) -> None:
+        if not logged:
+            return
+        size = int(self._info(_LOG_SIZE_KEY, 0)) + logged
+        if size > CHANGE_LOG_LIMIT:
+            row = self._db.execute(
+                "SELECT generation FROM row_changes ORDER BY generation LIMIT 1 OFFSET ?", (size // 2,)
+            ).fetchone()
+            if row is not None:
+                self._db.execute("DELETE FROM row_changes WHERE generation <= ?", (row[0],))
+                self._set_info(CHANGES_FROM_KEY, max(int(row[0]), int(self._info(CHANGES_FROM_KEY, 0))))
+                size = int(self._db.execute("SELECT COUNT(*) FROM row_changes").fetchone()[0])
+        self._set_info(_LOG_SIZE_KEY, size)
 
     def _bump_generation(self, vectors_changed: bool) -> None:
         generation = int(self._info("generation", 0)) + 1
@@ -454,12 +533,44 @@ class DocumentTable:
         with self._snapshot():
             generation = self._state().generation
             rows = self._db.execute("SELECT rowid, content, meta FROM documents ORDER BY rowid").fetchall()
-        texts = []
-        for _, content, meta in rows:
-            title = json.loads(meta).get(title_field) if title_field else None
-            text = content or ""
-            texts.append(f"{title}\n{text}" if isinstance(title, str) and title else text)
-        return np.fromiter((r for r, _, _ in rows), dtype=np.int64, count=len(rows)), texts, generation
+        return _rowids(rows), [_text(content, meta, title_field) for _, content, meta in rows], generation
+
+    def text_changes(self, since: int, max_rowid: int, title_field: str | None) -> TextChanges | None:
+        """The rows whose BM25 text changed since generation ``since`` for an index holding rows up
+        to ``max_rowid``: cost in proportion to the changes. None when the change log does not go
+        back that far (the index must be rebuilt)."""
+        kinds = (CHANGED, REMOVED, META_CHANGED) if title_field else (CHANGED, REMOVED)
+        with self._snapshot():
+            state = self._state()
+            if since > state.generation or not self._has_table("row_changes"):
+                return None
+            if since < int(self._info(CHANGES_FROM_KEY, 0)):
+                return None
+            touched = [
+                r for (r,) in self._db.execute(
+                    f"SELECT DISTINCT row FROM row_changes WHERE generation > ? AND row <= ? "
+                    f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY row",
+                    (since, max_rowid, *kinds),
+                )
+            ]
+            changed: list[tuple[int, str | None, str]] = []
+            for chunk in _chunks(touched):
+                changed += self._db.execute(
+                    f"SELECT rowid, content, meta FROM documents WHERE rowid IN ({','.join('?' * len(chunk))}) ORDER BY rowid",
+                    chunk,
+                ).fetchall()
+            new = self._db.execute(
+                "SELECT rowid, content, meta FROM documents WHERE rowid > ? ORDER BY rowid", (max_rowid,)
+            ).fetchall()
+        changed_rowids = _rowids(changed)
+        return TextChanges(
+            state=state,
+            changed_rowids=changed_rowids,
+            changed_texts=[_text(content, meta, title_field) for _, content, meta in changed],
+            removed_rowids=np.setdiff1d(np.array(touched, dtype=np.int64), changed_rowids),
+            new_rowids=_rowids(new),
+            new_texts=[_text(content, meta, title_field) for _, content, meta in new],
+        )
 
     def vectors(self, dim: int, above_rowid: int = 0) -> tuple[np.ndarray, np.ndarray, TableState]:
         """The stored vectors of rows above ``above_rowid`` (all by default), their rowids, and
@@ -503,6 +614,17 @@ class DocumentTable:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _rowids(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+
+
+def _text(content: str | None, meta: str, title_field: str | None) -> str:
+    """What BM25 indexes of a row: its content, after its title when ``title_field`` names one."""
+    title = json.loads(meta).get(title_field) if title_field else None
+    text = content or ""
+    return f"{title}\n{text}" if isinstance(title, str) and title else text
 
 
 def _where(filters: dict[str, Any] | None) -> tuple[str, list[Any]]:

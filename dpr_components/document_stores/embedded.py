@@ -41,10 +41,12 @@ from dpr_components.document_stores.document_table import (
     VectorBatch,
     folder_is_writable,
 )
+from dpr_components.document_stores.hybrid_scoring import exact_dense_scores, hybrid_candidates
 from dpr_components.document_stores.store_backend import (
     StoreBackend,
     StoreConfig,
     backend_for,
+    bm25_positions_in,
     check_before_opening,
     holds_database,
 )
@@ -75,9 +77,20 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     :param bm25_method: bm25s scoring variant (``lucene`` by default).
     :param bm25_title_field: meta field indexed for BM25 together with the content (None: content only).
     :param autosave: keep the indexes saved in ``path`` in step with the documents. Saving is lazy
-        (a write costs what it writes): a search saves the index it brought up to date, and
-        both are saved by :meth:`save`, when the last handle on the folder is dropped, and at
-        interpreter exit. Off: only :meth:`save` writes them.
+        (a write costs what it writes): a search saves an index it rebuilt or caught up by more
+        than 1% of its documents, and both are saved by :meth:`save`, when the last handle on
+        the folder is dropped, and at interpreter exit. Off: only :meth:`save` writes them.
+
+    Usage example:
+
+    ```python
+    from haystack import Document
+
+    store = EmbeddedDocumentStore(path="indexes/my-store")  # nothing is created yet
+    store.write_documents([Document(id="d1", content="Hamlet is a tragedy.", embedding=[0.1] * 384)])
+    store.bm25_retrieval("hamlet", top_k=5)
+    store.embedding_retrieval([0.1] * 384, top_k=5, filters={"field": "id", "operator": "==", "value": "d1"})
+    ```
     """
 
     def __init__(
@@ -279,10 +292,14 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     # -- retrieval ----------------------------------------------------------------------------
     def embedding_retrieval(
-        self, query_embedding: Sequence[float] | np.ndarray, top_k: int = 10, filters: dict[str, Any] | None = None
+        self,
+        query_embedding: Sequence[float] | np.ndarray,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
     ) -> list[Document]:
         """Documents whose vectors score highest against ``query_embedding`` (scores: dot product,
-        cosine, or negative squared L2)."""
+        cosine, or negative squared L2); with ``return_embedding`` they carry their vectors."""
         _check_top_k(top_k)
         query = np.asarray(query_embedding, dtype=np.float32)
         if query.ndim != 1 or not np.all(np.isfinite(query)):
@@ -299,7 +316,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
                 "vectors: the question encoder does not match the passage encoder used for indexing"
             )
         rowids, scores = index.search(query, top_k, allowed)
-        return _documents(backend, rowids, scores)
+        return _documents(backend, rowids, scores, with_vectors=return_embedding)
 
     def bm25_retrieval(self, query: str, top_k: int = 10, filters: dict[str, Any] | None = None) -> list[Document]:
         """Documents ranked by BM25 against ``query``; only documents sharing a term are returned."""
@@ -329,10 +346,10 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         bm25_scores: dict[int, float] = {}
         if query is not None:
             _check_query(query)
-            index, _ = backend.bm25()
+            index, indexed_rowids = backend.bm25()
             self._save_searched(backend)
             all_scores = index.scores(query)
-            positions = backend.bm25_positions(rowids)
+            positions = bm25_positions_in(index, indexed_rowids, rowids)  # the index the scores came from
             bm25_scores = {r: float(all_scores[p]) if p >= 0 else 0.0 for r, p in zip(rowids, positions)}
         dense_scores: dict[int, float] = {}
         if query_embedding is not None:
@@ -340,13 +357,103 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             query_vec = np.asarray(query_embedding, dtype=np.float32)
             if dim is not None and query_vec.shape != (dim,):
                 raise ValueError(f"query embedding has shape {query_vec.shape}, the store holds {dim}-dimensional vectors")
-            vectors = table.vectors_for(rowids, dim or 0)
-            dense_scores = {r: _similarity(query_vec, v, self.similarity) for r, v in vectors.items()}
+            rowid_array = np.asarray(rowids, dtype=np.int64)
+            scores, has_vector = exact_dense_scores(backend, rowid_array, query_vec, self.similarity)
+            dense_scores = {int(r): float(s) for r, s, v in zip(rowid_array, scores, has_vector) if v}
         return {
             doc_id: (bm25_scores.get(rowid_of[doc_id]), dense_scores.get(rowid_of[doc_id]))
             for doc_id in document_ids
             if doc_id in rowid_of
         }
+
+    def hybrid_search(
+        self,
+        query: str,
+        query_embedding: Sequence[float] | np.ndarray,
+        weight: float,
+        top_k: int = 10,
+        candidates: int = 2000,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        """The DPR paper's exact hybrid: the union of the BM25 and dense top-``candidates`` lists,
+        each member scored ``BM25 + weight · sim`` exactly, best ``top_k`` first. The same ranking
+        as ``HybridRanker`` mode ``dpr`` over both retrievers, computed on arrays (only the top k
+        become Documents). Each document carries ``meta["bm25_score"]`` and ``meta["dense_score"]``."""
+        return self.hybrid_search_batch([query], [query_embedding], weight, top_k, candidates, filters)[0]
+
+    def hybrid_union(
+        self,
+        query: str,
+        query_embedding: Sequence[float] | np.ndarray,
+        candidates: int = 2000,
+        filters: dict[str, Any] | None = None,
+    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The union :meth:`hybrid_search` ranks, in its order: each member's content, exact BM25
+        score and dense score (0 without a vector), for fitting λ without re-searching."""
+        _check_top_k(candidates)
+        _check_query(query)
+        vector = np.asarray(query_embedding, dtype=np.float32)
+        backend = self._reader()
+        allowed = backend.table.rowids(filters) if filters else None
+        found = hybrid_candidates(backend, query, vector, candidates, self.similarity, allowed)
+        stored = backend.table.documents_by_rowid(found.rowids.tolist(), False)
+        keep = np.array([int(r) in stored for r in found.rowids], dtype=np.bool_)
+        contents = [stored[int(r)].content or "" for r in found.rowids[keep]]
+        return contents, found.bm25[keep], found.dense[keep]
+
+    def hybrid_search_batch(
+        self,
+        queries: Sequence[str],
+        query_embeddings: Sequence[Sequence[float]] | np.ndarray,
+        weight: float,
+        top_k: int = 10,
+        candidates: int = 2000,
+        filters: dict[str, Any] | None = None,
+    ) -> list[list[Document]]:
+        """:meth:`hybrid_search` for many questions: one dense search over all of them, one read of
+        the documents, the same results as question by question."""
+        _check_top_k(top_k)
+        _check_top_k(candidates)
+        if len(queries) != len(query_embeddings):
+            raise ValueError(f"got {len(queries)} queries but {len(query_embeddings)} query embeddings")
+        for query in queries:
+            _check_query(query)
+        vectors = np.asarray(query_embeddings, dtype=np.float32).reshape(len(queries), -1)
+        if not np.all(np.isfinite(vectors)):
+            raise ValueError("query embeddings must be finite")
+        backend = self._reader()
+        allowed = backend.table.rowids(filters) if filters else None
+        dense_index = backend.dense()
+        if dense_index is not None and vectors.shape[1] != dense_index.dim:
+            raise ValueError(
+                f"query embedding has dimension {vectors.shape[1]} but the store holds {dense_index.dim}-dimensional "
+                "vectors: the question encoder does not match the passage encoder used for indexing"
+            )
+        dense_lists = dense_index.search_many(vectors, candidates, allowed) if dense_index is not None else None
+        per_query = [
+            hybrid_candidates(
+                backend, query, vector, candidates, self.similarity, allowed,
+                dense_lists[i] if dense_lists is not None else np.zeros(0, dtype=np.int64),
+            )
+            for i, (query, vector) in enumerate(zip(queries, vectors, strict=True))
+        ]
+        self._save_searched(backend)
+        chosen = [(found, found.ranking(weight, top_k)) for found in per_query]
+        wanted = sorted({int(r) for found, order in chosen for r in found.rowids[order]})
+        stored = backend.table.documents_by_rowid(wanted, False)
+        results = []
+        for found, order in chosen:
+            fused = found.fused(weight)
+            documents = []
+            for position in order:
+                row = stored.get(int(found.rowids[position]))
+                if row is None:
+                    continue
+                dense_score = float(found.dense[position]) if found.has_vector[position] else None
+                scored = dataclasses.replace(row, meta={**row.meta, "bm25_score": float(found.bm25[position]), "dense_score": dense_score})
+                documents.append(_to_document(scored, float(fused[position])))
+            results.append(documents)
+        return results
 
     def get_documents_by_id(self, document_ids: Sequence[str]) -> list[Document]:
         table = self._reader().table
@@ -368,9 +475,9 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             backend.save_searched()
 
 
-def _documents(backend: StoreBackend, rowids: np.ndarray, scores: np.ndarray) -> list[Document]:
-    """The found documents (without their vectors), scored, in the order of ``rowids``."""
-    found = backend.table.documents_by_rowid(rowids.tolist(), False)
+def _documents(backend: StoreBackend, rowids: np.ndarray, scores: np.ndarray, with_vectors: bool = False) -> list[Document]:
+    """The found documents (with their vectors only if asked), scored, in the order of ``rowids``."""
+    found = backend.table.documents_by_rowid(rowids.tolist(), with_vectors)
     return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
 
 
@@ -391,14 +498,6 @@ def _vector_batch(documents: list[Document]) -> VectorBatch | None:
     if len(stamps) > 1:
         raise ValueError(f"one write mixes vectors of passage encoders {sorted(stamps)}: index with one encoder")
     return VectorBatch(dim=dim, first_id=first.id, encoder=stamps.pop() if stamps else None)
-
-
-def _similarity(query: np.ndarray, vector: np.ndarray, similarity: str) -> float:
-    if similarity == "l2":
-        return -float(np.sum((query - vector) ** 2))
-    if similarity == "cosine":
-        return float(query @ vector / max(np.linalg.norm(query) * np.linalg.norm(vector), 1e-12))
-    return float(query @ vector)
 
 
 def _meta_json(meta: dict[str, Any], what: str) -> str:

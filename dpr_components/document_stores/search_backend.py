@@ -30,7 +30,8 @@ class SearchBackend(Protocol):
     ) -> list[Document]: ...
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]: ...
 
     async def bm25_retrieval_async(
@@ -38,7 +39,8 @@ class SearchBackend(Protocol):
     ) -> list[Document]: ...
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]: ...
 
 
@@ -67,9 +69,10 @@ class EmbeddedSearch:
         return self.store.bm25_retrieval(query, top_k, filters)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
-        return self.store.embedding_retrieval(query_embedding, top_k, filters)
+        return self.store.embedding_retrieval(query_embedding, top_k, filters, return_embedding=return_embedding)
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -82,9 +85,10 @@ class EmbeddedSearch:
         return await self.store.bm25_retrieval_async(query, top_k, filters)
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
-        return await self.store.embedding_retrieval_async(query_embedding, top_k, filters)
+        return await self.store.embedding_retrieval_async(query_embedding, top_k, filters, return_embedding=return_embedding)
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -112,8 +116,10 @@ class ElasticsearchSearch:
         return self.store._bm25_retrieval(query, filters=filters, fuzziness="0", top_k=top_k)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
+        # Elasticsearch returns the stored vectors; DenseRetriever drops them unless asked.
         return self.store._embedding_retrieval(**_knn_arguments(query_embedding, top_k, filters))
 
     async def bm25_retrieval_async(
@@ -125,7 +131,8 @@ class ElasticsearchSearch:
         return await method(query, filters=filters, fuzziness="0", top_k=top_k)
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
         method = async_method(self.store, "_embedding_retrieval")
         if method is None:
@@ -184,11 +191,13 @@ class PublicMethodsSearch:
         return self._call("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
         embedding = [float(x) for x in query_embedding]
         return self._call(
-            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score
+            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score,
+            return_embedding=return_embedding,
         )
 
     async def bm25_retrieval_async(
@@ -197,28 +206,34 @@ class PublicMethodsSearch:
         return await self._call_async("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
+        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> list[Document]:
         embedding = [float(x) for x in query_embedding]
         return await self._call_async(
-            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score
+            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score,
+            return_embedding=return_embedding,
         )
 
-    def _call(self, name: str, scale_score: bool, **arguments: Any) -> list[Document]:
+    def _call(self, name: str, **arguments: Any) -> list[Document]:
         method = getattr(self.store, name, None)
         if not callable(method):
             raise ValueError(f"document store {type(self.store).__name__} has no public {name} method")
-        if _accepts(method, "scale_score"):
-            arguments["scale_score"] = scale_score
-        return method(**arguments)
+        return method(**_accepted(method, arguments))
 
-    async def _call_async(self, name: str, scale_score: bool, **arguments: Any) -> list[Document]:
+    async def _call_async(self, name: str, **arguments: Any) -> list[Document]:
         method = async_method(self.store, name)
         if method is None:
-            return await asyncio.to_thread(self._call, name, scale_score, **arguments)
-        if _accepts(method, "scale_score"):
-            arguments["scale_score"] = scale_score
-        return await method(**arguments)
+            return await asyncio.to_thread(self._call, name, **arguments)
+        return await method(**_accepted(method, arguments))
+
+
+_OPTIONAL_ARGUMENTS = ("scale_score", "return_embedding")
+
+
+def _accepted(method: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` without the optional ones ``method`` does not take."""
+    return {k: v for k, v in arguments.items() if k not in _OPTIONAL_ARGUMENTS or _accepts(method, k)}
 
 
 def _accepts(method: Any, parameter: str) -> bool:

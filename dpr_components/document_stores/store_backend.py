@@ -6,16 +6,20 @@ SQLite is the source of truth; an index is used only while it provably matches i
   highest rowid it has seen; saved folders also carry checksums of their files;
 - every search reads the table's generation (one SELECT): when another handle or process has
   written since, FAISS catches up by adding the new rows (or is rebuilt when vectors were
-  changed or removed) and BM25 is reloaded from a newer save or rebuilt;
+  changed or removed) and BM25 catches up with the rows added, overwritten or removed since
+  (the table's change log), on a copy so searches in flight keep a consistent index; it is
+  rebuilt only when that is impossible (a change log that no longer reaches back, damage);
 - a loaded index whose files do not match their checksums, that belongs to another store, or
   whose size disagrees with the table, is rebuilt from the table with a warning.
 Saving takes the folder's exclusive lock and loading its shared lock (:class:`StoreLock`).
 A folder that is not writable is opened read-only: indexes are kept in memory, never saved.
 
 Saving is lazy, so a write costs what it writes: a write only marks the indexes unsaved; they
-catch up on the next search, which saves the index it used, and both are saved by ``save()``,
-when the backend is garbage-collected, and at interpreter exit. A process killed before that
-loses no document: the next opener catches up or rebuilds the indexes from SQLite."""
+catch up on the next search, which saves the index it used (BM25: only once it has caught up
+with more than BM25_SAVE_FRACTION of its documents since its saved copy, which the next opener
+can catch up from), and both are saved by ``save()``, when the backend is garbage-collected,
+and at interpreter exit. A process killed before that loses no document: the next opener
+catches up or rebuilds the indexes from SQLite."""
 
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ DATABASE = "documents.sqlite"
 DENSE_DIR = "dense_index"
 BM25_DIR = "bm25_index"
 BM25_ROWIDS = "rowids.npy"
+BM25_SAVE_FRACTION = 0.01
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,8 @@ class StoreBackend:
         self._dense_max_rowid = 0
         self._bm25: BM25Index | None = None
         self._bm25_rowids: np.ndarray = np.zeros(0, dtype=np.int64)
-        self._bm25_positions: dict[int, int] = {}
         self._bm25_generation = -1
+        self._bm25_unsaved = 0  # rows caught up since the saved copy (or -1: no saved copy to catch up from)
         # Saved folders found untrustworthy: written again at the next save even if current.
         self._rewrite: set[str] = set()
         # Generation of each index this backend saved or loaded (skips re-saving on every search).
@@ -187,22 +192,59 @@ class StoreBackend:
 
     # -- bm25 -------------------------------------------------------------------------------
     def bm25(self) -> tuple[BM25Index, np.ndarray]:
-        """The BM25 index and the rowid of each of its positions, up to date with the table."""
+        """The BM25 index and the rowid of each of its positions (increasing; the rowids of
+        removed positions stay until the index is compacted at saving), up to date with the table."""
         with self.lock:
-            if self._bm25 is not None and self._bm25_generation == self.table.generation:
+            index = self._bm25
+            if index is not None and self._bm25_generation == self.table.generation:
+                return index, self._bm25_rowids
+            if index is not None and self._catch_up_bm25(index.copy(), self._bm25_rowids, self._bm25_generation):
                 return self._bm25, self._bm25_rowids
             if not self._load_bm25():
                 rowids, texts, generation = self.table.texts(self.config.bm25_title_field)
                 index = BM25Index(**self._bm25_params())
                 index.build(texts, show_progress=len(texts) > 20000)
                 self._set_bm25(index, rowids, generation)
+                self._bm25_unsaved = -1
                 self._save_bm25()
             assert self._bm25 is not None
             return self._bm25, self._bm25_rowids
 
+    def _catch_up_bm25(self, index: BM25Index, rowids: np.ndarray, generation: int) -> bool:
+        """Bring ``index`` (a copy no search uses; rowids per position, at ``generation``) up to
+        date with the rows written since; False if the table's change log cannot tell what changed."""
+        max_rowid = int(rowids[-1]) if len(rowids) else 0
+        changes = self.table.text_changes(generation, max_rowid, self.config.bm25_title_field)
+        if changes is None:
+            return False
+        removed = self._live_positions(index, rowids, changes.removed_rowids)
+        changed = self._live_positions(index, rowids, changes.changed_rowids)
+        if removed is None or changed is None:
+            logger.warning("BM25 index misses rows the documents changed: rebuilding it from the documents")
+            return False
+        index.remove(removed)
+        index.replace(changed, changes.changed_texts)
+        index.add(changes.new_texts)
+        if len(changes.new_rowids):
+            rowids = np.concatenate([rowids, changes.new_rowids])
+        self._set_bm25(index, rowids, changes.state.generation)
+        if self._bm25_unsaved >= 0:
+            self._bm25_unsaved += changes.size
+        return True
+
+    @staticmethod
+    def _live_positions(index: BM25Index, rowids: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+        """Positions of ``wanted`` rowids in the index; None if one is missing or was removed."""
+        positions = np.searchsorted(rowids, wanted)
+        if len(positions) and (
+            positions.max() >= len(rowids) or not np.array_equal(rowids[positions], wanted) or not index.is_live(positions).all()
+        ):
+            return None
+        return positions
+
     def _load_bm25(self) -> bool:
-        """Use the saved BM25 index if it was saved at the table's generation and can be trusted."""
-        directory = self._usable_folder(BM25_DIR, exact_generation=True)
+        """Use the saved BM25 index, caught up with the table, if it can be trusted."""
+        directory = self._usable_folder(BM25_DIR, exact_generation=False, oldest_generation=0)
         if directory is None:
             return False
         assert self.files is not None
@@ -219,15 +261,24 @@ class StoreBackend:
             self._rewrite.add(BM25_DIR)
             return False
         generation = int(index.state["generation"])
+        if rowids.ndim != 1 or len(rowids) != len(index) or not np.issubdtype(rowids.dtype, np.integer) or (
+            len(rowids) > 1 and not np.all(np.diff(rowids) > 0)
+        ):
+            logger.warning("BM25 index in %s has unusable row ids: rebuilding it from the documents", directory)
+            self._rewrite.add(BM25_DIR)
+            return False
         count = self.table.count()
-        if rowids.ndim != 1 or len(rowids) != len(index) or (generation == self.table.generation and count != len(index)):
+        if generation == self.table.generation and count != index.live_count:
             logger.warning(
                 "BM25 index in %s holds %d documents but the store has %d: rebuilding it from the documents",
-                directory, len(index), count,
+                directory, index.live_count, count,
             )
             self._rewrite.add(BM25_DIR)
             return False
-        self._set_bm25(index, rowids.astype(np.int64), generation)
+        self._bm25_unsaved = 0
+        if not self._catch_up_bm25(index, rowids.astype(np.int64), generation):
+            logger.info("BM25 index in %s is too old to catch up with the documents: rebuilding it", directory)
+            return False
         self._saved_at[BM25_DIR] = generation
         return True
 
@@ -236,16 +287,18 @@ class StoreBackend:
 
     def _set_bm25(self, index: BM25Index, rowids: np.ndarray, generation: int) -> None:
         self._bm25, self._bm25_rowids, self._bm25_generation = index, rowids, generation
-        self._bm25_positions = {int(r): i for i, r in enumerate(rowids)}
 
     def bm25_positions(self, rowids: Sequence[int]) -> np.ndarray:
-        self.bm25()
-        return np.array([self._bm25_positions.get(int(r), -1) for r in rowids], dtype=np.int64)
+        """The BM25 position of each rowid (-1 for rows the index does not hold) in the current
+        index; with a pair from an earlier :meth:`bm25` call, use :func:`bm25_positions_in`."""
+        return bm25_positions_in(*self.bm25(), rowids)
 
     # -- saved folders ----------------------------------------------------------------------
-    def _usable_folder(self, name: str, exact_generation: bool) -> Path | None:
+    def _usable_folder(self, name: str, exact_generation: bool, oldest_generation: int | None = None) -> Path | None:
         """``root/name`` if its manifest says it was saved for this store at a generation it can
-        be used from (its files are checked when it is loaded); None otherwise."""
+        be used from (its files are checked when it is loaded); None otherwise. Without an exact
+        generation, saves from ``oldest_generation`` on are usable (default: the last generation
+        that changed or removed a vector)."""
         if self.root is None:
             return None
         directory = self.root / name
@@ -266,7 +319,8 @@ class StoreBackend:
             self._rewrite.add(name)
             return None
         assert isinstance(generation, int)
-        usable = generation == state.generation or (not exact_generation and state.vectors_reset_at <= generation)
+        oldest = state.vectors_reset_at if oldest_generation is None else oldest_generation
+        usable = generation == state.generation or (not exact_generation and oldest <= generation)
         if not usable:
             logger.info("index folder %s is out of date: rebuilding it", directory)
             return None
@@ -299,8 +353,14 @@ class StoreBackend:
         with self.lock:
             if self._dense is not None and self._dense.generation > self._saved_at.get(DENSE_DIR, -1):
                 self._save_dense()
-            if self._bm25 is not None and self._bm25_generation > self._saved_at.get(BM25_DIR, -1):
+            if self._bm25 is not None and self._bm25_generation > self._saved_at.get(BM25_DIR, -1) and self._bm25_worth_saving():
                 self._save_bm25()
+
+    def _bm25_worth_saving(self) -> bool:
+        """Whether the saved BM25 copy is missing or further behind than the next opener should
+        catch up (a small write is caught up again from SQLite rather than rewriting the index)."""
+        assert self._bm25 is not None
+        return self._bm25_unsaved < 0 or self._bm25_unsaved > BM25_SAVE_FRACTION * self._bm25.live_count
 
     def save_pending(self) -> None:
         """``save()`` if documents were written through this backend since it last saved."""
@@ -331,12 +391,17 @@ class StoreBackend:
         assert self.files is not None
         with self.lock, self.files.exclusive():
             if self._needs_saving(BM25_DIR, self._bm25_generation):
+                # Removed positions are dropped on saving; searches in flight keep the old pair.
+                index, kept = self._bm25.compacted()
+                if index is not self._bm25:
+                    self._set_bm25(index, self._bm25_rowids[kept], self._bm25_generation)
                 state = {"generation": self._bm25_generation, "store_id": self.store_id}
                 with write_index_directory(self.root / BM25_DIR, state) as tmp:
-                    self._bm25.write_files(tmp)
+                    index.write_files(tmp)
                     np.save(tmp / BM25_ROWIDS, self._bm25_rowids)
                 self._rewrite.discard(BM25_DIR)
             self._saved_at[BM25_DIR] = self._bm25_generation
+            self._bm25_unsaved = 0
 
     def _needs_saving(self, name: str, generation: int) -> bool:
         return name in self._rewrite or self._saved_generation(name) < generation
@@ -354,6 +419,16 @@ def _check_recorded_settings(root: Path | None, config: StoreConfig, recorded: A
         raise ValueError(
             f"document store {root} holds {recorded['embedding_dim']}-dimensional vectors, not {config.embedding_dim}"
         )
+
+
+def bm25_positions_in(index: BM25Index, indexed_rowids: np.ndarray, rowids: Sequence[int]) -> np.ndarray:
+    """The position of each rowid in ``index`` (whose positions hold ``indexed_rowids``, as
+    :meth:`StoreBackend.bm25` returns them); -1 for rows it does not hold or removed."""
+    wanted = np.asarray(rowids, dtype=np.int64)
+    positions = np.searchsorted(indexed_rowids, wanted)
+    found = positions < len(indexed_rowids)
+    found[found] = (indexed_rowids[positions[found]] == wanted[found]) & index.is_live(positions[found])
+    return np.where(found, positions, -1).astype(np.int64)
 
 
 def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:

@@ -22,6 +22,19 @@ class PassageEmbedder:
 
     With ``cache_dir`` set, vectors are kept on disk as they are made: an interrupted indexing
     run resumes where it stopped and re-indexing with the same encoder costs nothing.
+
+    Usage example (vectors for any Haystack store; our ``DenseRetriever`` or Haystack's embedding
+    retrievers search them with the paired question encoder):
+
+    ```python
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    embedder = PassageEmbedder(model="models/dpr-minilm-nq/passage_encoder")
+    embedder.warm_up()
+    documents = [Document(content="Hamlet is a tragedy by William Shakespeare.", meta={"title": "Hamlet"})]
+    InMemoryDocumentStore().write_documents(embedder.run(documents=documents)["documents"])
+    ```
     """
 
     def __init__(

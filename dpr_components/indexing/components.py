@@ -19,6 +19,14 @@ class CorpusReader:
 
     :param format: ``jsonl`` (``id``, ``title``, ``text``), ``tsv`` (DPR's ``psgs_w100.tsv``) or ``auto`` (by extension).
     :param on_empty: ``error`` (default) or ``skip`` documents without text.
+
+    Usage example (the first step of ``pipelines/index.yml``):
+
+    ```python
+    reader = CorpusReader()
+    documents = reader.run(path="examples/corpus.jsonl")["documents"]
+    documents = reader.run(records=[{"id": "d1", "title": "Hamlet", "text": "Hamlet is a tragedy."}])["documents"]
+    ```
     """
 
     def __init__(self, format: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> None:
@@ -57,7 +65,17 @@ class DPRPassageSplitter:
 
     A document with a word of more than 1,000 characters, or a passage longer than
     ``max_passage_chars``, is refused with its id: such text (base64, minified code, a
-    broken export) is not prose, and one giant passage costs gigabytes to encode."""
+    broken export) is not prose, and one giant passage costs gigabytes to encode.
+
+    Usage example:
+
+    ```python
+    from haystack import Document
+
+    splitter = DPRPassageSplitter(words_per_passage=100)
+    passages = splitter.run(documents=[Document(id="d1", content="word " * 250)])["documents"]
+    [p.id for p in passages]  # ["d1#0", "d1#1", "d1#2"]
+    ```"""
 
     def __init__(self, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS) -> None:
         if words_per_passage <= 0:

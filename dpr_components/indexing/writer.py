@@ -29,6 +29,17 @@ class PassageWriter:
     ``run_async`` uses the store's ``*_async`` methods where it has them (else worker threads).
 
     :param document_store: where to write.
+
+    Usage example (the last step of ``pipelines/index.yml``):
+
+    ```python
+    from haystack import Document
+    from dpr_components.document_stores import EmbeddedDocumentStore
+
+    writer = PassageWriter(EmbeddedDocumentStore(path="indexes/example"))
+    passage = Document(id="d1#0", content="Hamlet is a tragedy.", meta={"document_id": "d1"})
+    writer.run(documents=[passage])["documents_written"]  # 1
+    ```
     """
 
     def __init__(self, document_store: DocumentStore) -> None:

@@ -16,7 +16,7 @@ from haystack import Document, component, default_to_dict
 
 from dpr_components.document_stores.search_backend import ScoringSearchBackend, search_backend
 from dpr_components.legacy_paths import from_dict_any_path
-from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
+from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]
@@ -112,6 +112,11 @@ class HybridRanker:
         backend = search_backend(document_store, required=required) if document_store is not None else None
         # In mode "dpr" search_backend has checked that the backend scores documents.
         self._backend = cast(ScoringSearchBackend | None, backend)
+
+    @property
+    def scoring_backend(self) -> ScoringSearchBackend | None:
+        """The store's search interface that scores given documents (mode ``dpr``), else None."""
+        return self._backend if self.mode == "dpr" else None
 
     def to_dict(self) -> dict[str, Any]:
         store = store_to_dict(self.document_store) if self.document_store is not None else None

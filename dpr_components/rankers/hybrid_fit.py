@@ -26,26 +26,31 @@ class Candidates:
     hits: np.ndarray
 
 
-def collect_candidates(
+def union_from_lists(
     backend: Any,
     query: str,
     query_embedding: Sequence[float],
     bm25_documents: list[Document],
     dense_documents: list[Document],
-    answers: Sequence[str],
-    match_mode: str = "string",
-) -> Candidates:
-    """Score the union of both lists exactly (as HybridRanker mode ``dpr`` does) and mark answer hits."""
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The union of both lists (dense first, as HybridRanker fuses it), scored exactly both ways:
+    contents, BM25 scores, dense scores (0 without a vector)."""
     by_id: dict[str, Document] = {}
     for doc in [*dense_documents, *bm25_documents]:
         by_id.setdefault(doc.id, doc)
-    ids = list(by_id)
-    scores = backend.score_documents(ids, query, query_embedding)
-    ids = [i for i in ids if i in scores]
+    scores = backend.score_documents(list(by_id), query, query_embedding)
+    ids = [i for i in by_id if i in scores]
     bm25 = np.array([scores[i][0] or 0.0 for i in ids], dtype=np.float64)
     dense = np.array([scores[i][1] or 0.0 for i in ids], dtype=np.float64)
-    hits = np.array(answer_hits(answers, [by_id[i].content or "" for i in ids], match_mode), dtype=bool)
-    return Candidates(bm25=bm25, dense=dense, hits=hits)
+    return [by_id[i].content or "" for i in ids], bm25, dense
+
+
+def collect_candidates(
+    contents: Sequence[str], bm25: np.ndarray, dense: np.ndarray, answers: Sequence[str], match_mode: str = "string"
+) -> Candidates:
+    """A question's scored union with the answer hit of each member."""
+    hits = np.array(answer_hits(answers, list(contents), match_mode), dtype=bool)
+    return Candidates(bm25=np.asarray(bm25, dtype=np.float64), dense=np.asarray(dense, dtype=np.float64), hits=hits)
 
 
 def first_hit_rank(candidates: Candidates, weight: float, max_k: int = 100) -> int | None:

@@ -45,6 +45,17 @@ class SpanReader:
     :param title_field: the ``meta`` field holding a document's title.
     :param batch_size: rows per forward pass; ``None`` reads all windows of all documents at once.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+
+    Usage example (after any retriever, as in ``pipelines/qa.yml``):
+
+    ```python
+    from haystack import Document
+
+    reader = SpanReader(model="models/reader-minilm", top_k=1)
+    reader.warm_up()
+    passages = [Document(content="Hamlet is a tragedy written by William Shakespeare.", meta={"title": "Hamlet"})]
+    reader.run(query="who wrote hamlet?", documents=passages)["answers"][0].data  # "William Shakespeare"
+    ```
     """
 
     _shared: dict[str, tuple[Any, Any]] = {}

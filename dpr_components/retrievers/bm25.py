@@ -10,7 +10,7 @@ from haystack.document_stores.types import FilterPolicy
 from dpr_components.document_stores.search_backend import search_backend, warn_if_empty
 from dpr_components.legacy_paths import from_dict_any_path
 from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
-from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
+from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_positive_int, check_query
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, NamedTuple
 
 from haystack import Document, component, default_to_dict
@@ -14,7 +15,7 @@ from dpr_components.encoder_pairing import META_FIELD, check_pairing, expected_p
 from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy_paths import from_dict_any_path
 from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
-from dpr_components.retrievers.store_serialization import store_from_dict, store_to_dict
+from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
 from dpr_components.validation import check_positive_int, check_query
 
 
@@ -26,6 +27,7 @@ class _Search(NamedTuple):
     top_k: int
     filters: dict[str, Any] | None
     scale_score: bool
+    return_embedding: bool
 
 
 @component
@@ -40,6 +42,8 @@ class DenseRetriever:
     :param filter_policy: ``replace`` (runtime filters replace the init ones) or ``merge`` (both apply).
     :param scale_score: passed to stores that scale scores (InMemoryDocumentStore); ours and
         Elasticsearch return raw similarities.
+    :param return_embedding: whether the returned documents carry their vectors (as Haystack's
+        embedding retrievers; off by default, which keeps results small).
 
     Usage example:
     ```python
@@ -71,8 +75,10 @@ class DenseRetriever:
         precision: Precision = "auto",
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
         scale_score: bool = False,
+        return_embedding: bool = False,
     ) -> None:
         self.document_store = document_store
+        self.return_embedding = bool(return_embedding)
         self.top_k = check_positive_int("top_k", top_k)
         self.filters = filters
         self.filter_policy = parse_filter_policy(filter_policy)
@@ -88,7 +94,7 @@ class DenseRetriever:
             warn_if_empty(self.document_store)
             self._warmed_up = True
         self.embedder.warm_up()
-        self._check_store_pairing()
+        self.check_store_pairing()
 
     def to_dict(self) -> dict[str, Any]:
         e = self.embedder
@@ -96,6 +102,7 @@ class DenseRetriever:
             self, document_store=store_to_dict(self.document_store), model=e.model, top_k=self.top_k,
             filters=self.filters, pooling=e.pooling, normalize=e.normalize, max_length=e.max_length,
             precision=e.precision, filter_policy=self.filter_policy.value, scale_score=self.scale_score,
+            return_embedding=self.return_embedding,
         )
 
     @classmethod
@@ -111,14 +118,17 @@ class DenseRetriever:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, Any]:
-        search = self._prepare(query, query_embedding, top_k, filters, scale_score)
-        store_checked = self._check_store_pairing()
+        search = self._prepare(query, query_embedding, top_k, filters, scale_score, return_embedding)
+        store_checked = self.check_store_pairing()
         embedding = search.query_embedding
         if embedding is None:
             embedding = self.embedder.run(query=search.query)["embedding"]
-        documents = self._backend.embedding_retrieval(embedding, search.top_k, search.filters, search.scale_score)
-        return self._finish(documents, embedding, store_checked)
+        documents = self._backend.embedding_retrieval(
+            embedding, search.top_k, search.filters, search.scale_score, search.return_embedding
+        )
+        return self._finish(documents, embedding, store_checked, search.return_embedding)
 
     @component.output_types(documents=list[Document], query_embedding=list[float])
     async def run_async(
@@ -128,18 +138,19 @@ class DenseRetriever:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
+        return_embedding: bool | None = None,
     ) -> dict[str, Any]:
         """As :meth:`run`; the question is encoded in a worker thread and the store searched
         through its async API (or in a worker thread), so the event loop is never blocked."""
-        search = self._prepare(query, query_embedding, top_k, filters, scale_score)
-        store_checked = await asyncio.to_thread(self._check_store_pairing)  # reads the store, hashes weights once
+        search = self._prepare(query, query_embedding, top_k, filters, scale_score, return_embedding)
+        store_checked = await asyncio.to_thread(self.check_store_pairing)  # reads the store, hashes weights once
         embedding = search.query_embedding
         if embedding is None:
             embedding = (await self.embedder.run_async(query=search.query))["embedding"]
         documents = await self._backend.embedding_retrieval_async(
-            embedding, search.top_k, search.filters, search.scale_score
+            embedding, search.top_k, search.filters, search.scale_score, search.return_embedding
         )
-        return self._finish(documents, embedding, store_checked)
+        return self._finish(documents, embedding, store_checked, search.return_embedding)
 
     def _prepare(
         self,
@@ -148,6 +159,7 @@ class DenseRetriever:
         top_k: int | None,
         filters: dict[str, Any] | None,
         scale_score: bool | None,
+        return_embedding: bool | None,
     ) -> _Search:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         if query_embedding is None:
@@ -157,14 +169,19 @@ class DenseRetriever:
         return _Search(
             query, query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
+            self.return_embedding if return_embedding is None else bool(return_embedding),
         )
 
-    def _finish(self, documents: list[Document], query_embedding: list[float], store_checked: bool) -> dict[str, Any]:
+    def _finish(
+        self, documents: list[Document], query_embedding: list[float], store_checked: bool, return_embedding: bool
+    ) -> dict[str, Any]:
         if not store_checked:
             # A store that does not record its passage encoder: check the stamps of what was found.
             recorded = {d.meta[META_FIELD] for d in documents if isinstance(d.meta.get(META_FIELD), str)}
             if recorded:
                 check_pairing(self.embedder.model, self._expected_passage_digest(), recorded)
+        if not return_embedding:  # stores that always send vectors back (Elasticsearch) included
+            documents = [dataclasses.replace(d, embedding=None) if d.embedding is not None else d for d in documents]
         return {"documents": documents, "query_embedding": list(query_embedding)}
 
     def _expected_passage_digest(self) -> str | None:
@@ -174,7 +191,7 @@ class DenseRetriever:
             self._passage_digest = expected_passage_digest(self.embedder.model)
         return self._passage_digest
 
-    def _check_store_pairing(self) -> bool:
+    def check_store_pairing(self) -> bool:
         """Compare the passage encoder the store records with this question encoder's partner.
 
         Checked once per recorded value, so a store re-indexed meanwhile is checked again.

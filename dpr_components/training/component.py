@@ -28,6 +28,14 @@ class DPRTrainer:
         BERT or DPR folder.
     :param settings: any other :class:`TrainingConfig` setting (e.g. ``grad_cache_chunk``,
         ``loss``, ``in_batch``, ``validate_every``, ``patience``).
+
+    Usage example (``pipelines/train_dpr.yml`` runs it from the command line):
+
+    ```python
+    trainer = DPRTrainer(output_dir="runs/my-dpr", epochs=1, batch_size=32)
+    result = trainer.run(data="my-train.jsonl", dev_data="my-dev.jsonl")
+    result["checkpoint"]  # a folder with question_encoder/ and passage_encoder/
+    ```
     """
 
     def __init__(

@@ -16,7 +16,7 @@ FILTERS = pytest.mark.reliability(category="filters (CLI)", expect="clear error"
 
 
 def _search(store: Path, model: Path, *args: str) -> list[object]:
-    return ["run", PIPELINES / "search.yml", "--store", store, "--set", f"dense.model={model}", *args]
+    return ["run", PIPELINES / "search.yml", "--store", store, "--set", f"hybrid.model={model}", *args]
 
 
 def _bm25(store: Path, *args: str) -> list[object]:
@@ -27,8 +27,8 @@ def _bm25(store: Path, *args: str) -> list[object]:
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_weight(indexed_store: Path, tiny_st_dir: Path, value: str) -> None:
     """A hybrid weight of NaN or Infinity with --set (Python's JSON reader accepts them)"""
-    result = cli(*_search(indexed_store, tiny_st_dir, "--set", f"ranker.weight={value}", "-q", "hamlet", "--json"))
-    assert_clear_error(result, "--set ranker.weight", "not a finite number")
+    result = cli(*_search(indexed_store, tiny_st_dir, "--set", f"hybrid.weight={value}", "-q", "hamlet", "--json"))
+    assert_clear_error(result, "--set hybrid.weight", "not a finite number")
     assert result.out == ""
 
 
@@ -47,9 +47,9 @@ def test_set_nested_store_parameter_wrong_type(indexed_store: Path) -> None:
 
 @COMMAND_LINE
 def test_set_value_outside_choices(indexed_store: Path, tiny_st_dir: Path) -> None:
-    """--set ranker.mode to a mode that does not exist"""
-    result = cli(*_search(indexed_store, tiny_st_dir, "--set", "ranker.mode=fancy", "-q", "x"))
-    assert_clear_error(result, "ranker.mode: expected one of 'dpr', 'rrf', got 'fancy'")
+    """--set hybrid.precision to a precision that does not exist"""
+    result = cli(*_search(indexed_store, tiny_st_dir, "--set", "hybrid.precision=fancy", "-q", "x"))
+    assert_clear_error(result, "hybrid.precision: expected one of 'auto', 'fp32', 'bf16', got 'fancy'")
 
 
 @COMMAND_LINE

@@ -79,7 +79,7 @@ def _eval(store: Path, questions: Path, out: Path) -> list[object]:
 
 def _fit(store: Path, questions: Path, model: Path, out: Path) -> list[object]:
     return ["fit-lambda", PIPELINES / "search.yml", "--questions", questions, "--store", store,
-            "--set", f"dense.model={model}", "--out", out]
+            "--set", f"hybrid.model={model}", "--out", out]
 
 
 @OUTPUT

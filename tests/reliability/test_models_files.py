@@ -114,7 +114,7 @@ def test_damaged_reader(
     """Answering questions with a span reader folder whose weights are damaged (reader.model)"""
     folder = _damaged_copy(tiny_reader_dir, tmp_path, damage)
     result = cli("run", PIPELINES / "qa.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"dense.model={tiny_st_dir}", "--set", f"reader.model={folder}")
+                 "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={folder}")
     assert_clear_error(result, str(folder), WEIGHTS)
 
 

@@ -156,9 +156,9 @@ def test_component_construction_fails(tmp_path: Path, indexed_store: Path) -> No
 
 @pytest.mark.reliability(category="yaml", expect="correct result")
 def test_shipped_pipelines_with_store_alias_still_load(indexed_store: Path, tiny_st_dir: Path) -> None:
-    """The shipped search pipeline, whose three components share one &store alias"""
-    result = cli("run", PIPELINES / "search.yml", "--store", indexed_store, "--set", f"dense.model={tiny_st_dir}",
-                 "--set", "ranker.weight=0.001", "-q", "who wrote hamlet", "--json")
+    """The shipped hybrid search pipeline, with its store folder replaced by --store"""
+    result = cli("run", PIPELINES / "search.yml", "--store", indexed_store, "--set", f"hybrid.model={tiny_st_dir}",
+                 "--set", "hybrid.weight=0.001", "-q", "who wrote hamlet", "--json")
     assert_success(result)
     assert '"hamlet#0"' in result.out
 

@@ -1,0 +1,185 @@
+"""HybridRetriever: the DPR paper's exact hybrid (BM25 + λ·sim over the union of both top-N lists) as one retriever."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, NamedTuple
+
+from haystack import Document, component, default_to_dict
+from haystack.document_stores.types import FilterPolicy
+
+from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.rankers.hybrid import HybridRanker
+from dpr_components.rankers.hybrid_fit import union_from_lists
+from dpr_components.retrievers.bm25 import BM25Retriever
+from dpr_components.retrievers.dense import DenseRetriever
+from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
+from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
+from dpr_components.validation import check_finite, check_positive_int, check_query
+
+
+class _Request(NamedTuple):
+    query: str
+    query_embedding: list[float] | None
+    top_k: int
+    weight: float
+    filters: dict[str, Any] | None
+
+
+@component
+class HybridRetriever:
+    """BM25 and DPR retrieval fused as in the paper (Karpukhin et al. 2020, section 5.1): the union
+    of both top-``candidates`` lists, every member scored ``BM25(q, p) + weight · sim(q, p)``
+    exactly, best ``top_k`` returned with ``meta["bm25_score"]`` and ``meta["dense_score"]``.
+
+    It ranks exactly as ``BM25Retriever`` + ``DenseRetriever`` → ``HybridRanker`` (mode ``dpr``)
+    with ``top_k=candidates`` on both retrievers. On ``EmbeddedDocumentStore`` the whole fusion runs
+    inside the store on arrays, and only the final ``top_k`` become Documents: thousands of
+    Documents passed between pipeline components cost far more than the searches (see
+    docs/benchmarks/hybrid_speed.md). On other stores that score given documents
+    (``ElasticsearchDocumentStore``) it runs the two retrievers and the ranker itself; stores that
+    cannot score given documents are refused (use ``HybridRanker`` mode ``rrf``).
+
+    :param model: the question encoder E_Q (paired with the store's passage encoder).
+    :param candidates: N of each top-N list (the paper: 2,000 for NQ's 21M passages... see docs/scale.md).
+    :param weight: λ; fit it on dev questions with ``haystack fit-lambda``.
+
+    Usage example:
+    ```python
+    from dpr_components.document_stores import EmbeddedDocumentStore
+    from dpr_components.retrievers import HybridRetriever
+
+    retriever = HybridRetriever(
+        EmbeddedDocumentStore(path="indexes/example"), model="models/dpr-minilm-nq/question_encoder", weight=25.1
+    )
+    retriever.warm_up()
+    documents = retriever.run(query="who wrote hamlet?")["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        model: str = BUNDLED_MINILM,
+        candidates: int = 2000,
+        weight: float = 1.1,
+        top_k: int = 10,
+        filters: dict[str, Any] | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        pooling: Pooling = "auto",
+        normalize: bool | None = None,
+        max_length: int | None = None,
+        precision: Precision = "auto",
+    ) -> None:
+        self.document_store = document_store
+        self.candidates = check_positive_int("candidates", candidates)
+        self.weight = check_finite("weight", weight)
+        self.top_k = check_positive_int("top_k", top_k)
+        self.filters = filters
+        self.filter_policy = parse_filter_policy(filter_policy)
+        # The dense side (question encoding, pairing checks, the store's vector search) is a DenseRetriever.
+        self.dense = DenseRetriever(
+            document_store, model=model, top_k=candidates, pooling=pooling, normalize=normalize,
+            max_length=max_length, precision=precision,
+        )
+        self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
+        if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods
+            self.bm25 = BM25Retriever(document_store, top_k=candidates)
+            self.ranker = HybridRanker(document_store, mode="dpr", weight=weight, top_k=top_k)
+
+    def warm_up(self) -> None:
+        self.dense.warm_up()
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.dense.embedder
+        return default_to_dict(
+            self, document_store=store_to_dict(self.document_store), model=e.model, candidates=self.candidates,
+            weight=self.weight, top_k=self.top_k, filters=self.filters, filter_policy=self.filter_policy.value,
+            pooling=e.pooling, normalize=e.normalize, max_length=e.max_length, precision=e.precision,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HybridRetriever:
+        data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
+        return from_dict_any_path(cls, data)
+
+    @component.output_types(documents=list[Document], query_embedding=list[float])
+    def run(
+        self,
+        query: str,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        weight: float | None = None,
+    ) -> dict[str, Any]:
+        request = self._prepare(query, query_embedding, top_k, filters, weight)
+        embedding = request.query_embedding or self.dense.embedder.run(query=request.query)["embedding"]
+        if self._in_store:
+            self.dense.check_store_pairing()
+            documents = self.document_store.hybrid_search(
+                request.query, embedding, request.weight, request.top_k, self.candidates, request.filters
+            )
+            return {"documents": documents, "query_embedding": embedding}
+        dense = self.dense.run(query_embedding=embedding, filters=request.filters)["documents"]
+        bm25 = self.bm25.run(query=request.query, filters=request.filters)["documents"]
+        fused = self.ranker.run(bm25, dense, request.query, embedding, request.top_k, request.weight)
+        return {"documents": fused["documents"], "query_embedding": embedding}
+
+    @component.output_types(documents=list[Document], query_embedding=list[float])
+    async def run_async(
+        self,
+        query: str,
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        weight: float | None = None,
+    ) -> dict[str, Any]:
+        """As :meth:`run`, in a worker thread (encoding and array work, no I/O to await)."""
+        return await asyncio.to_thread(self.run, query, query_embedding, top_k, filters, weight)
+
+    def search_batch(
+        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None,
+        weight: float | None = None, batch_size: int = 64,
+    ) -> list[list[Document]]:
+        """Many questions at once (evaluation): on our store one dense search and one document read per
+        ``batch_size`` questions; the same documents as :meth:`run` question by question (FAISS's
+        batched rounding could only move a list's last candidates, whose fused scores are exact)."""
+        check_positive_int("batch_size", batch_size)
+        settings = self._prepare(queries[0] if queries else "-", None, top_k, filters, weight)
+        results: list[list[Document]] = []
+        for start in range(0, len(queries), batch_size):
+            chunk = queries[start : start + batch_size]
+            # One question at a time: a padded batch gives slightly different vectors, and so rankings
+            # that differ from run()'s; the batch gain is in the search (one FAISS call, one SQL read).
+            embeddings = [self.dense.embedder.run(query=q)["embedding"] for q in chunk]
+            if self._in_store:
+                self.dense.check_store_pairing()
+                results += self.document_store.hybrid_search_batch(
+                    chunk, embeddings, settings.weight, settings.top_k, self.candidates, settings.filters
+                )
+            else:
+                results += [self.run(q, e, top_k, filters, weight)["documents"] for q, e in zip(chunk, embeddings)]
+        return results
+
+    def union_scores(self, query: str, filters: dict[str, Any] | None = None) -> tuple[list[str], Any, Any]:
+        """The union this retriever fuses: contents, exact BM25 and dense scores (``haystack fit-lambda``)."""
+        request = self._prepare(query, None, None, filters, None)
+        embedding = self.dense.embedder.run(query=request.query)["embedding"]
+        if self._in_store:
+            return self.document_store.hybrid_union(request.query, embedding, self.candidates, request.filters)
+        dense = self.dense.run(query_embedding=embedding, filters=request.filters)["documents"]
+        bm25 = self.bm25.run(query=request.query, filters=request.filters)["documents"]
+        return union_from_lists(self.ranker.scoring_backend, request.query, embedding, bm25, dense)
+
+    def _prepare(
+        self, query: str, query_embedding: list[float] | None, top_k: int | None, filters: dict[str, Any] | None,
+        weight: float | None,
+    ) -> _Request:
+        return _Request(
+            check_query(query),
+            list(query_embedding) if query_embedding is not None else None,
+            check_positive_int("top_k", self.top_k if top_k is None else top_k),
+            self.weight if weight is None else check_finite("weight", weight),
+            effective_filters(self.filter_policy, self.filters, filters),
+        )

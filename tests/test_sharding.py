@@ -1,0 +1,247 @@
+"""Sharded indexing: shards cut by line ranges, encoded apart, merged into the one-process store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from haystack import Document
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from dpr_components.cli.main import main
+from dpr_components.document_stores import EmbeddedDocumentStore
+from dpr_components.indexing.corpus import read_corpus
+from dpr_components.indexing.corpus_split import split_corpus
+from dpr_components.indexing.shard_files import VECTORS
+from dpr_components.indexing.shard_merge import document_batches, merge_shards
+from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
+from dpr_components.indexing.writer import PassageWriter
+from tests.conftest import SMALL_CORPUS
+
+INDEX_YML = str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml")
+
+
+def _encoder(model: Path) -> list[str]:
+    return [
+        "--set", f"embedder.model={model}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
+    ]
+
+
+def _shard(corpus: Path, spec: str, shard_dir: Path, model: Path, *extra: str) -> int:
+    return main(["run", INDEX_YML, "--input", f"path={corpus}", "--shard", spec, "--shard-dir", str(shard_dir), *_encoder(model), *extra])
+
+
+def _merge(shard_dir: Path, store: Path, model: Path) -> int:
+    return main(["merge-shards", INDEX_YML, str(shard_dir), "--store", str(store), *_encoder(model)])
+
+
+def _manifest(shard_dir: Path, spec: ShardSpec) -> dict:
+    return json.loads((shard_dir / spec.folder_name / "manifest.json").read_text())
+
+
+def _write_corpus(path: Path, count: int) -> list[str]:
+    """``count`` documents of varied length (some several passages long), with a blank line among them."""
+    lines, ids = [], []
+    for i in range(count):
+        ids.append(f"doc{i}")
+        lines.append(json.dumps({"id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"w{i}x{j}" for j in range(7 + 37 * (i % 5)))}))
+        if i == 3:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ids
+
+
+def _assert_same_store(expected_path: Path, actual_path: Path) -> None:
+    expected, actual = EmbeddedDocumentStore(path=str(expected_path)), EmbeddedDocumentStore(path=str(actual_path))
+    want, got = expected.filter_documents(), actual.filter_documents()
+    assert [d.id for d in got] == [d.id for d in want]  # same passages, in the same (corpus) order
+    assert [(d.content, d.meta) for d in got] == [(d.content, d.meta) for d in want]
+    # Batches of other passages pad differently: the same vectors up to float rounding.
+    np.testing.assert_allclose([d.embedding for d in got], [d.embedding for d in want], rtol=0, atol=1e-5)
+    for query in ("hamlet tragedy", "highest mountain on earth", "nobel prize physics", "gas giant planet", "honey"):
+        assert [(d.id, round(d.score, 5)) for d in actual.bm25_retrieval(query, top_k=4)] == [
+            (d.id, round(d.score, 5)) for d in expected.bm25_retrieval(query, top_k=4)
+        ]
+    rng = np.random.default_rng(0)
+    for vector in [*(d.embedding for d in want[:3]), *rng.normal(size=(2, len(want[0].embedding))).tolist()]:
+        found, reference = actual.embedding_retrieval(vector, top_k=4), expected.embedding_retrieval(vector, top_k=4)
+        assert [d.id for d in found] == [d.id for d in reference]
+        np.testing.assert_allclose([d.score for d in found], [d.score for d in reference], atol=1e-5)
+
+
+@pytest.fixture()
+def two_part_corpus(tmp_path: Path) -> Path:
+    """The small corpus with its long document first, so that both halves (by bytes) hold documents."""
+    path = tmp_path / "two_part.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in reversed(SMALL_CORPUS)), encoding="utf-8")
+    return path
+
+
+def _one_process_store(corpus: Path, store: Path, model: Path) -> Path:
+    assert main(["run", INDEX_YML, "--input", f"path={corpus}", "--store", str(store), *_encoder(model)]) == 0
+    return store
+
+
+def test_two_shards_and_merge_give_the_one_process_store(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+    shards = tmp_path / "shards"
+    assert _shard(two_part_corpus, "1/2", shards, tiny_st_dir) == 0
+    assert _shard(two_part_corpus, "2/2", shards, tiny_st_dir) == 0
+    assert [_manifest(shards, ShardSpec(i, 2))["documents"] for i in (1, 2)] == [1, 4]
+    assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 0
+    _assert_same_store(_one_process_store(two_part_corpus, tmp_path / "one", tiny_st_dir), tmp_path / "merged")
+
+
+def test_shards_written_straight_into_one_store_equal_one_process(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+    """Without --shard-dir each shard writes through the pipeline's writer (how shards reach Elasticsearch)."""
+    store = tmp_path / "direct"
+    for spec in ("2/2", "1/2"):  # order does not matter for the contents
+        args = ["run", INDEX_YML, "--input", f"path={two_part_corpus}", "--shard", spec, "--store", str(store)]
+        assert main(args + _encoder(tiny_st_dir)) == 0
+    one = _one_process_store(two_part_corpus, tmp_path / "one", tiny_st_dir)
+    expected, actual = EmbeddedDocumentStore(path=str(one)), EmbeddedDocumentStore(path=str(store))
+    want = {d.id: d for d in expected.filter_documents()}
+    got = {d.id: d for d in actual.filter_documents()}
+    assert got.keys() == want.keys()
+    for key, doc in want.items():
+        assert (got[key].content, got[key].meta) == (doc.content, doc.meta)
+        np.testing.assert_allclose(got[key].embedding, doc.embedding, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 40])
+def test_line_ranges_cover_every_document_exactly_once(tmp_path: Path, count: int) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    ids = _write_corpus(corpus, 12)
+    split = split_corpus(corpus, count)
+    assert split.starts[0] == 1 and split.starts[-1] == split.lines + 1 == 14
+    assert list(split.starts) == sorted(split.starts)
+    owners = {r.id: [i for i in range(1, count + 1) if split.line_range(i)[0] <= r.line < split.line_range(i)[1]] for r in read_corpus(corpus)}
+    assert sorted(owners) == sorted(ids) and all(len(o) == 1 for o in owners.values())
+    assert split_corpus(corpus, count) == split  # a re-run gives the same shards
+
+
+def test_split_without_final_newline_and_balanced_by_bytes(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(b"a" * 99 + b"\n" + (b"b" * 9 + b"\n") * 9 + b"b" * 9)  # one long line, ten short, no final newline
+    split = split_corpus(corpus, 2)
+    assert split.lines == 11 and split.starts == (1, 2, 12)  # half the bytes each: the long line, then the ten short ones
+
+
+def test_three_shards_hold_each_document_once_in_corpus_order(tmp_path: Path, tiny_st_dir: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    ids = _write_corpus(corpus, 12)
+    shards = tmp_path / "shards"
+    for i in (1, 2, 3):
+        assert _shard(corpus, f"{i}/3", shards, tiny_st_dir) == 0
+    sources = []
+    for i in (1, 2, 3):
+        folder = shards / ShardSpec(i, 3).folder_name
+        passages = [json.loads(line) for line in (folder / "passages.jsonl").read_text().splitlines()]
+        sources += list(dict.fromkeys(p["meta"]["document_id"] for p in passages))
+        assert (folder / VECTORS).stat().st_size == len(passages) * 32 * 4
+    assert sources == ids  # every document once, shard after shard in corpus order
+
+
+def test_merge_through_passage_writer_into_any_haystack_store(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+    shards = tmp_path / "shards"
+    for spec in ("1/2", "2/2"):
+        assert _shard(two_part_corpus, spec, shards, tiny_st_dir) == 0
+    store = InMemoryDocumentStore()
+    result = merge_shards(shards, PassageWriter(store), batch_passages=1)
+    passages = sum(_manifest(shards, ShardSpec(i, 2))["passages"] for i in (1, 2))
+    assert (result.shards, result.documents, result.passages) == (2, 5, passages) == (2, 5, store.count_documents())
+    assert all(d.embedding is not None and len(d.embedding) == 32 for d in store.filter_documents())
+
+
+def test_batches_never_split_a_document() -> None:
+    passages = [Document(id=f"{d}#{i}", content="x", meta={"document_id": d}) for d, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
+    batches = list(document_batches(iter(passages), 2))
+    assert [[p.id for p in b] for b in batches] == [["a#0", "a#1", "a#2"], ["b#0", "c#0", "c#1"]]
+
+
+@pytest.mark.parametrize("spec", ["0/2", "3/2", "1/0", "a/b", "2", "", "-1/2"])
+def test_bad_shard_spec_is_a_clear_error(spec: str, small_corpus_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", INDEX_YML, "--input", f"path={small_corpus_file}", f"--shard={spec}", "--shard-dir", str(tmp_path / "s")])
+    assert code == 2
+    assert "--shard: expected i/N with 1 <= i <= N" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_shard_auto_reads_the_launcher() -> None:
+    assert parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "4"}) == ShardSpec(1, 4)
+    assert parse_shard_spec("auto", {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "1"}) == ShardSpec(3, 8)
+    assert parse_shard_spec("auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "0"}) == ShardSpec(1, 8)
+    assert parse_shard_spec("auto", {"SLURM_PROCID": "5", "SLURM_NTASKS": "6"}) == ShardSpec(6, 6)
+    assert parse_shard_spec(" 2 / 8 ") == ShardSpec(2, 8)
+    with pytest.raises(ValueError, match="no launcher variables"):
+        parse_shard_spec("auto", {})
+    with pytest.raises(ValueError, match=r"RANK/WORLD_SIZE give shard 5/4"):
+        parse_shard_spec("auto", {"RANK": "4", "WORLD_SIZE": "4"})
+
+
+def test_missing_shard_is_refused(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shards = tmp_path / "shards"
+    assert _shard(small_corpus_file, "1/2", shards, tiny_st_dir) == 0
+    capsys.readouterr()
+    assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 2
+    assert "1 of 2 shards missing: 2/2" in capsys.readouterr().err
+    assert not (tmp_path / "merged").exists()
+    assert _merge(tmp_path / "nowhere", tmp_path / "merged", tiny_st_dir) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_mismatched_encoder_is_refused(
+    tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = tmp_path / "shards"
+    assert _shard(small_corpus_file, "1/2", shards, tiny_st_dir) == 0
+    assert _shard(small_corpus_file, "2/2", shards, tiny_bert_dir) == 0
+    capsys.readouterr()
+    assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 2
+    err = capsys.readouterr().err
+    assert "shard 2/2" in err and "other settings than shard 1/2: embedder.encoder is" in err
+    assert not (tmp_path / "merged").exists()
+
+
+def test_mismatched_corpus_is_refused(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shards = tmp_path / "shards"
+    assert _shard(small_corpus_file, "1/2", shards, tiny_st_dir) == 0
+    small_corpus_file.write_text(small_corpus_file.read_text() + json.dumps({"id": "new", "text": "A new document."}) + "\n")
+    assert _shard(small_corpus_file, "2/2", shards, tiny_st_dir) == 0
+    capsys.readouterr()
+    assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 2
+    assert "shard 2/2" in (err := capsys.readouterr().err) and "cut from another corpus than shard 1/2" in err
+
+
+def test_damaged_shard_is_refused(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shards = tmp_path / "shards"
+    for spec in ("1/2", "2/2"):
+        assert _shard(two_part_corpus, spec, shards, tiny_st_dir) == 0
+    vectors = shards / ShardSpec(2, 2).folder_name / VECTORS
+    vectors.write_bytes(vectors.read_bytes()[:-4])
+    capsys.readouterr()
+    assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 2
+    assert "vectors.f32 has" in (err := capsys.readouterr().err) and "its manifest says" in err
+
+
+def test_failed_shard_run_leaves_no_shard_folder(tmp_path: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    _write_corpus(corpus, 12)
+    corpus.write_text(corpus.read_text() + '{"id": "bad", "text": \n')
+    shards = tmp_path / "shards"
+    assert _shard(corpus, "2/2", shards, tiny_st_dir) == 2
+    assert "corpus.jsonl:14: invalid JSON" in capsys.readouterr().err
+    assert not shards.exists() or not any(p.name.startswith("shard-") for p in shards.iterdir())
+
+
+def test_shard_option_mistakes(tmp_path: Path, small_corpus_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = ["run", INDEX_YML, "--input", f"path={small_corpus_file}"]
+    assert main([*run, "--shard-dir", str(tmp_path / "s")]) == 2
+    assert "--shard-dir needs --shard i/N" in capsys.readouterr().err
+    assert main([*run, "--shard", "1/2", "--shard-dir", str(tmp_path / "s"), "--store", str(tmp_path / "x")]) == 2
+    assert "drop --store" in capsys.readouterr().err
+    assert main(["run", INDEX_YML, "--input", 'records=[{"id": "a", "text": "b"}]', "--shard", "1/2"]) == 2
+    assert "--shard reads a corpus file" in capsys.readouterr().err
+    assert main(["run", INDEX_YML, "--input", f"path={tmp_path / 'missing.jsonl'}", "--shard", "1/2"]) == 2
+    assert "missing.jsonl does not exist" in capsys.readouterr().err
