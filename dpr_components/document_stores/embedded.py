@@ -51,7 +51,7 @@ from dpr_components.document_stores.store_backend import (
     holds_database,
 )
 from dpr_components.fault_points import fault_point
-from dpr_components.validation import check_query
+from dpr_components.validation import check_positive_int, check_query
 
 logger = logging.getLogger(__name__)
 
@@ -390,7 +390,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     ) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The union :meth:`hybrid_search` ranks, in its order: each member's content, exact BM25
         score and dense score (0 without a vector), for fitting λ without re-searching."""
-        _check_top_k(candidates)
+        check_positive_int("candidates", candidates)
         _check_query(query)
         vector = np.asarray(query_embedding, dtype=np.float32)
         backend = self._reader()
@@ -413,7 +413,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         """:meth:`hybrid_search` for many questions: one dense search over all of them, one read of
         the documents, the same results as question by question."""
         _check_top_k(top_k)
-        _check_top_k(candidates)
+        check_positive_int("candidates", candidates)
         if len(queries) != len(query_embeddings):
             raise ValueError(f"got {len(queries)} queries but {len(query_embeddings)} query embeddings")
         for query in queries:

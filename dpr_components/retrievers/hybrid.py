@@ -42,7 +42,7 @@ class HybridRetriever:
     cannot score given documents are refused (use ``HybridRanker`` mode ``rrf``).
 
     :param model: the question encoder E_Q (paired with the store's passage encoder).
-    :param candidates: N of each top-N list (the paper: 2,000 for NQ's 21M passages... see docs/scale.md).
+    :param candidates: N of each top-N list (``pipelines/search.yml`` uses 2,000).
     :param weight: λ; fit it on dev questions with ``haystack fit-lambda``.
 
     Usage example:
