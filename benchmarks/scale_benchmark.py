@@ -11,7 +11,8 @@ each step, so a re-run skips what is done (``--redo STEP`` forces a step again).
 
 Steps per size, in order: ``write`` (batched ``write_documents`` into a Flat store),
 ``build_bm25`` and ``build_flat`` (each index built from the table and saved), ``serve``
-(open + first searches, checksum share, BM25 / dense / exact-hybrid queries/s), ``load_*``
+(open + first searches, checksum share, BM25 / dense / exact-hybrid queries/s), ``serve_plain``
+(the same with the indexes read into the heap instead of memory-mapped), ``load_*``
 (standalone loads of the saved files, plain vs memory-mapped), ``add`` (1,000 more passages:
 write, catch-up, first searches, save); then, size by size, the other dense indexes
 (``variant_ivfpq``, ``variant_hnsw``) unless their predicted build time passes ``--max-build-s``.
@@ -53,7 +54,7 @@ TOP_K = 100
 HYBRID_CANDIDATES = 2_000
 HYBRID_WEIGHT = 1.1
 RECALL_QUERIES = 200
-CORE_STEPS = ("write", "build_bm25", "build_flat", "serve", "load_flat_plain", "load_flat_mmap",
+CORE_STEPS = ("write", "build_bm25", "build_flat", "serve", "serve_plain", "load_flat_plain", "load_flat_mmap",
               "load_bm25_plain", "load_bm25_mmap", "add")
 VARIANT_STEPS = ("variant_ivfpq", "variant_hnsw")
 SINGLE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
@@ -185,10 +186,12 @@ def single_thread() -> None:
         pass
 
 
-def open_store(size: int, autosave: bool = True) -> Any:
+def open_store(size: int, autosave: bool = True, memory_map: bool = True) -> Any:
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
-    return EmbeddedDocumentStore(path=str(store_dir(size)), index_factory="Flat", bm25_title_field="title", autosave=autosave)
+    return EmbeddedDocumentStore(
+        path=str(store_dir(size)), index_factory="Flat", bm25_title_field="title", autosave=autosave, memory_map=memory_map
+    )
 
 
 # -- steps (each runs in its own child process) -------------------------------------------------
@@ -265,21 +268,27 @@ def step_build(size: int, which: str) -> dict:
     return {"seconds": seconds, "disk_mb": folder_mb(folder), "rss_before_mb": before["rss_mb"], "rss_after": after}
 
 
-def step_serve(size: int, budget_s: float) -> dict:
-    """Opening, first searches, checksum share, and queries/s through the store."""
+def step_serve(size: int, budget_s: float, memory_map: bool = True) -> dict:
+    """Opening, first searches, checksum share, and queries/s through the store (``serve_plain``:
+    the same with ``memory_map=False``, indexes read into the heap)."""
     from dpr_components.document_stores.index_files import verified_state
 
     questions, vectors = question_texts(), question_vectors()
     out: dict[str, Any] = {}
-    out["open_s"], store = timed(lambda: open_store(size))
+    out["open_s"], store = timed(lambda: open_store(size, memory_map=memory_map))
     out["count_s"], count = timed(store.count_documents)
     out["first_bm25_s"], _ = timed(lambda: store.bm25_retrieval(questions[0], top_k=TOP_K))
     out["first_dense_s"], _ = timed(lambda: store.embedding_retrieval(vectors[0], top_k=TOP_K))
     out["memory_after_open"] = memory_mb()
     folder = store_dir(size)
+    # As an opening checks them (files hashed on this machine before are not hashed again), and
+    # fully re-hashed, as for a folder copied from elsewhere.
     out["verify_bm25_s"], _ = timed(lambda: verified_state(folder / "bm25_index"))
     out["verify_dense_s"], _ = timed(lambda: verified_state(folder / "dense_index"))
+    out["rehash_bm25_s"], _ = timed(lambda: verified_state(folder / "bm25_index", rehash=True))
+    out["rehash_dense_s"], _ = timed(lambda: verified_state(folder / "dense_index", rehash=True))
     backend = store._reader()
+    out["dense_mapped"] = bool(backend.dense().is_mapped)
     bm25_index, _ = backend.bm25()
     dense_index = backend.dense()
     log(f"  opened {count:,} documents; timing queries")
@@ -370,7 +379,10 @@ def step_load_bm25(size: int, mmap: bool, budget_s: float) -> dict:
 
 
 def step_add(size: int) -> dict:
-    """Adding passages to a saved store: write, catch-up of each index, first searches, save."""
+    """Adding passages to a saved store: write, catch-up of each index, first searches, save;
+    then a second batch as large (the costs once the indexes are in memory)."""
+    from haystack import Document
+
     questions, vectors = question_texts(), question_vectors()
     store = open_store(size)
     backend = store._reader()
@@ -387,6 +399,13 @@ def step_add(size: int) -> dict:
     out["second_bm25_search_s"], _ = timed(lambda: store.bm25_retrieval(questions[2], top_k=TOP_K))
     out["second_dense_search_s"], _ = timed(lambda: store.embedding_retrieval(vectors[2], top_k=TOP_K))
     out["save_s"], _ = timed(store.save)
+    out["memory_after_add"] = memory_mb()
+    # A second batch in the same process: the FAISS index is in memory (and writable) by now.
+    more = [Document(id=f"more-{d.id}", content=d.content, meta=d.meta, embedding=d.embedding) for d in documents]
+    out["second_write_s"], _ = timed(lambda: store.write_documents(more))
+    out["second_dense_catch_up_s"], _ = timed(backend.dense)
+    out["second_bm25_catch_up_s"], _ = timed(backend.bm25)
+    out["second_save_s"], _ = timed(store.save)
     out["count"] = store.count_documents()
     return out
 
@@ -451,8 +470,8 @@ def run_step(step: str, size: int, budget_s: float) -> dict:
         return step_write(size)
     if step in ("build_bm25", "build_flat"):
         return step_build(size, step.removeprefix("build_"))
-    if step == "serve":
-        return step_serve(size, budget_s)
+    if step in ("serve", "serve_plain"):
+        return step_serve(size, budget_s, memory_map=step == "serve")
     if step.startswith("load_flat_"):
         return step_load_flat(size, step.endswith("mmap"), budget_s)
     if step.startswith("load_bm25_"):
@@ -524,7 +543,11 @@ def predicted_build_s(results: dict, step: str, size: int) -> float | None:
     return seconds * (size / n) ** (1.3 if step == "variant_hnsw" else 1.0)
 
 
-def run(sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: float, redo: set[str]) -> None:
+def run(
+    sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: float, redo: set[str], keep_before: bool = False
+) -> None:
+    """Measure what ``results`` lacks; ``redo`` steps again (with ``keep_before``, their previous
+    results move to ``results["before"]``, unless it holds that step already: to compare code versions)."""
     results = load_results()
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
     results["settings"] = {
@@ -534,7 +557,9 @@ def run(sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: fl
     for size in sizes:
         entry = results["sizes"].setdefault(str(size), {})
         for step in redo:
-            entry.pop(step, None)
+            previous = entry.pop(step, None)
+            if keep_before and previous is not None:
+                results.setdefault("before", {}).setdefault(str(size), {}).setdefault(step, previous)
     for order in (CORE_STEPS, VARIANT_STEPS):
         chosen = [s for s in order if s in steps]
         for step, size in planned(results, sizes, chosen):
@@ -569,6 +594,7 @@ def main() -> None:
     runner.add_argument("--sizes", default="55350,250000,500000,1000000,2000000")
     runner.add_argument("--steps", default=",".join(CORE_STEPS + VARIANT_STEPS))
     runner.add_argument("--redo", default="", help="steps to measure again even if recorded")
+    runner.add_argument("--keep-before", action="store_true", help="keep the redone steps' results under 'before'")
     runner.add_argument("--query-budget-s", type=float, default=15.0, help="seconds per queries/s measurement")
     runner.add_argument("--max-build-s", type=float, default=600.0, help="skip an extra dense index predicted to build longer")
     worker = commands.add_parser("worker", help=argparse.SUPPRESS)
@@ -587,7 +613,7 @@ def main() -> None:
         unknown = set(steps) - set(CORE_STEPS + VARIANT_STEPS)
         if unknown:
             raise SystemExit(f"--steps: unknown {sorted(unknown)}; choose from {CORE_STEPS + VARIANT_STEPS}")
-        run(sizes, steps, args.query_budget_s, args.max_build_s, {s for s in args.redo.split(",") if s})
+        run(sizes, steps, args.query_budget_s, args.max_build_s, {s for s in args.redo.split(",") if s}, args.keep_before)
     else:
         result = run_step(args.step, args.size, args.budget_s)
         # The child's own high-water mark: ru_maxrss also counts what it inherited when forked.

@@ -80,6 +80,11 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         (a write costs what it writes): a search saves an index it rebuilt or caught up by more
         than 1% of its documents, and both are saved by :meth:`save`, when the last handle on
         the folder is dropped, and at interpreter exit. Off: only :meth:`save` writes them.
+    :param memory_map: load saved indexes memory-mapped (FAISS Flat/HNSW vectors and graph, BM25
+        postings): their bytes stay in the page cache instead of the heap (at 2M passages a Flat
+        index takes 99 MiB of heap instead of 3 GiB), at the same speed while the files are
+        cached. The first write after opening reads the FAISS index into memory. IVF lists are
+        never mapped (slower searches). Off: indexes are read into memory.
 
     Usage example:
 
@@ -107,6 +112,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         bm25_method: str = "lucene",
         bm25_title_field: str | None = "title",
         autosave: bool = True,
+        memory_map: bool = True,
     ) -> None:
         if similarity not in SIMILARITIES:
             raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
@@ -119,7 +125,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         self._config = StoreConfig(
             path=path, embedding_dim=embedding_dim, similarity=similarity, index_factory=index_factory,
             ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
-            bm25_title_field=bm25_title_field,
+            bm25_title_field=bm25_title_field, memory_map=memory_map,
         )
         # Opened on first use (creating nothing before); settings conflicts are reported now.
         check_before_opening(self._config)
@@ -160,7 +166,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         return default_to_dict(
             self, path=c.path, embedding_dim=c.embedding_dim, similarity=c.similarity, index_factory=c.index_factory,
             ef_search=c.ef_search, nprobe=c.nprobe, ef_construction=c.ef_construction, bm25_k1=c.bm25_k1, bm25_b=c.bm25_b, bm25_method=c.bm25_method,
-            bm25_title_field=c.bm25_title_field, autosave=self.autosave,
+            bm25_title_field=c.bm25_title_field, autosave=self.autosave, memory_map=c.memory_map,
         )
 
     @classmethod

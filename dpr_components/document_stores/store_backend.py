@@ -13,6 +13,8 @@ SQLite is the source of truth; an index is used only while it provably matches i
   whose size disagrees with the table, is rebuilt from the table with a warning.
 Saving takes the folder's exclusive lock and loading its shared lock (:class:`StoreLock`).
 A folder that is not writable is opened read-only: indexes are kept in memory, never saved.
+With ``memory_map`` (the default) saved indexes are loaded memory-mapped (FAISS Flat/HNSW
+storage, BM25 postings), so a large store opens without copying them into the heap.
 
 Saving is lazy, so a write costs what it writes: a write only marks the indexes unsaved; they
 catch up on the next search, which saves the index it used (BM25: only once it has caught up
@@ -67,6 +69,7 @@ class StoreConfig:
     bm25_b: float
     bm25_method: str
     bm25_title_field: str | None
+    memory_map: bool = True
 
 
 class StoreBackend:
@@ -163,7 +166,7 @@ class StoreBackend:
         assert self.files is not None
         with self.files.shared():
             try:
-                loaded = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe)
+                loaded = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe, self.config.memory_map)
             except DenseIndexError as error:
                 logger.warning("%s: rebuilding it from the documents", str(error))  # a string: no frames kept alive
                 self._rewrite.add(DENSE_DIR)
@@ -250,7 +253,7 @@ class StoreBackend:
         assert self.files is not None
         with self.files.shared():
             try:
-                index = BM25Index.load(directory)
+                index = BM25Index.load(directory, memory_map=self.config.memory_map)
                 rowids = np.load(directory / BM25_ROWIDS, allow_pickle=False)
             except (OSError, ValueError) as error:
                 logger.warning("BM25 index in %s unreadable (%s): rebuilding it from the documents", directory, str(error))

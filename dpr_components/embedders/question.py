@@ -52,7 +52,9 @@ class QuestionEmbedder:
         self.max_length = max_length
         self.precision = precision
         self.batch_size = batch_size
-        self.encoder = make_encoder(model, pooling, normalize, max_length, "none", precision, batch_size)
+        # Questions are encoded at query time: plain torch where it gives the same vectors, so a
+        # command line answering one question does not import transformers.
+        self.encoder = make_encoder(model, pooling, normalize, max_length, "none", precision, batch_size, plain_torch=True)
 
     def warm_up(self) -> None:
         self.encoder.load()
