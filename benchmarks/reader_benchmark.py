@@ -7,8 +7,8 @@
 (b) NQ dev (``nq/dev.jsonl``) over the full 55,350-passage pool: the top k ∈ {1, 5, 10, 20}
     passages of BM25, dense and the hybrid go to the reader; exact match of its answer (DPR's
     end-to-end QA metric). Each passage is read independently (one encoder pass per passage), so
-    the top 20 are read once and the answer for k is the best span of the best-selected passage
-    among the first k. Retrievers and λ are those of ``pipelines/qa.yml``.
+    the top 20 are read once and the answer for k is chosen among the first k by each of the
+    reader's two rankings (``passage``, ``combined``). Retrievers and λ are those of ``pipelines/qa.yml``.
 (c) Latency of ``pipelines/qa.yml`` per question (reader on the top 10 passages): p50/p95 of
     the whole pipeline and of each stage, after untimed warm-up questions."""
 
@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,8 +31,7 @@ from haystack import Document
 from tqdm.auto import tqdm
 
 from benchmarks.encoding_benchmark import cpu_name
-from benchmarks.retrieval_quality import pool_store
-from dpr_components.encoders import BUNDLED_MINILM, bf16_enabled
+from dpr_components.encoders import bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
 from dpr_components.io_utils import atomic_write_text
@@ -39,10 +39,16 @@ from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.evaluate import ReadingCase, evaluate_reader
 from dpr_components.readers.model import load_reader
-from dpr_components.readers.predict import ReadSettings, read
-from dpr_components.settings import cache_dir, data_dir
+from dpr_components.readers.predict import ReadSettings, SpanPrediction, read
+from dpr_components.settings import data_dir
 
 KS = (1, 5, 10, 20)
+# The reader's two answer rankings (ReadSettings.ranking): DPR's best passage first, or every
+# passage's best span by P(passage) * P(span).
+RANKINGS: dict[str, Callable[[SpanPrediction], float]] = {
+    "passage": lambda p: p.passage_score,
+    "combined": lambda p: p.score,
+}
 QA_PIPELINE = Path("pipelines/qa.yml")
 
 
@@ -63,21 +69,23 @@ def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -
 
 
 def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | None = None) -> Any:
-    """``pipelines/qa.yml`` on the pool store with the given reader (and ranker depth, λ)."""
+    """``pipelines/qa.yml`` on the pool store with the given reader (and hybrid depth, λ, ranking)."""
     overrides = [f"reader.model={model}", f"reader.precision={settings['precision']}"]
     if settings.get("weight") is not None:
-        overrides.append(f"ranker.weight={settings['weight']}")
-    return load_pipeline(QA_PIPELINE, str(store), overrides + ([f"ranker.top_k={top}"] if top else []))
+        overrides.append(f"hybrid.weight={settings['weight']}")
+    if settings.get("ranking") is not None:
+        overrides.append(f"reader.ranking={settings['ranking']}")
+    return load_pipeline(QA_PIPELINE, str(store), overrides + ([f"hybrid.top_k={top}"] if top else []))
 
 
 def _retrieve(pipeline: Any, question: str, k: int) -> dict[str, list[Document]]:
-    """Top-k documents of BM25, dense and the hybrid, as configured in the qa pipeline."""
-    bm25 = pipeline.get_component("bm25").run(query=question)["documents"]
-    dense_out = pipeline.get_component("dense").run(query=question)
-    ranker = pipeline.get_component("ranker")
-    hybrid = ranker.run(bm25_documents=bm25, dense_documents=dense_out["documents"], query=question,
-                        query_embedding=dense_out["query_embedding"], top_k=k)["documents"]
-    return {"BM25": bm25[:k], "dense": dense_out["documents"][:k], "hybrid": hybrid}
+    """Top-k documents of BM25, dense and the hybrid, from the qa pipeline's hybrid retriever and its store."""
+    hybrid = pipeline.get_component("hybrid")
+    out = hybrid.run(query=question, top_k=k)
+    store = hybrid.document_store
+    bm25 = store.bm25_retrieval(question, top_k=k)
+    dense = store.embedding_retrieval(out["query_embedding"], top_k=k)
+    return {"BM25": bm25, "dense": dense, "hybrid": out["documents"]}
 
 
 def nq_end_to_end(model: str, store: Path, reader_settings: dict[str, Any], limit: int | None) -> dict[str, Any]:
@@ -86,8 +94,9 @@ def nq_end_to_end(model: str, store: Path, reader_settings: dict[str, Any], limi
     reader, tokenizer = load_reader(model)
     settings = ReadSettings(max_answer_length=reader_settings["max_answer_length"])
     questions = read_jsonl(data_dir() / "nq" / "dev.jsonl", limit)
-    hits = {name: {k: 0.0 for k in KS} for name in ("BM25", "dense", "hybrid")}
-    answer_in_top = {name: {k: 0 for k in KS} for name in hits}
+    names = ("BM25", "dense", "hybrid")
+    hits = {ranking: {name: {k: 0.0 for k in KS} for name in names} for ranking in RANKINGS}
+    answer_in_top = {name: {k: 0 for k in KS} for name in names}
     for q in tqdm(questions, desc="NQ dev end to end", unit="q"):
         ranked = _retrieve(pipeline, q.question, max(KS))
         union = list({d.id: d for docs in ranked.values() for d in docs}.values())
@@ -99,13 +108,17 @@ def nq_end_to_end(model: str, store: Path, reader_settings: dict[str, Any], limi
         for name, docs in ranked.items():
             for k in KS:
                 candidates = [best_of[d.id] for d in docs[:k] if d.id in best_of]
-                chosen = max(candidates, key=lambda p: p.passage_score, default=None)
-                hits[name][k] += exact_match(chosen.text if chosen else None, q.answers)
+                for ranking, key in RANKINGS.items():
+                    chosen = max(candidates, key=key, default=None)
+                    hits[ranking][name][k] += exact_match(chosen.text if chosen else None, q.answers)
                 answer_in_top[name][k] += any(has_answer(q.answers, d.content or "") for d in docs[:k])
     n = len(questions)
     return {
         "n": n,
-        "exact_match": {name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in hits.items()},
+        "exact_match": {
+            ranking: {name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in by_name.items()}
+            for ranking, by_name in hits.items()
+        },
         "retrieval_top_k_accuracy": {
             name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in answer_in_top.items()
         },
@@ -128,23 +141,24 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
     pipeline = qa_pipeline(model, store, settings)
     pipeline.warm_up()
     questions = [q.question for q in read_jsonl(data_dir() / "nq" / "dev.jsonl", questions_n + warmup)]
-    stages: dict[str, list[float]] = {"pipeline": [], "bm25 + dense + ranker": [], "reader (10 passages)": []}
+    stages: dict[str, list[float]] = {"pipeline": [], "hybrid retrieval": [], "reader (10 passages)": []}
     reader = pipeline.get_component("reader")
     for i, question in enumerate(tqdm(questions, desc="qa pipeline latency", unit="q")):
         t0 = time.perf_counter()
         pipeline.run(nest_inputs(pipeline, {"query": question}))
         t1 = time.perf_counter()
-        documents = _retrieve(pipeline, question, pipeline.get_component("ranker").top_k)["hybrid"]
+        documents = pipeline.get_component("hybrid").run(query=question)["documents"]
         t2 = time.perf_counter()
         reader.run(query=question, documents=documents)
         t3 = time.perf_counter()
         if i >= warmup:
             stages["pipeline"].append(t1 - t0)
-            stages["bm25 + dense + ranker"].append(t2 - t1)
+            stages["hybrid retrieval"].append(t2 - t1)
             stages["reader (10 passages)"].append(t3 - t2)
     return {
         "n": len(questions) - warmup, "warmup": warmup, "stages": {k: _percentiles(v) for k, v in stages.items()},
-        "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("ranker").weight,
+        "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("hybrid").weight,
+        "ranking": reader.read_settings.ranking,
     }
 
 
@@ -167,17 +181,23 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"## (b) NQ dev end to end over the pool ({b['n']} questions)",
         "",
-        f"Retrievers as in `pipelines/qa.yml` (BM25 and dense top 100 each; hybrid λ = {c['weight']:g}).",
+        f"Retrievers as in `pipelines/qa.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
+        f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
         "",
         "Exact match (%) of the reader's answer from the top-k passages of each retriever "
-        "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages read):",
+        "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages read), "
+        "for both answer rankings of the reader: `passage` (DPR's: the best span of the passage the reader "
+        "selects) and `combined` (every passage's best span by P(passage) · P(span)); "
+        f"`pipelines/qa.yml` uses `{c['ranking']}`.",
         "",
-        "| retriever | " + " | ".join(f"k={k}" for k in KS) + " |",
-        "|---|" + "---:|" * len(KS),
+        "| ranking | retriever | " + " | ".join(f"k={k}" for k in KS) + " |",
+        "|---|---|" + "---:|" * len(KS),
     ]
-    for name, by_k in b["exact_match"].items():
-        accuracy = b["retrieval_top_k_accuracy"][name]
-        lines.append(f"| {name} | " + " | ".join(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS) + " |")
+    for ranking, by_name in b["exact_match"].items():
+        for name, by_k in by_name.items():
+            accuracy = b["retrieval_top_k_accuracy"][name]
+            cells = " | ".join(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS)
+            lines.append(f"| {ranking} | {name} | {cells} |")
     lines += [
         "",
         f"## (c) `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
@@ -206,18 +226,22 @@ def main() -> None:
     parser.add_argument("--max-answer-length", type=int, default=10)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     parser.add_argument("--weight", type=float, help="hybrid λ (default: the one in pipelines/qa.yml)")
-    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm; built if empty)")
+    parser.add_argument("--store", default="indexes/pool",
+                        help="the pool indexed with the qa pipeline's passage encoder (haystack run pipelines/index.yml "
+                             "--input path=<data>/wiki/documents.jsonl --store indexes/pool)")
+    parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa.yml's)")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     command = "python -m benchmarks.reader_benchmark " + shlex.join(sys.argv[1:])
-    store_path = Path(args.store) if args.store else cache_dir() / "indexes" / "pool-minilm"
-    pool_store(BUNDLED_MINILM, store_path)
+    store_path = Path(args.store)
+    if not (store_path / "documents.sqlite").is_file():
+        raise SystemExit(f"{store_path} holds no store: index the pool first (see --help)")
     bf16 = bf16_enabled(args.precision)
     reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
-                       "weight": args.weight}
+                       "weight": args.weight, "ranking": args.ranking}
     log("(a) SQuAD dev with the gold paragraph")
     squad = squad_gold(args.model, reader_settings, args.limit)
     log(f"(a) EM {squad['exact_match']:.1f} F1 {squad['f1']:.1f}")

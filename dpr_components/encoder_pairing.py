@@ -8,7 +8,9 @@ question encoder. That partner is known from, in order:
 
 1. the pair file ``encoder_pair.json`` written beside the weights when a pair is saved
    (role ``question`` or ``passage`` and the weights digest of the pair's passage encoder), so
-   a question encoder copied out of its pair's folder still knows its partner;
+   a question encoder copied out of its pair's folder still knows its partner — also when the
+   partner lives elsewhere (``passage_model``, e.g. ``bundled:all-MiniLM-L6-v2`` for a question
+   encoder trained against its fixed vectors);
 2. the sibling ``passage_encoder/`` of a trained pair's ``question_encoder/``;
 3. the model itself when one encoder serves both sides (bundled MiniLM, sentence-transformers,
    BERT folders).
@@ -60,6 +62,18 @@ def write_pair_files(question_dir: str | Path, passage_dir: str | Path) -> str:
     for folder, role in ((question_dir, "question"), (passage_dir, "passage")):
         record = {"role": role, "passage_encoder": digest}
         atomic_write_text(Path(folder) / PAIR_FILE, json.dumps(record, indent=2) + "\n")
+    return digest
+
+
+def write_question_pair_file(question_dir: str | Path, passage_model: str) -> str:
+    """Record in a question encoder folder alone that it goes with ``passage_model`` (a folder or a
+    ``bundled:...`` name that is not part of the pair's folder: the fixed passage encoder of a
+    question-side run); return that encoder's weights digest."""
+    digest = weights_digest(passage_model)
+    if digest is None:
+        raise EncoderLoadError(f"{passage_model} holds no weight file: cannot record the encoder pair")
+    record = {"role": "question", "passage_encoder": digest, "passage_model": passage_model}
+    atomic_write_text(Path(question_dir) / PAIR_FILE, json.dumps(record, indent=2) + "\n")
     return digest
 
 

@@ -1,4 +1,4 @@
-"""BM25 hard-negative mining on a small corpus: answer-free, not the gold passage, resumable."""
+"""Hard-negative mining (BM25, dense, both) on a small corpus: answer-free, not the gold passage, resumable."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.negatives import (
-    BM25NegativeMiner,
     MiningSettings,
+    NegativeMiner,
     best_positive_block,
     bm25_for,
     load_corpus_passages,
@@ -40,15 +40,15 @@ EXAMPLES = [
 
 
 @pytest.fixture()
-def miner(tmp_path: Path) -> BM25NegativeMiner:
+def miner(tmp_path: Path) -> NegativeMiner:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS), encoding="utf-8")
     passages = load_corpus_passages(corpus)
     index = bm25_for(passages, tmp_path / "cache", show_progress=False)
-    return BM25NegativeMiner(passages, index, MiningSettings(num_negatives=2, depth=5))
+    return NegativeMiner(passages, index, MiningSettings(num_negatives=2, depth=5))
 
 
-def test_negatives_contain_no_answer_and_are_not_the_positive(miner: BM25NegativeMiner) -> None:
+def test_negatives_contain_no_answer_and_are_not_the_positive(miner: NegativeMiner) -> None:
     record = miner.mine(EXAMPLES[0])
     texts = [n["text"] for n in record["hard_negative_ctxs"]]
     assert len(texts) == 2
@@ -66,7 +66,7 @@ def test_long_positive_becomes_its_answer_block() -> None:
     assert not found and block.text.startswith("w0 ")
 
 
-def test_mining_resumes_and_renames_atomically(miner: BM25NegativeMiner, tmp_path: Path) -> None:
+def test_mining_resumes_and_renames_atomically(miner: NegativeMiner, tmp_path: Path) -> None:
     out = tmp_path / "mined.jsonl"
     partial = tmp_path / "mined.jsonl.partial"
     first = mine_to_file(EXAMPLES[:1], miner, tmp_path / "first.jsonl", show_progress=False)
@@ -90,7 +90,7 @@ def test_mining_resumes_and_renames_atomically(miner: BM25NegativeMiner, tmp_pat
     assert meta["records"] == 3 and meta["report"]["resumed"] == 1
 
 
-def test_resume_with_other_settings_is_refused(miner: BM25NegativeMiner, tmp_path: Path) -> None:
+def test_resume_with_other_settings_is_refused(miner: NegativeMiner, tmp_path: Path) -> None:
     out = tmp_path / "mined.jsonl"
     (tmp_path / "mined.jsonl.partial.settings.json").write_text(json.dumps({"mining": {"num_negatives": 9}}))
     with pytest.raises(ValueError, match="other settings"):
@@ -101,7 +101,7 @@ def test_index_size_must_match() -> None:
     index = BM25Index()
     index.build(["one text"])
     with pytest.raises(ValueError, match="holds 1 passages"):
-        BM25NegativeMiner([], index)
+        NegativeMiner([], index)
 
 
 def test_mine_command(tmp_path: Path) -> None:
@@ -120,3 +120,53 @@ def test_mine_command(tmp_path: Path) -> None:
     assert any((tmp_path / "cache" / "training").iterdir())  # the BM25 index is cached
     again = subprocess.run(command, capture_output=True, text=True, cwd=root, env=env, timeout=60)
     assert again.returncode == 0 and "already mined" in again.stderr
+
+
+class _FixedRanking:
+    """A search index that returns the same ranking for every question."""
+
+    def __init__(self, n: int, order: list[int]) -> None:
+        self.n, self.order = n, order
+
+    def __len__(self) -> int:
+        return self.n
+
+    def search(self, query: str, top_k: int):
+        import numpy as np
+
+        order = self.order[:top_k]
+        return np.array(order, dtype=np.int64), -np.arange(len(order), dtype=np.float32)
+
+
+def test_several_retrievers_are_interleaved_rank_by_rank(miner: NegativeMiner) -> None:
+    passages = miner.passages  # d1..d5; q2's answer "Everest" is only in d5
+    both = NegativeMiner(passages, [_FixedRanking(5, [2, 3, 0]), _FixedRanking(5, [1, 3, 4])],
+                         MiningSettings(num_negatives=4, depth=4))
+    record = both.mine(EXAMPLES[1])
+    assert [n["passage_id"] for n in record["hard_negative_ctxs"]] == [
+        passages[2].id, passages[1].id, passages[3].id, passages[0].id
+    ]
+    with pytest.raises(ValueError, match="holds 4 passages"):
+        NegativeMiner(passages, [_FixedRanking(4, [0])])
+
+
+def test_dense_index_ranks_by_inner_product_and_skips_the_top(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from dpr_components.training.dense_mining import DenseSearchIndex
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS), encoding="utf-8")
+    passages = load_corpus_passages(corpus)
+    index = DenseSearchIndex.for_passages(str(tiny_bert_dir), passages, tmp_path / "cache", show_progress=False)
+    positions, scores = index.search("who wrote hamlet", 5)
+    question = index.question_encoder.encode_questions(["who wrote hamlet"])[0]
+    expected = index.passage_vectors @ question
+    assert sorted(positions.tolist()) == list(range(5))
+    np.testing.assert_allclose(scores, expected[positions], rtol=1e-5)
+    assert list(scores) == sorted(scores, reverse=True)
+    skipped = DenseSearchIndex(index.question_encoder, index.passage_vectors, skip_top=2)
+    assert skipped.search("who wrote hamlet", 2)[0].tolist() == positions[2:4].tolist()
+    mined = NegativeMiner(passages, [bm25_for(passages, None, show_progress=False), index],
+                          MiningSettings(num_negatives=3, depth=5)).mine(EXAMPLES[0])
+    assert all("William Shakespeare" not in n["text"] for n in mined["hard_negative_ctxs"])

@@ -47,6 +47,9 @@ def test_mining_replays_nq_only_for_the_continuation(
     train_dpr_nq.stage_mine([Variant(squad_questions=3000, multi=multi)])
     assert "squad-train-3000-bm25.jsonl" in mined
     assert replays == replayed
+    assert not any("dense" in name for name in mined)
+    train_dpr_nq.stage_mine([Variant(squad_questions=3000, multi=True, dense_negatives=True)])
+    assert {"nq-train-bm25-dense.jsonl", "squad-train-3000-bm25-dense.jsonl"} <= set(mined)
 
 
 def _finished_run(root: Path, name: str, encoder: Path, **variant: Any) -> None:
@@ -69,8 +72,9 @@ def test_soup_averages_the_evaluated_models_of_finished_runs(
     monkeypatch.setattr(train_dpr_nq, "ROOT", tmp_path)
     evaluated: list[str] = []
 
-    def fake_evaluate(system: str, question_files: Any) -> dict[str, Any]:
+    def fake_evaluate(system: str, question_files: Any, passage_model: str | None = None) -> dict[str, Any]:
         evaluated.append(system)
+        assert passage_model is None  # runs that trained their passage encoder
         return {"system": system, "datasets": {"nq/dev.jsonl": {"top_k": {"1": 80.0}}}}
 
     monkeypatch.setattr(train_dpr_nq.pool_eval, "evaluate", fake_evaluate)
@@ -96,3 +100,40 @@ def test_soup_of_an_unfinished_run_is_refused(
     assert "still-training: not a finished run" in capsys.readouterr().err
     assert main(["--soup", "multi-a,multi-a"]) == 2
     assert "two or more different runs" in capsys.readouterr().err
+
+
+def test_question_side_runs_are_named_and_planned(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--dry-run", "--question-side", "--with-squad", "2500", "--multi"]) == 0
+    assert capsys.readouterr().out.startswith("qside-multi-nqall-squad2500-bs32-hn1-")
+    assert main(["--dry-run", "--question-side", "--dense-negatives", "--with-squad", "2500", "--multi"]) == 0
+    assert capsys.readouterr().out.startswith("qside-multi-nqall-squad2500-bs32-hn1dense-")
+    config = Variant(question_side=True).config()
+    assert config.train_passage_encoder is False and Variant().config().train_passage_encoder is True
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--question-side", "--with-squad", "100"], "--question-side starts from MiniLM"),
+    (["--question-side", "--grad-cache-chunk", "8"], "--grad-cache-chunk is not needed"),
+    (["--dense-negatives", "--with-squad", "100"], "--dense-negatives: use it alone"),
+])
+def test_question_side_refuses_what_it_cannot_do(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--dry-run", *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_soup_of_question_side_runs_reuses_minilm_pool_vectors(
+    tiny_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(train_dpr_nq, "ROOT", tmp_path)
+    passage_models: list[str | None] = []
+
+    def fake_evaluate(system: str, question_files: Any, passage_model: str | None = None) -> dict[str, Any]:
+        passage_models.append(passage_model)
+        return {"system": system, "datasets": {}}
+
+    monkeypatch.setattr(train_dpr_nq.pool_eval, "evaluate", fake_evaluate)
+    for name in ("qside-a", "qside-b"):
+        _finished_run(tmp_path, name, tiny_bert_dir, squad_questions=7000, multi=True, question_side=True)
+    train_dpr_nq.stage_soup(["qside-a", "qside-b"])
+    assert passage_models == [train_dpr_nq.BUNDLED_MINILM]

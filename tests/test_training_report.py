@@ -101,3 +101,19 @@ def test_weight_averages_get_their_own_section_with_their_command(tmp_path: Path
     assert "| soup2-0123abcd | 2 | 81.5 |" in soups
     assert "`python -m training.train_dpr_nq --soup multi-a,multi-b`" in soups
     assert [s["name"] for s in json.loads((docs / "dpr_nq.json").read_text())["soups"]] == ["soup2-0123abcd"]
+
+
+def test_rows_of_runs_no_longer_kept_are_carried_over_and_marked(tmp_path: Path) -> None:
+    root, out = tmp_path / "runs", tmp_path / "docs"
+    _write(root / "baselines" / "bm25.json", {"name": "bm25", "system": "bm25", **_full_eval(60.0)})
+    _run(root, "qside-new", 80.0, full_top1=81.5, question_side=True)
+    old = {"name": "old-run", "variant": VARIANT, "training": {"examples": 7167}, **_full_eval(81.7)}
+    _write(out / "dpr_nq.json", {"runs": [old, {**old, "name": "qside-new"}], "soups": []})
+    write_report(root, out, "python -m training.report")
+    text = (out / "dpr_nq.md").read_text(encoding="utf-8")
+    assert "| old-run † |" in text and "| qside-new |" in text and "81.5" in text
+    assert "no longer kept" in text
+    payload = json.loads((out / "dpr_nq.json").read_text(encoding="utf-8"))
+    assert [(r["name"], r.get("archived", False)) for r in payload["runs"]] == [("old-run", True), ("qside-new", False)]
+    # The question-side ablation pairs the new run with the carried-over one it differs from in that setting only.
+    assert "## Ablation: question encoder alone (passage encoder fixed)" in text

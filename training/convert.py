@@ -4,6 +4,8 @@
     python -m training.convert to-dpr runs/dpr/final/question_encoder models/dpr --passage runs/dpr/final/passage_encoder --fp16
     python -m training.convert to-st runs/dpr/final/question_encoder models/question-st
     python -m training.convert to-bert runs/dpr/final/passage_encoder models/passage-bert
+    python -m training.convert question-only runs/dpr/final models/dpr/question_encoder \\
+        --paired-with bundled:all-MiniLM-L6-v2 --fp16
 
 Pooling and normalisation travel with the weights (sentence-transformers modules, or the
 encoder_config.json sidecar). --fp16 stores float16 safetensors (half the size) that load as
@@ -15,7 +17,7 @@ import argparse
 import sys
 
 from dpr_components.encoders import EncoderLoadError
-from dpr_components.training.convert import to_bert, to_dpr, to_sentence_transformers
+from dpr_components.training.convert import question_encoder_only, to_bert, to_dpr, to_sentence_transformers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,12 +32,20 @@ def main(argv: list[str] | None = None) -> int:
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("source")
         sub.add_argument("out")
+    question_only = commands.add_parser(
+        "question-only", help="a question-side run's question encoder alone, paired with the fixed passage encoder")
+    question_only.add_argument("source", help="the run's pair folder (question_encoder/ + passage_encoder/)")
+    question_only.add_argument("out")
+    question_only.add_argument("--paired-with", required=True,
+                               help="the passage encoder the run kept fixed (checked to make the same vectors)")
     for sub in commands.choices.values():
         sub.add_argument("--fp16", action="store_true", help="store float16 weights")
     args = parser.parse_args(argv)
     try:
         if args.command == "to-dpr":
             out = to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16)
+        elif args.command == "question-only":
+            out = question_encoder_only(args.source, args.out, args.paired_with, fp16=args.fp16)
         elif args.command == "to-st":
             out = to_sentence_transformers(args.source, args.out, fp16=args.fp16)
         else:

@@ -32,6 +32,7 @@ from dpr_components.indexing.passages import Passage
 from dpr_components.io_utils import atomic_write_text
 from dpr_components.settings import cache_dir
 from dpr_components.training.data import resolve_data_source
+from dpr_components.training.frozen_passages import check_same_vectors
 from dpr_components.training.negatives import bm25_for, load_corpus_passages
 
 POOL = "wiki/documents.jsonl"
@@ -62,11 +63,30 @@ def _top_ids(questions: np.ndarray, passages: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def same_vectors_encoder(
+    own: str, same_as: str, passages: Sequence[Passage], precision: str = "auto", sample: int = 32
+) -> TextEncoder:
+    """The encoder of ``same_as`` after checking that it makes the vectors ``own`` makes on a sample of
+    ``passages`` (a question-side run exports a copy of the passage encoder it kept fixed): then the
+    pool's vectors cached for ``same_as`` are reused instead of encoding the pool again."""
+    chosen = [passages[int(i)] for i in np.linspace(0, len(passages) - 1, min(sample, len(passages)))]
+    try:
+        check_same_vectors(own, same_as, [(p.title or None, p.text) for p in chosen])
+    except ValueError as error:
+        raise ValueError(f"--passage-model: {error}") from error
+    return TextEncoder(EncoderSettings(model=same_as, precision=precision), batch_size=64)
+
+
 class DenseSystem:
-    def __init__(self, system: str, passages: Sequence[Passage], precision: str = "auto") -> None:
-        question_model, passage_model = encoder_folders(system)
+    def __init__(
+        self, system: str, passages: Sequence[Passage], precision: str = "auto", passage_model: str | None = None
+    ) -> None:
+        question_model, own_passage_model = encoder_folders(system)
         self.questions = TextEncoder(EncoderSettings(model=question_model, precision=precision), batch_size=64)
-        encoder = TextEncoder(EncoderSettings(model=passage_model, precision=precision), batch_size=64)
+        if passage_model is None:
+            encoder = TextEncoder(EncoderSettings(model=own_passage_model, precision=precision), batch_size=64)
+        else:
+            encoder = same_vectors_encoder(own_passage_model, passage_model, passages, precision)
         self.vectors = encode_passages_cached(
             encoder, [p.text for p in passages], [p.title or None for p in passages],
             cache_for(encoder, cache_dir() / "embeddings"), show_progress=True,
@@ -87,13 +107,15 @@ class BM25System:
 
 def evaluate(
     system: str, question_files: Sequence[str], limit: int | None = None, precision: str = "auto",
-    pool_limit: int | None = None,
+    pool_limit: int | None = None, passage_model: str | None = None,
 ) -> dict[str, Any]:
     """Accuracy of ``system`` on each question file over the pool (its first ``pool_limit``
-    passages only for quick checks: numbers are then not comparable)."""
+    passages only for quick checks: numbers are then not comparable). ``passage_model``: an encoder
+    checked to make the same vectors as the system's passage encoder, whose cached pool vectors
+    are reused."""
     passages = pool_passages(pool_limit)
     start = time.perf_counter()
-    retriever: Any = BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision)
+    retriever: Any = BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision, passage_model)
     index_seconds = time.perf_counter() - start
     results: dict[str, Any] = {}
     for name in question_files:
@@ -124,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="first N questions of each file")
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
     parser.add_argument("--pool-limit", type=int, help="first N pool passages only (a quick check of the code path)")
+    parser.add_argument("--passage-model", help="reuse this encoder's cached pool vectors; it must make the same "
+                        "vectors as the system's passage encoder (checked), e.g. after question-side training")
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
-    result = evaluate(args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit)
+    result = evaluate(args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit, args.passage_model)
     atomic_write_text(args.out, json.dumps(result, indent=1))
     return 0
 

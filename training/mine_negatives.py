@@ -1,8 +1,14 @@
-"""Mine BM25 hard negatives for training questions and write DPR-format JSON lines.
+"""Mine hard negatives (BM25, dense, or both) for training questions and write DPR-format JSON lines.
 
     python -m training.mine_negatives --data nq/train.jsonl --out runs/data/nq-train-bm25.jsonl
     python -m training.mine_negatives --data squad/train-v1.1.json --out runs/data/squad-train-bm25.jsonl \\
         --limit 7167 --shuffle-seed 0
+    python -m training.mine_negatives --data nq/train.jsonl --out runs/data/nq-train-bm25-dense.jsonl \\
+        --retrievers bm25,dense --dense-model bundled:all-MiniLM-L6-v2 --skip-dense-top 3
+
+Dense mining encodes the corpus with the passage side of --dense-model (a trained pair's folder or
+one encoder; vectors cached in .cache/embeddings) and searches it exactly; --skip-dense-top leaves
+out each question's first dense hits, which are often relevant passages without the answer string.
 
 Relative --data/--corpus paths that do not exist are looked up in the shared data folder
 ($DPR_DATA_DIR, default ../shared/data). The corpus (default: the shared pool,
@@ -19,11 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from dpr_components.encoders import BUNDLED_MINILM
 from dpr_components.settings import cache_dir
+from dpr_components.training.dense_mining import DenseSearchIndex
 from dpr_components.training.data import load_training_examples, resolve_data_source
 from dpr_components.training.examples import TrainingExample
 from dpr_components.training.negatives import (
-    BM25NegativeMiner,
+    NegativeMiner,
+    SearchIndex,
     MiningReport,
     MiningSettings,
     bm25_for,
@@ -49,6 +58,9 @@ def mine(
     settings: MiningSettings | None = None,
     limit: int | None = None,
     shuffle_seed: int | None = None,
+    retrievers: tuple[str, ...] = ("bm25",),
+    dense_model: str = BUNDLED_MINILM,
+    skip_dense_top: int = 0,
 ) -> MiningReport | None:
     """Mine ``data`` into ``out`` unless ``out`` already exists; returns the report (None if skipped)."""
     out = Path(out)
@@ -61,10 +73,20 @@ def mine(
     examples = select(loaded.examples, limit, shuffle_seed)
     passages = load_corpus_passages(resolve_data_source(corpus), settings.words_per_passage)
     print(f"corpus: {len(passages)} passages", file=sys.stderr)
-    index = bm25_for(passages, cache_dir() / "training")
-    miner = BM25NegativeMiner(passages, index, settings)
+    unknown = set(retrievers) - {"bm25", "dense"}
+    if unknown or not retrievers:
+        raise ValueError(f"retrievers must be bm25 and/or dense, got {','.join(retrievers)}")
+    indexes: list[SearchIndex] = []
+    for name in retrievers:
+        if name == "bm25":
+            indexes.append(bm25_for(passages, cache_dir() / "training"))
+        else:
+            indexes.append(DenseSearchIndex.for_passages(dense_model, passages, cache_dir() / "embeddings", skip_dense_top))
+    miner = NegativeMiner(passages, indexes, settings)
     meta = {"data": data, "corpus": corpus, "limit": limit, "shuffle_seed": shuffle_seed,
             "skipped_without_positive": loaded.skipped_without_positive}
+    if retrievers != ("bm25",):  # earlier BM25-only files keep their settings record
+        meta.update(retrievers=list(retrievers), dense_model=dense_model, skip_dense_top=skip_dense_top)
     report = mine_to_file(examples, miner, out, total=len(examples), extra_meta=meta)
     print(json.dumps(report.to_dict()), file=sys.stderr)
     return report
@@ -76,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output DPR JSON lines file")
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="corpus to mine from (JSONL or DPR TSV)")
     parser.add_argument("--num-negatives", type=int, default=30, help="hard negatives kept per question")
-    parser.add_argument("--depth", type=int, default=100, help="BM25 results searched per question")
+    parser.add_argument("--depth", type=int, default=100, help="results searched per question and retriever")
+    parser.add_argument("--retrievers", default="bm25", help="bm25, dense, or bm25,dense (rankings interleaved)")
+    parser.add_argument("--dense-model", default=BUNDLED_MINILM, help="dense retriever: a trained pair's folder or one encoder")
+    parser.add_argument("--skip-dense-top", type=int, default=0, help="leave out each question's first N dense hits")
     parser.add_argument("--no-split-positives", action="store_true",
                         help="keep long gold passages whole instead of their 100-word block with the answer")
     parser.add_argument("--limit", type=int, help="mine only the first N questions (after --shuffle-seed)")
@@ -86,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = MiningSettings(
             num_negatives=args.num_negatives, depth=args.depth, split_positives=not args.no_split_positives
         )
-        mine(args.data, args.out, args.corpus, settings, args.limit, args.shuffle_seed)
+        mine(args.data, args.out, args.corpus, settings, args.limit, args.shuffle_seed,
+             tuple(args.retrievers.split(",")), args.dense_model, args.skip_dense_top)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ NQ_QUESTIONS = 7167
 # on this shared 2-core machine (runs/dpr-nq/<run>/result.json).
 EXAMPLES_PER_SECOND = 3.3
 POOL_ENCODING_MINUTES = 28
+QUESTION_SIDE_COST = 0.1
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Variant:
     threads: int = 2
     validation: bool = True
     multi: bool = False  # with squad_questions: train from MiniLM on all of nq/train plus the SQuAD ones
+    question_side: bool = False  # train E_Q alone against MiniLM's fixed passage vectors
+    dense_negatives: bool = False  # hard negatives from BM25 and zero-shot MiniLM, interleaved
 
     @property
     def name(self) -> str:
@@ -80,7 +83,10 @@ class Variant:
             parts = [f"multi-nqall-squad{self.squad_questions}"]
         elif self.squad_questions:
             parts = [f"squad{self.squad_questions}", f"nq{self.squad_questions}", "from-nqall"]
-        parts += [f"bs{self.batch_size}", f"hn{self.negatives}", self.similarity, f"e{self.epochs}"]
+        if self.question_side:
+            parts.insert(0, "qside")
+        parts += [f"bs{self.batch_size}", f"hn{self.negatives}" + ("dense" if self.dense_negatives else ""),
+                  self.similarity, f"e{self.epochs}"]
         parts.append(f"lr{self.learning_rate:g}")
         return "-".join(parts)
 
@@ -93,6 +99,7 @@ class Variant:
     def config(self) -> TrainingConfig:
         return TrainingConfig(
             model=BUNDLED_MINILM,
+            train_passage_encoder=not self.question_side,
             similarity=self.similarity,
             batch_size=self.batch_size,
             negatives=self.negatives,
@@ -114,8 +121,11 @@ class Variant:
         )
 
     def expected_hours(self) -> float:
-        # Cost grows with the passages per question (1 + negatives); GradCache adds a forward pass.
+        # Cost grows with the passages per question (1 + negatives); GradCache adds a forward pass;
+        # question-side steps encode no passage (QUESTION_SIDE_COST of a full step, measured).
         relative = (1 + self.negatives) / 2 * (1.3 if self.grad_cache_chunk else 1.0)
+        if self.question_side:
+            relative = QUESTION_SIDE_COST
         steps = self.train_questions // self.batch_size * self.epochs
         training = steps * self.batch_size / EXAMPLES_PER_SECOND * relative
         if not self.validation:  # an ablation: scored against the sampled pool (~14k passages) instead
@@ -143,8 +153,21 @@ def sweep(name: str | None, base: Variant) -> list[Variant]:
 # ---- stages ---------------------------------------------------------------------------------
 
 
-def squad_file(questions: int) -> Path:
-    return DATA / f"squad-train-{questions}-bm25.jsonl"
+# Dense mining: zero-shot MiniLM over the pool, each question's first DENSE_SKIP_TOP hits left out
+# (often relevant passages without the annotated answer string); a fixed choice, not tuned.
+DENSE_SKIP_TOP = 3
+
+
+def mined_suffix(dense: bool) -> str:
+    return "bm25-dense" if dense else "bm25"
+
+
+def nq_train_file(dense: bool = False) -> Path:
+    return DATA / f"nq-train-{mined_suffix(dense)}.jsonl"
+
+
+def squad_file(questions: int, dense: bool = False) -> Path:
+    return DATA / f"squad-train-{questions}-{mined_suffix(dense)}.jsonl"
 
 
 def nq_replay_file(questions: int) -> Path:
@@ -153,10 +176,16 @@ def nq_replay_file(questions: int) -> Path:
 
 def stage_mine(variants: list[Variant]) -> None:
     settings = MiningSettings(num_negatives=30, depth=100)
-    mine(NQ_TRAIN, DATA / "nq-train-bm25.jsonl", settings=settings)
+    mine(NQ_TRAIN, nq_train_file(), settings=settings)
     mine(NQ_DEV, DATA / "nq-dev-bm25.jsonl", settings=settings)
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):
         mine(SQUAD_TRAIN, squad_file(questions), settings=settings, limit=questions, shuffle_seed=0)
+    if any(v.dense_negatives for v in variants):
+        dense = {"retrievers": ("bm25", "dense"), "dense_model": BUNDLED_MINILM, "skip_dense_top": DENSE_SKIP_TOP}
+        mine(NQ_TRAIN, nq_train_file(dense=True), settings=settings, **dense)
+        for questions in sorted({v.squad_questions for v in variants if v.squad_questions and v.dense_negatives}):
+            mine(SQUAD_TRAIN, squad_file(questions, dense=True), settings=settings, limit=questions, shuffle_seed=0,
+                 **dense)
     # Only the continuation replays NQ; the multi setting trains on all of nq/train.
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions and not v.multi}):
         write_nq_replay(questions)
@@ -167,10 +196,10 @@ def write_nq_replay(questions: int) -> None:
     out = nq_replay_file(questions)
     if out.exists():
         return
-    lines = (DATA / "nq-train-bm25.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = nq_train_file().read_text(encoding="utf-8").splitlines(keepends=True)
     if questions > len(lines):
         raise ValueError(f"--with-squad {questions}: the NQ replay needs as many NQ questions, "
-                         f"but {DATA / 'nq-train-bm25.jsonl'} has {len(lines)}")
+                         f"but {nq_train_file()} has {len(lines)}")
     chosen = sorted(random.Random(0).sample(range(len(lines)), questions))
     atomic_write_text(out, "".join(lines[i] for i in chosen))
 
@@ -191,12 +220,12 @@ def run_dir(variant: Variant) -> Path:
 def stage_train(variant: Variant) -> None:
     """Train ``variant`` from MiniLM on NQ; a SQuAD variant continues from the NQ model instead
     (one pass over the 7,167 + N questions from scratch is beyond this CPU's budget)."""
-    data = [str(DATA / "nq-train-bm25.jsonl")]
+    data = [str(nq_train_file(variant.dense_negatives))]
     config = variant.config()
     if variant.multi:
         if not variant.squad_questions or variant.subset:
             raise ValueError("--multi needs --with-squad N and no --subset")
-        data.append(str(squad_file(variant.squad_questions)))
+        data.append(str(squad_file(variant.squad_questions, variant.dense_negatives)))
     elif variant.squad_questions:
         if variant.subset:
             raise ValueError("--subset samples NQ questions; do not combine it with --with-squad")
@@ -238,18 +267,21 @@ def stage_soup(runs: list[str]) -> Path:
     """Average the evaluated models of finished runs (training/average.py) and evaluate the average."""
     if len(set(runs)) < 2:
         raise ValueError(f"--soup needs two or more different runs, got {runs}")
-    models = []
+    models, variants = [], []
     for name in runs:
         folder = ROOT / name
         if not (folder / "result.json").is_file() or not (folder / "variant.json").is_file():
             raise FileNotFoundError(f"{folder}: not a finished run of this recipe (no result.json / variant.json)")
         variant = Variant(**json.loads((folder / "variant.json").read_text(encoding="utf-8")))
+        variants.append(variant)
         models.append(evaluated_model(folder, variant))
     out = soup_dir(runs)
     if not (out / "final").is_dir():
         average_models(models, out / "final")
     if not (out / "eval.json").exists():
-        result = pool_eval.evaluate(str(out / "final"), EVAL_SETS)
+        # Question-side runs share MiniLM's passage encoder, so their average has it too (checked).
+        passage_model = BUNDLED_MINILM if all(v.question_side for v in variants) else None
+        result = pool_eval.evaluate(str(out / "final"), EVAL_SETS, passage_model=passage_model)
         atomic_write_text(out / "eval.json", json.dumps({**result, "name": out.name, "soup": runs}, indent=1))
     return out
 
@@ -261,7 +293,9 @@ def stage_evaluate(variant: Variant) -> None:
     if out.exists() or not result_file.exists():
         return
     # Recorded relative to the repository so the report names no machine paths.
-    result = pool_eval.evaluate(str(evaluated_model(folder, variant)), EVAL_SETS)
+    # A question-side run kept MiniLM's passage encoder: its cached pool vectors are reused (checked equal).
+    passage_model = BUNDLED_MINILM if variant.question_side else None
+    result = pool_eval.evaluate(str(evaluated_model(folder, variant)), EVAL_SETS, passage_model=passage_model)
     atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))
 
 
@@ -297,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multi", action="store_true",
                         help="with --with-squad N: train from MiniLM on nq/train plus N SQuAD questions in one mix "
                              "(the paper's multi setting) instead of continuing the NQ model")
+    parser.add_argument("--question-side", action="store_true",
+                        help="train the question encoder alone against MiniLM's fixed passage vectors: "
+                             "an index built with MiniLM stays valid, and a step costs a fraction")
+    parser.add_argument("--dense-negatives", action="store_true",
+                        help="hard negatives from BM25 and zero-shot MiniLM interleaved (default: BM25 only)")
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
@@ -312,10 +351,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.multi and (not args.with_squad or args.subset):
         parser.error("--multi needs --with-squad N and no --subset")
+    if args.question_side and args.with_squad and not args.multi:
+        parser.error("--question-side starts from MiniLM: use it alone or with --with-squad N --multi")
+    if args.dense_negatives and args.with_squad and not args.multi:
+        parser.error("--dense-negatives: use it alone or with --with-squad N --multi")
+    if args.question_side and args.grad_cache_chunk:
+        parser.error("--question-side encodes only questions: --grad-cache-chunk is not needed")
     base = Variant(
         subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
         epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
         grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads, multi=args.multi,
+        question_side=args.question_side, dense_negatives=args.dense_negatives,
     )
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)

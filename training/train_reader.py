@@ -37,6 +37,7 @@ from dpr_components.readers.data import (
 )
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.settings import cache_dir, data_dir
+from dpr_components.validation import MAX_QUERY_CHARS
 
 
 def _kind(path: Path) -> Kind:
@@ -91,6 +92,11 @@ def mined_questions(
     if sample is not None and sample < len(questions):
         chosen = np.random.default_rng(seed).choice(len(questions), size=sample, replace=False)
         questions = [questions[int(i)] for i in sorted(chosen)]
+    usable = [q for q in questions if len(q.question) <= MAX_QUERY_CHARS]
+    if len(usable) < len(questions):  # SQuAD train holds a few pasted paragraphs as "questions"
+        print(f"{path}: {len(questions) - len(usable)} questions longer than {MAX_QUERY_CHARS:,} characters "
+              "skipped (the retrievers refuse them)", flush=True)
+        questions = usable
     mined = mine(questions, _kind(path), _retrievers(store, questions, names, settings.depth, encoder), settings,
                  keep_all=keep_all)
     write_mined(cached, mined)

@@ -33,12 +33,15 @@ class TrainingConfig:
     multiplier, default 20 for cosine and 1 otherwise. ``validate_every``: steps between
     validations (None: after each epoch), plus one before training when ``validate_at_start``.
     ``selection_metric``: ``mrr``, ``top<k>`` or ``avg_rank`` (lower is better) picks ``best/``;
-    ``patience``: validations without improvement before stopping early."""
+    ``patience``: validations without improvement before stopping early.
+    ``train_passage_encoder``: false trains E_Q alone against fixed E_P vectors
+    (``frozen_passages.py``): an index built with E_P stays valid."""
 
     # model
     model: str = BUNDLED_MINILM
     passage_model: str | None = None
     tie_encoders: bool = False
+    train_passage_encoder: bool = True
     pooling: str = "auto"
     max_length: int = 256
     dropout: float | None = 0.1
@@ -122,6 +125,11 @@ class TrainingConfig:
         for name in ("weight_decay", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"training setting {name!r} must be >= 0, got {getattr(self, name)!r}")
+        if not self.train_passage_encoder:
+            if self.tie_encoders:
+                raise ValueError("train_passage_encoder: false needs two encoders; tie_encoders shares one")
+            if self.grad_cache_chunk:
+                raise ValueError("train_passage_encoder: false encodes only questions; grad_cache_chunk is not needed")
         if self.tie_encoders and self.passage_model:
             raise ValueError("tie_encoders uses one encoder: do not set passage_model")
         if not _METRIC.match(self.selection_metric):

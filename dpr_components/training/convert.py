@@ -5,7 +5,8 @@
 * :func:`to_sentence_transformers`: one encoder folder to a sentence-transformers folder
   (Transformer + Pooling [+ Normalize] modules);
 * :func:`to_bert`: one encoder folder to a plain BERT folder with an ``encoder_config.json``
-  sidecar recording pooling and normalisation.
+  sidecar recording pooling and normalisation;
+* :func:`question_encoder_only`: a question-side run's E_Q alone, paired with the fixed E_P.
 
 DPR's ``pooler`` output without a projection is the [CLS] vector, so it converts to ``cls``
 pooling. Our passages are encoded as the pair (title, text); with sentence-transformers pass
@@ -30,7 +31,9 @@ from dpr_components.encoders import (
 from dpr_components.io_utils import atomic_directory
 from dpr_components.model_files import LOAD_ERRORS, check_weight_files, describe_load_error, quiet_transformers
 from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
-from dpr_components.training.export import export_dpr, save_weights
+from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_question_pair_file
+from dpr_components.training.export import export_dpr, save_encoder_folder, save_weights
+from dpr_components.training.frozen_passages import check_same_vectors
 from dpr_components.training.model import BiEncoder
 
 
@@ -38,6 +41,26 @@ def to_dpr(source: str, out: str | Path, passage_source: str | None = None, fp16
     """``source`` (and ``passage_source`` for E_P, else the same weights) in DPR layout at ``out``."""
     model = BiEncoder.from_pretrained(source, passage_model=passage_source, tie=passage_source is None)
     return export_dpr(model, out, fp16=fp16, metadata={"converted_from": _portable(source)})
+
+
+def question_encoder_only(pair: str | Path, out: str | Path, paired_with: str, fp16: bool = False) -> Path:
+    """The question encoder of the trained pair folder ``pair`` alone at ``out``, recorded as the
+    partner of ``paired_with`` — after checking that the pair's passage encoder makes the vectors
+    ``paired_with`` makes (so a question-side run can ship E_Q alone and an index built with the
+    fixed passage encoder serves it)."""
+    pair = Path(pair)
+    question, passage = pair / QUESTION_DIR, pair / PASSAGE_DIR
+    if not question.is_dir() or not passage.is_dir():
+        raise FileNotFoundError(f"{pair} is not a trained pair (no {QUESTION_DIR}/ and {PASSAGE_DIR}/)")
+    texts = [("Photosynthesis", "Plants release oxygen during photosynthesis."), (None, "An untitled passage."),
+             ("Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600.")]
+    check_same_vectors(str(passage), paired_with, texts)
+    model = BiEncoder.from_pretrained(str(question), tie=True)
+    out = Path(out)
+    with atomic_directory(out) as tmp:
+        save_encoder_folder(model.question_model, model.question_tokenizer, tmp, model.encoder_metadata(), fp16)
+        write_question_pair_file(tmp, paired_with)
+    return out
 
 
 def _portable(reference: str) -> str:

@@ -1,9 +1,12 @@
-"""BM25 hard-negative mining (Karpukhin et al. 2020, section 3.2: "top passages returned by
-BM25 which don't contain the answer but match most question tokens").
+"""Hard-negative mining: BM25 (Karpukhin et al. 2020, section 3.2: "top passages returned by
+BM25 which don't contain the answer but match most question tokens"), dense (the top passages
+of a dense retriever, as ANCE and RocketQA mine them), or both interleaved.
 
-For each question the corpus is searched with our BM25 (title + text indexed, as in the
-benchmarks); the best-ranked passages that contain no answer (``has_answer`` on the passage
-text) and are not part of a gold passage become ``hard_negative_ctxs``. The output is DPR's
+For each question the corpus is searched (BM25 over title + text, as in the benchmarks; dense
+over fixed passage vectors, ``dense_mining.py``); the best-ranked passages that contain no
+answer (``has_answer`` on the passage text) and are not part of a gold passage become
+``hard_negative_ctxs``. With several retrievers their rankings are interleaved (first of each,
+then second of each...). The output is DPR's
 biencoder format as JSON lines, written resumably: records are appended to ``<out>.partial``
 as they are mined, a restart skips the ids already there, and the finished file is renamed to
 ``<out>``. So mining and training are separate, restartable steps.
@@ -22,7 +25,9 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from tqdm.auto import tqdm
 
@@ -110,15 +115,34 @@ def best_positive_block(positive: Ctx, answers: Sequence[str], words_per_passage
     return Ctx(positive.title, blocks[0]), False
 
 
-class BM25NegativeMiner:
-    """Mines hard negatives for examples from ``passages`` with a :class:`BM25Index` over them."""
+class SearchIndex(Protocol):
+    """What mining needs of a retriever over the corpus passages (BM25Index, DenseSearchIndex)."""
 
-    def __init__(self, passages: Sequence[Passage], index: BM25Index, settings: MiningSettings | None = None) -> None:
-        if len(index) != len(passages):
-            raise ValueError(f"the BM25 index holds {len(index)} passages but {len(passages)} were given")
+    def __len__(self) -> int: ...
+
+    def search(self, query: str, top_k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class NegativeMiner:
+    """Mines hard negatives for examples from ``passages`` with one or more indexes over them."""
+
+    def __init__(
+        self,
+        passages: Sequence[Passage],
+        index: SearchIndex | Sequence[SearchIndex],
+        settings: MiningSettings | None = None,
+    ) -> None:
+        self.indexes: list[SearchIndex] = list(index) if isinstance(index, (list, tuple)) else [index]  # type: ignore[arg-type]
+        for one in self.indexes:
+            if len(one) != len(passages):
+                raise ValueError(f"an index holds {len(one)} passages but {len(passages)} were given")
         self.passages = passages
-        self.index = index
         self.settings = settings or MiningSettings()
+
+    def _ranked(self, question: str) -> list[tuple[int, float]]:
+        """(position, score) of every index's top ``depth``, interleaved rank by rank."""
+        lists = [list(zip(*(a.tolist() for a in index.search(question, self.settings.depth)))) for index in self.indexes]
+        return [ranked[rank] for rank in range(self.settings.depth) for ranked in lists if rank < len(ranked)]
 
     def mine(self, example: TrainingExample, report: MiningReport | None = None) -> dict[str, Any]:
         """The example as a DPR record with ``hard_negative_ctxs`` (title, text, score, passage_id)."""
@@ -136,10 +160,9 @@ class BM25NegativeMiner:
                 report.positives_split += 1
                 report.positives_without_answer_block += not found
                 positives.append(block)
-        positions, scores = self.index.search(example.question, settings.depth)
         negatives: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for position, score in zip(positions.tolist(), scores.tolist()):
+        for position, score in self._ranked(example.question):
             passage = self.passages[position]
             text = _normalized(passage.text)
             if text in seen or any(text in gold for gold in gold_texts):
@@ -183,7 +206,7 @@ def _done_ids(partial: Path) -> set[str]:
 
 def mine_to_file(
     examples: Iterable[TrainingExample],
-    miner: BM25NegativeMiner,
+    miner: NegativeMiner,
     out: str | Path,
     total: int | None = None,
     show_progress: bool = True,

@@ -8,9 +8,12 @@ import torch
 def adamw_with_decay_groups(
     model: torch.nn.Module, learning_rate: float, weight_decay: float, eps: float = 1e-8
 ) -> torch.optim.Optimizer:
-    """AdamW with weight decay on every parameter but biases and LayerNorm weights (as in BERT and DPR)."""
+    """AdamW over the trainable parameters, with weight decay on all but biases and LayerNorm weights
+    (as in BERT and DPR)."""
     decay, no_decay = [], []
     for name, parameter in model.named_parameters():
+        if not parameter.requires_grad:
+            continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=learning_rate, eps=eps)

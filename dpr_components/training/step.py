@@ -4,10 +4,13 @@ the loss of the whole batch and back-propagate into the local encoders."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 
 from dpr_components.training import distributed
 from dpr_components.training.batching import Batch
+from dpr_components.training.examples import Ctx
 from dpr_components.training.grad_cache import chunked, grad_cache_backward
 from dpr_components.training.model import BiEncoder
 
@@ -18,11 +21,13 @@ def backward_batch(
     batch: Batch,
     grad_cache_chunk: int | None = None,
     loss_scale: float = 1.0,
+    passage_vectors: Callable[[Sequence[Ctx]], torch.Tensor] | None = None,
 ) -> float:
     """Accumulate the gradient of ``loss_scale * loss(batch)`` into the model; returns the scaled loss.
 
     In a process group of N, call it in every process with the same global ``batch`` and sum
-    the gradients afterwards (:func:`distributed.sum_gradients`)."""
+    the gradients afterwards (:func:`distributed.sum_gradients`). ``passage_vectors`` replaces the
+    passage encoder by fixed vectors (question-side training, see ``frozen_passages.py``)."""
     rank, _ = distributed.rank_and_world()
     questions = batch.questions[batch.question_shards[rank]]
     passages = batch.passages[batch.passage_shards[rank]]
@@ -42,9 +47,10 @@ def backward_batch(
             [model.tokenize_passages(c) for c in chunked(passages, grad_cache_chunk)],
             loss_of,
         )
-    loss = loss_of(
-        model.encode_questions(model.tokenize_questions(questions)),
-        model.encode_passages(model.tokenize_passages(passages)),
-    )
+    if passage_vectors is not None:
+        passage_side = passage_vectors(passages)
+    else:
+        passage_side = model.encode_passages(model.tokenize_passages(passages))
+    loss = loss_of(model.encode_questions(model.tokenize_questions(questions)), passage_side)
     loss.backward()
     return float(loss.detach())

@@ -28,14 +28,17 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from dpr_components.encoders import EncoderSettings
 from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_write_text
 from dpr_components.process_state import peak_rss_mb, rng_states
+from dpr_components.settings import cache_dir
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.export import export_dpr
+from dpr_components.training.frozen_passages import FrozenPassageVectors
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
 from dpr_components.training.optimizer import adamw_with_decay_groups
@@ -162,6 +165,9 @@ class Trainer:
             dropout=config.dropout,
             bf16=config.bf16,
         )
+        self.frozen_passages: FrozenPassageVectors | None = None
+        if not config.train_passage_encoder:
+            self._freeze_passage_encoder()
         self.loss = build_loss(config.loss, config.similarity, config.scale, config.margin)  # type: ignore[arg-type]
         self.batches = BatchBuilder(
             self.examples,
@@ -184,6 +190,17 @@ class Trainer:
                 config.val_pool_size, seed=config.seed,
             )
 
+    def _freeze_passage_encoder(self) -> None:
+        model = self.model
+        model.context_model.requires_grad_(False)
+        # The vectors the exported passage encoder will make: same pooling, normalisation, length.
+        settings = EncoderSettings(model=self.config.passage_model or self.config.model, pooling=model.pooling,
+                                   normalize=model.normalize, max_length=model.max_length)
+        vectors = FrozenPassageVectors(settings, cache_dir() / "embeddings",
+                                       show_progress=self.show_progress and self.rank == 0)
+        vectors.add_examples(self.examples)
+        self.frozen_passages = vectors
+
     # ---- one step ----------------------------------------------------------------------
 
     def _step(self, state: TrainerState, order: np.ndarray) -> tuple[float, float]:
@@ -195,7 +212,8 @@ class Trainer:
             indices = order[b * config.batch_size : (b + 1) * config.batch_size].tolist()
             batch = self.batches.build(indices, state.epoch, b, shards=self.world)
             scale = 1.0 / config.accumulation_steps
-            loss += backward_batch(self.model, self.loss, batch, config.grad_cache_chunk, scale)
+            lookup = self.frozen_passages.lookup if self.frozen_passages is not None else None
+            loss += backward_batch(self.model, self.loss, batch, config.grad_cache_chunk, scale, lookup)
             state.batch_in_epoch += 1
         distributed.sum_gradients(self.model.parameters())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm))
@@ -210,7 +228,8 @@ class Trainer:
     def _validate(self, state: TrainerState, log: RunLog | None) -> None:
         config = self.config
         if self.rank == 0 and self.validation is not None:
-            metrics = validate(self.model, self.validation, score=config.similarity)
+            lookup = self.frozen_passages.lookup if self.frozen_passages is not None else None
+            metrics = validate(self.model, self.validation, score=config.similarity, passage_vectors=lookup)
             name = config.selection_metric
             if name not in metrics:
                 raise ValueError(f"selection metric {name!r} is not computed; metrics are {sorted(metrics)}")

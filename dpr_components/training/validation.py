@@ -12,7 +12,7 @@ Both are computed from one encoding of the candidates."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,13 +87,23 @@ def _encode(model: BiEncoder, items: Sequence, questions: bool, batch_size: int)
     return torch.cat(out)
 
 
-def validate(model: BiEncoder, data: ValidationSet, score: str = "dot", batch_size: int = 64) -> dict[str, float]:
-    """Average rank and top-k accuracy of ``model`` on ``data`` (the model is left in its mode)."""
+def validate(
+    model: BiEncoder,
+    data: ValidationSet,
+    score: str = "dot",
+    batch_size: int = 64,
+    passage_vectors: Callable[[Sequence[Ctx]], torch.Tensor] | None = None,
+) -> dict[str, float]:
+    """Average rank and top-k accuracy of ``model`` on ``data`` (the model is left in its mode);
+    ``passage_vectors`` gives fixed passage vectors (question-side training) instead of E_P."""
     was_training = model.training
     model.eval()
     try:
         questions = _encode(model, data.questions, True, batch_size)
-        passages = _encode(model, data.passages, False, batch_size)
+        if passage_vectors is not None:
+            passages = passage_vectors(data.passages)
+        else:
+            passages = _encode(model, data.passages, False, batch_size)
     finally:
         model.train(was_training)
     scores = similarity_matrix(questions, passages, score)  # type: ignore[arg-type]
