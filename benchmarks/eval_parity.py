@@ -66,10 +66,9 @@ def _markdown(rows: list[dict], command: str) -> str:
         "and by `evaluate_retrieval` on the passage texts (the metric `haystack eval` computed directly before). "
         "Store: the 55,350-passage pool indexed by `pipelines/index.yml` with the default passage encoder; "
         "systems: `pipelines/bm25.yml`, `dense.yml`, `search.yml` as committed. One process, one torch thread; "
-        "the machine (2 cores) is shared, so times are indicative only. The committed encoders are the float16 copy "
-        "of the trained pair, so their rows can differ by a tenth or two from docs/training/dpr_nq.md, which evaluated "
-        "the float32 run folders; and the store's passage vectors were encoded with bf16 autocast, before encoders "
-        "moved to bf16 weights (docs/benchmarks/encoding.md): re-indexing moves a few questions' ranks.",
+        "the machine (2 cores) is shared, so times are indicative only. The committed question encoder is a float16 "
+        "copy, so its rows can differ by a tenth or two from the float32 run it came from in docs/training/dpr_nq.md "
+        "(its model card lists both).",
         "",
         "| questions | system | evaluation pipeline top-1 / 5 / 20 / 100 | direct metric top-1 / 5 / 20 / 100 | per-question ranks equal | ms / question |",
         "|---|---|---|---|---|---:|",

@@ -2,8 +2,8 @@
 
     python -m benchmarks.retrieval_quality            # nq/dev and squad/dev, writes docs/benchmarks/
     python -m benchmarks.retrieval_quality --limit 100 --out /tmp/quick   # smoke run
-    python -m benchmarks.retrieval_quality --model models/dpr-minilm-nq/question_encoder \
-        --passage-model models/dpr-minilm-nq/passage_encoder --out docs/training/hybrid   # a trained DPR pair
+    python -m benchmarks.retrieval_quality --model models/dpr-minilm-multi/question_encoder \
+        --passage-model bundled:all-MiniLM-L6-v2 --out docs/training/hybrid   # the default DPR pair
 
 The pool (55,350 passages) is indexed once into a cached embedded store (vectors come from the
 embedding cache that ``benchmarks/encode_pool.py`` fills). For the hybrid, λ is fitted on one

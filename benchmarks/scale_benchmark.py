@@ -386,6 +386,7 @@ def step_add(size: int) -> dict:
     questions, vectors = question_texts(), question_vectors()
     store = open_store(size)
     backend = store._reader()
+    main_inode = (store_dir(size) / "dense_index" / "index.faiss").stat().st_ino  # a rewrite replaces the file
     out: dict[str, Any] = {}
     out["load_bm25_s"], _ = timed(lambda: store.bm25_retrieval(questions[0], top_k=TOP_K))
     out["load_dense_s"], _ = timed(lambda: store.embedding_retrieval(vectors[0], top_k=TOP_K))
@@ -400,6 +401,10 @@ def step_add(size: int) -> dict:
     out["second_dense_search_s"], _ = timed(lambda: store.embedding_retrieval(vectors[2], top_k=TOP_K))
     out["save_s"], _ = timed(store.save)
     out["memory_after_add"] = memory_mb()
+    folder = store_dir(size)
+    out["main_faiss_rewritten"] = (folder / "dense_index" / "index.faiss").stat().st_ino != main_inode
+    out["dense_index_mb"] = folder_mb(folder / "dense_index")
+    out["dense_delta_mb"] = folder_mb(folder / "dense_delta") if (folder / "dense_delta").is_dir() else 0.0
     # A second batch in the same process: the FAISS index is in memory (and writable) by now.
     more = [Document(id=f"more-{d.id}", content=d.content, meta=d.meta, embedding=d.embedding) for d in documents]
     out["second_write_s"], _ = timed(lambda: store.write_documents(more))
@@ -493,13 +498,16 @@ def load_results() -> dict:
     return json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {"sizes": {}}
 
 
-def in_child(step: str, size: int, budget_s: float) -> dict:
-    """Run one step in a fresh single-threaded process; its result plus peak RSS and wall time."""
+def in_child(step: str, size: int, budget_s: float, code_root: Path = REPO_ROOT) -> dict:
+    """Run one step in a fresh single-threaded process (with the code in ``code_root``: another
+    checkout measures another version of the store); its result plus peak RSS and wall time."""
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         out = Path(tmp) / "result.json"
         command = [sys.executable, "-m", "benchmarks.scale_benchmark", "worker", step, str(size), str(out), str(budget_s)]
         start = time.perf_counter()
-        child = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, **SINGLE_THREAD})
+        # The data folders resolved here, so a checkout elsewhere reads the same inputs and stores.
+        env = {**os.environ, **SINGLE_THREAD, "DPR_CACHE_DIR": str(cache_dir().resolve()), "DPR_DATA_DIR": str(data_dir().resolve())}
+        child = subprocess.Popen(command, cwd=code_root, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
@@ -508,16 +516,16 @@ def in_child(step: str, size: int, budget_s: float) -> dict:
         result = json.loads(out.read_text(encoding="utf-8"))
     return {
         **result, "peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": wall, "load_average": os.getloadavg()[0],
-        "store_code": store_code_digest(),
+        "store_code": store_code_digest(code_root),
     }
 
 
-def store_code_digest() -> str:
+def store_code_digest(code_root: Path = REPO_ROOT) -> str:
     """A digest of the store's source files, to tell apart measurements of different code."""
     import hashlib
 
     digest = hashlib.blake2b(digest_size=6)
-    for path in sorted((REPO_ROOT / "dpr_components" / "document_stores").glob("*.py")):
+    for path in sorted((code_root / "dpr_components" / "document_stores").glob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -544,10 +552,12 @@ def predicted_build_s(results: dict, step: str, size: int) -> float | None:
 
 
 def run(
-    sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: float, redo: set[str], keep_before: bool = False
+    sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: float, redo: set[str], keep_before: bool = False,
+    before_key: str = "before", code_root: Path = REPO_ROOT,
 ) -> None:
     """Measure what ``results`` lacks; ``redo`` steps again (with ``keep_before``, their previous
-    results move to ``results["before"]``, unless it holds that step already: to compare code versions)."""
+    results move to ``results[before_key]``, unless it holds that step already: to compare code
+    versions). ``code_root``: the checkout whose code is measured."""
     results = load_results()
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
     results["settings"] = {
@@ -559,7 +569,7 @@ def run(
         for step in redo:
             previous = entry.pop(step, None)
             if keep_before and previous is not None:
-                results.setdefault("before", {}).setdefault(str(size), {}).setdefault(step, previous)
+                results.setdefault(before_key, {}).setdefault(str(size), {}).setdefault(step, previous)
     for order in (CORE_STEPS, VARIANT_STEPS):
         chosen = [s for s in order if s in steps]
         for step, size in planned(results, sizes, chosen):
@@ -570,7 +580,7 @@ def run(
                 continue
             log(f"{step} at {size:,}")
             try:
-                outcome = in_child(step, size, budget_s)
+                outcome = in_child(step, size, budget_s, code_root)
             except RuntimeError as error:
                 log(f"  {error}")
                 outcome = {"failed": str(error)}
@@ -594,7 +604,11 @@ def main() -> None:
     runner.add_argument("--sizes", default="55350,250000,500000,1000000,2000000")
     runner.add_argument("--steps", default=",".join(CORE_STEPS + VARIANT_STEPS))
     runner.add_argument("--redo", default="", help="steps to measure again even if recorded")
-    runner.add_argument("--keep-before", action="store_true", help="keep the redone steps' results under 'before'")
+    runner.add_argument("--keep-before", action="store_true", help="keep the redone steps' results under --before-key")
+    runner.add_argument("--before-key", default="before", help="where --keep-before keeps them (default 'before')")
+    runner.add_argument(
+        "--code", type=Path, default=REPO_ROOT, help="measure the code of this checkout (e.g. a worktree of an older commit)"
+    )
     runner.add_argument("--query-budget-s", type=float, default=15.0, help="seconds per queries/s measurement")
     runner.add_argument("--max-build-s", type=float, default=600.0, help="skip an extra dense index predicted to build longer")
     worker = commands.add_parser("worker", help=argparse.SUPPRESS)
@@ -613,7 +627,8 @@ def main() -> None:
         unknown = set(steps) - set(CORE_STEPS + VARIANT_STEPS)
         if unknown:
             raise SystemExit(f"--steps: unknown {sorted(unknown)}; choose from {CORE_STEPS + VARIANT_STEPS}")
-        run(sizes, steps, args.query_budget_s, args.max_build_s, {s for s in args.redo.split(",") if s}, args.keep_before)
+        redo = {s for s in args.redo.split(",") if s}
+        run(sizes, steps, args.query_budget_s, args.max_build_s, redo, args.keep_before, args.before_key, args.code.resolve())
     else:
         result = run_step(args.step, args.size, args.budget_s)
         # The child's own high-water mark: ru_maxrss also counts what it inherited when forked.

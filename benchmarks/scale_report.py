@@ -103,7 +103,13 @@ def _sum(entry: dict[str, Any], *paths: tuple[str, ...]) -> float | None:
 
 def points(results: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
     getter = SERIES[name][1]
-    pairs = sorted((int(n), getter(entry)) for n, entry in results["sizes"].items())
+    entries = results["sizes"]
+    if name.startswith("dense_add"):
+        # Only the sizes measured with the same store code as the largest one: a curve, not a mix of versions.
+        codes = {n: e.get("add", {}).get("store_code") for n, e in entries.items() if "add" in e}
+        newest = codes[max(codes, key=int)] if codes else None
+        entries = {n: e for n, e in entries.items() if codes.get(n) == newest}
+    pairs = sorted((int(n), getter(entry)) for n, entry in entries.items())
     pairs = [(n, v) for n, v in pairs if v is not None and v > 0]
     return np.array([n for n, _ in pairs], dtype=float), np.array([v for _, v in pairs], dtype=float)
 
@@ -208,6 +214,10 @@ def report(results: dict) -> str:
         f"--query-budget-s {s.get('query_budget_s', 10):g} --max-build-s 600",
         "nice -n 5 python -m benchmarks.scale_benchmark run --sizes 55350,250000,500000,1000000,2000000 --steps serve_plain "
         f"--query-budget-s {s.get('query_budget_s', 10):g}",
+        "# The FAISS delta: per size, on a fresh copy of the saved store each time (opened once, so its files are hashed),",
+        "# the add step with the previous commit's code (a checkout in OLD), then with this code, the first kept as 'before_delta':",
+        "nice -n 5 python -m benchmarks.scale_benchmark run --sizes N --steps add --redo add --code OLD",
+        "nice -n 5 python -m benchmarks.scale_benchmark run --sizes N --steps add --redo add --keep-before --before-key before_delta",
         "python -m benchmarks.scale_report",
         "```",
         "",
@@ -321,14 +331,17 @@ def report(results: dict) -> str:
         ("2nd batch: FAISS catch-up s", cell(get("add", "second_dense_catch_up_s"), 3)),
         ("BM25 catch-up s", cell(get("add", "second_bm25_catch_up_s"), 3)),
         ("save() s", cell(get("add", "second_save_s"), 2)),
+        ("store code", lambda e: str(e.get("add", {}).get("store_code", "–"))),
     ])
     lines += [
-        "The first FAISS catch-up after opening reads the mapped index into memory (FAISS cannot add to a mapped",
-        "index), and the first dense search after the write includes autosave rewriting the whole FAISS folder",
-        "(write + checksum): with a Flat index both are linear in N. BM25 is saved only once it is >1% behind its",
-        "saved copy. The second batch's FAISS catch-up only adds; its save() rewrites the FAISS folder again.",
+        "*store code*: digest of the store's source files that made the column (scale.json). With the FAISS delta",
+        "(the section below) new vectors go to a small exact index saved apart, and the mapped main index is neither",
+        "read into memory nor rewritten; without it (older columns) the first FAISS catch-up after opening read the",
+        "mapped index into memory and every save rewrote the whole FAISS folder, both linear in N. BM25 is saved only",
+        "once it is >1% behind its saved copy or by save(), which rewrites it whole (the save() rows).",
         "",
     ]
+    lines += delta_before_after(results)
     lines += before_after(results)
     lines += table(results, [
         "## Memory-mapping (standalone loads in fresh processes)", "",
@@ -372,9 +385,10 @@ def report(results: dict) -> str:
         "## Notes", "",
         "- The synthetic passages reuse the pool's words: the BM25 vocabulary stays at the pool's (about 1 MB), where",
         "  real Wikipedia at 21M has millions of terms (a Python dict in the heap). Postings per passage are realistic.",
-        "- FAISS catch-up after opening is linear in N: the first add reads the mapped index into memory, then FAISS",
-        "  reallocates and copies all its vectors to append, once per process. With autosave the first search after a write then",
-        "  rewrites and hashes the whole FAISS folder (the *first dense search* column of the adding table).",
+        "- Without the FAISS delta, FAISS catch-up after opening was linear in N: the first add read the mapped index into",
+        "  memory, then FAISS reallocated and copied all its vectors to append, once per process, and with autosave the first",
+        "  search after a write rewrote and hashed the whole FAISS folder. With it, both touch only the delta; the fold of the",
+        "  delta into the main index (past `dense_delta_fraction` of it, 5% by default) is the full rewrite, and is not measured here.",
         "- Checking a loaded FAISS index against the table reads the vector count that SQLite triggers keep in the",
         "  write transactions (the previous code counted with `SELECT COUNT(*) ... WHERE embedding IS NOT NULL`, which",
         "  read every row: 3.3 s at 2M, warm). A loaded BM25 index, whose files the checksums vouch for, is checked by",
@@ -410,6 +424,54 @@ BEFORE_AFTER: list[tuple[str, Getter, int]] = [
 ]
 
 
+DELTA_ROWS: list[tuple[str, Getter, int]] = [
+    ("first search after opening: dense s", get("add", "load_dense_s"), 3),
+    ("write_documents s", get("add", "write_s"), 3),
+    ("FAISS catch-up s", get("add", "dense_catch_up_s"), 3),
+    ("first dense search (autosave saves FAISS) s", get("add", "first_dense_search_s"), 3),
+    ("second dense search s", get("add", "second_dense_search_s"), 3),
+    ("save() s (BM25 rewritten whole, FAISS already saved)", get("add", "save_s"), 2),
+    ("2nd batch: write s", get("add", "second_write_s"), 3),
+    ("2nd batch: FAISS catch-up s", get("add", "second_dense_catch_up_s"), 3),
+    ("2nd batch: save() s (BM25 + FAISS)", get("add", "second_save_s"), 2),
+    ("FAISS delta folder after the first save() MiB", get("add", "dense_delta_mb"), 2),
+    ("main FAISS file rewritten by it (1 = yes)", lambda e: _flag(get("add", "main_faiss_rewritten")(e)), 0),
+    ("heap after the first batch MiB", get("add", "memory_after_add", "anon_mb"), 0),
+    ("peak RSS of the step MiB", get("add", "vm_hwm_mb"), 0),
+    ("load average", get("add", "load_average"), 1),
+]
+
+
+def _flag(value: Any) -> float | None:
+    return None if value is None else float(bool(value))
+
+
+def delta_before_after(results: dict) -> list[str]:
+    """The add step without the FAISS delta (``results["before_delta"]``) and with it, back to back."""
+    before = results.get("before_delta", {})
+    sizes = sorted((n for n in before if "add" in before[n] and "add" in results["sizes"].get(n, {})), key=int)
+    if not sizes:
+        return []
+    lines = [
+        "## Adding with the FAISS delta: before and after", "",
+        "The add step at the same sizes with the store code before the FAISS delta (*before*) and with it (*after*),",
+        "run back to back, each on a fresh copy of the same saved store (its index files hashed by one opening",
+        "beforehand). Commands: `run --sizes N --steps add --redo add --code <checkout of the previous commit>`, then",
+        "`run --sizes N --steps add --redo add --keep-before --before-key before_delta`.",
+        "Each cell is before → after (ratio after/before).", "",
+        "| quantity | " + " | ".join(f"{int(n):,}" for n in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for label, getter, digits in DELTA_ROWS:
+        cells = []
+        for n in sizes:
+            a, b = getter(before[n]), getter(results["sizes"][n])
+            ratio = f" ({b / a:.2g}x)" if a and b is not None and label != "load average" else ""
+            cells.append(f"{fmt(a, digits)} → {fmt(b, digits)}{ratio}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _load_range(entries: dict, sizes: list[str]) -> str:
     """The range of the load averages recorded by the serve and add steps of ``sizes``."""
     loads = [entries[n][step]["load_average"] for n in sizes for step in ("serve", "add") if "load_average" in entries[n].get(step, {})]
@@ -434,9 +496,17 @@ def before_after(results: dict) -> list[str]:
         "|---|" + "---:|" * len(sizes),
     ]
     for label, getter, digits in BEFORE_AFTER:
-        cells = [f"{fmt(getter(before[n]), digits)} → {fmt(getter(results['sizes'][n]), digits)}" for n in sizes]
+        cells = [f"{fmt(getter(before[n]), digits)} → {fmt(getter(_without_delta(results, n, label)), digits)}" for n in sizes]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    return lines + ["The *add* rows' after is the store before the FAISS delta (its section above), so they show this change alone.", ""]
+
+
+def _without_delta(results: dict, size: str, label: str) -> dict:
+    """The results of ``size`` for a row of :func:`before_after`: for the add rows, those measured
+    with the store code before the FAISS delta when kept (``before_delta``)."""
+    entry = results["sizes"][size]
+    kept = results.get("before_delta", {}).get(size, {})
+    return {**entry, "add": kept["add"]} if label.startswith("add ") and "add" in kept else entry
 
 
 def main() -> None:

@@ -45,8 +45,8 @@ def _yaml(name: str, store: Path, encoder: Path, reader: Path | None = None) -> 
     text = (PIPELINES / name).read_text(encoding="utf-8")
     replacements = {
         "indexes/example": str(store),
-        "models/dpr-minilm-nq/question_encoder": str(encoder),
-        "models/dpr-minilm-nq/passage_encoder": str(encoder),
+        "models/dpr-minilm-multi/question_encoder": str(encoder),
+        "model: bundled:all-MiniLM-L6-v2": f"model: {encoder}",
         "models/reader-minilm": str(reader),
         "cache_dir: .cache/embeddings": "cache_dir: null",
         "progress_bar: true": "progress_bar: false",

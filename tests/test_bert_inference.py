@@ -15,7 +15,7 @@ from dpr_components.bert_inference import PlainBert, load_bert_tokenizer, load_p
 from dpr_components.encoders import EncoderSettings, TextEncoder, detect_layout, resolve_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINED_QUESTION_ENCODER = ROOT / "models" / "dpr-minilm-nq" / "question_encoder"
+TRAINED_QUESTION_ENCODER = ROOT / "models" / "dpr-minilm-multi" / "question_encoder"
 TINY_LENGTH = 100  # the tiny test models have 128 positions; the long questions are cut at this length
 
 QUESTIONS = [

@@ -120,10 +120,12 @@ def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypa
     assert len(calls) == 1
 
 
-def test_committed_pair_records_its_passage_encoder() -> None:
+def test_committed_question_encoder_records_its_passage_encoder() -> None:
+    """The default question encoder was trained against MiniLM's fixed passage vectors: its pair file
+    names MiniLM, whose digest a store indexed by pipelines/index.yml carries."""
     from tests.reliability.harness import REPO
 
-    pair = REPO / "models" / "dpr-minilm-nq"
-    digest = weights_digest(str(pair / "passage_encoder"))
-    assert expected_passage_digest(str(pair / "question_encoder")) == digest
-    assert json.loads((pair / "passage_encoder" / PAIR_FILE).read_text()) == {"role": "passage", "passage_encoder": digest}
+    question = REPO / "models" / "dpr-minilm-multi" / "question_encoder"
+    record = json.loads((question / PAIR_FILE).read_text())
+    assert record["role"] == "question" and record["passage_model"] == "bundled:all-MiniLM-L6-v2"
+    assert expected_passage_digest(str(question)) == weights_digest("bundled:all-MiniLM-L6-v2") == record["passage_encoder"]

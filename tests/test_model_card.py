@@ -83,5 +83,36 @@ def test_dpr_card_reports_training_and_full_pool_results(tmp_path: Path) -> None
     card = (model / "README.md").read_text()
     assert "| bm25 | 63.8 |" in card and "| minilm-zero-shot | 79.8 |" in card and "| **dpr** | 82.1 |" in card
     assert "| BM25 + dpr, hybrid (pipeline default λ=10) | 83.0 | 96.0 | 99.0 | 99.8 |" in card
-    assert "7,167 questions" in card and "30 BM25 negatives" in card
+    assert "7,167 questions" in card and "30 per question" in card and "BM25 hard negatives" in card
     assert "MRR 0.902, top-1 83.7 at step 223" in card and "peak memory 9.5 GB" in card
+
+
+def test_dpr_card_of_a_question_side_soup_names_minilm_and_the_committed_copy(tmp_path: Path) -> None:
+    from training.dpr_model_card import main as dpr_main
+
+    root, model = tmp_path / "runs" / "dpr-nq", tmp_path / "models" / "multi"
+    config = {"similarity": "cosine", "learning_rate": 2e-5, "warmup_ratio": 0.1, "max_grad_norm": 2.0,
+              "dropout": 0.1, "max_length": 256, "bf16": True, "val_questions": 300, "val_pool_size": 3000,
+              "train_passage_encoder": False}
+    variant = {"batch_size": 32, "negatives": 4, "epochs": 1, "squad_questions": 14000, "multi": True,
+               "question_side": True, "dense_negatives": True}
+    for name, seed in (("qa", 12345), ("qb", 2)):
+        _write(root / name / "config.json", {"config": config})
+        _write(root / name / "variant.json", {**variant, "seed": seed})
+        _write(root / name / "result.json", {"examples": 21167, "steps": 661, "examples_per_second": 51.0,
+                                             "peak_rss_mb": 2300.0})
+    _write(root / "data" / "nq-train-bm25-dense.jsonl.meta.json", {"mining": {"num_negatives": 30}, "skip_dense_top": 3})
+    _write(root / "soup2" / "eval.json", {"name": "soup2", "soup": ["qa", "qb"]})
+    _write(model / "question_encoder" / "model.safetensors", "x" * 1000)
+    scores = lambda top1: {"nq/dev.jsonl": {"top_k": {"1": top1, "5": 94.0, "20": 98.0, "100": 99.5}}}  # noqa: E731
+    report = {"command": "python -m training.train_dpr_nq --stage report", "baselines": [],
+              "runs": [], "soups": [{"name": "soup2", "datasets": scores(82.0)}]}
+    _write(tmp_path / "dpr_nq.json", report)
+    _write(tmp_path / "shipped.json", {"datasets": scores(81.8)})
+    assert dpr_main(["--model", str(model), "--run", str(root / "soup2"), "--report", str(tmp_path / "dpr_nq.json"),
+                     "--hybrid", str(tmp_path / "none.json"), "--shipped-eval", str(tmp_path / "shipped.json")]) == 0
+    card = (model / "README.md").read_text()
+    assert "bundled:all-MiniLM-L6-v2" in card and "--question-side --dense-negatives --with-squad 14000 --multi" in card
+    assert "--seed 2" in card and "--soup qa,qb" in card and "question-only" in card
+    assert "| multi (soup, float32) | 82.0 |" in card and "| **multi** (float16, as committed) | 81.8 |" in card
+    assert "7,167 questions of `nq/train.jsonl` and 14,000" in card and "first 3 left out" in card

@@ -96,3 +96,15 @@ def test_cli_reports_bad_input_without_a_traceback(
     assert "1 weights given for 2 models" in capsys.readouterr().err
     assert average_cli([str(tiny_bert_dir), str(tmp_path / "missing"), "--out", str(tmp_path / "s")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_tensors_equal_in_every_model_stay_bit_identical() -> None:
+    import torch
+
+    from dpr_components.training.averaging import average_state_dicts
+
+    fixed = torch.tensor([0.1, 0.7, 1 / 3], dtype=torch.float32)
+    states = [{"fixed": fixed.clone(), "learned": torch.full((3,), float(i))} for i in range(3)]
+    averaged = average_state_dicts(states, [1 / 3] * 3, ["a", "b", "c"])
+    assert torch.equal(averaged["fixed"], fixed)  # a float sum of thirds would round it
+    assert torch.allclose(averaged["learned"], torch.ones(3))

@@ -1,8 +1,8 @@
 """Write the model card (README.md) of the committed DPR encoder pair from its training run
 and the recipe's reports.
 
-    python -m training.dpr_model_card --model models/dpr-minilm-nq \\
-        --run runs/dpr-nq/nqall-bs32-hn1-cosine-e1-lr2e-05
+    python -m training.dpr_model_card --model models/dpr-minilm-multi \\
+        --run runs/dpr-nq/<run or soup folder>
 
 Numbers come from the run folder (``config.json``, ``result.json``, ``log.jsonl``, the mined
 data's ``.meta.json``), docs/training/dpr_nq.json (full-pool evaluation) and
@@ -53,51 +53,129 @@ def _hybrid_datasets(hybrid: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]
     return label, out
 
 
-def render(model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str, Any]] | None) -> str:
-    config = read_json(run / "config.json")["config"]
-    result = read_json(run / "result.json")
-    variant = read_json(run / "variant.json")
-    mined = read_json(run.parent / "data" / "nq-train-bm25.jsonl.meta.json")
-    evaluation = _find(report["runs"], run.name)
+def _recipe_flags(variant: dict[str, Any]) -> str:
+    """The train_dpr_nq arguments that reproduce a run's variant."""
+    flags = []
+    if variant.get("question_side"):
+        flags.append("--question-side")
+    if variant.get("dense_negatives"):
+        flags.append("--dense-negatives")
+    if variant.get("squad_questions"):
+        flags += ["--with-squad", str(variant["squad_questions"])] + (["--multi"] if variant.get("multi") else [])
+    defaults = {"negatives": 1, "epochs": 1, "batch_size": 32, "learning_rate": 2e-5, "seed": 12345}
+    names = {"negatives": "--negatives", "epochs": "--epochs", "batch_size": "--batch-size",
+             "learning_rate": "--learning-rate", "seed": "--seed"}
+    for field, default in defaults.items():
+        if variant.get(field, default) != default:
+            flags += [names[field], f"{variant[field]:g}" if isinstance(variant[field], float) else str(variant[field])]
+    return " ".join(flags)
+
+
+def _ingredients(run: Path) -> tuple[list[Path], list[str] | None]:
+    """The run folders behind ``run``: itself, or a soup's averaged runs (and their names)."""
+    evaluation = run / "eval.json"
+    soup = read_json(evaluation).get("soup") if evaluation.is_file() else None
+    if soup:
+        return [run.parent / name for name in soup], soup
+    return [run], None
+
+
+def render(
+    model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str, Any]] | None,
+    shipped: dict[str, Any] | None = None,
+) -> str:
+    """The card; ``shipped``: ``training.evaluate`` of the committed (float16) copy itself."""
+    runs, soup = _ingredients(run)
+    first = runs[0]
+    config = read_json(first / "config.json")["config"]
+    result = read_json(first / "result.json")
+    variant = read_json(first / "variant.json")
+    question_side = not config.get("train_passage_encoder", True)
+    dense = variant.get("dense_negatives", False)
+    suffix = "bm25-dense" if dense else "bm25"
+    mined = read_json(first.parent / "data" / f"nq-train-{suffix}.jsonl.meta.json")
+    evaluation = _find(report["soups" if soup else "runs"], run.name)
     baselines = {b["name"]: b for b in report["baselines"]}
-    validation = result.get("last_validation") or {}
     header = "| system | " + " | ".join(f"{DATASETS[d]} top-{k}" for d in DATASETS for k in KS) + " |"
     rows = [_accuracy_row(name, baselines[name]["datasets"]) for name in ("bm25", "minilm-zero-shot") if name in baselines]
-    rows.append(_accuracy_row(f"**{model.name}**", evaluation["datasets"]))
+    if shipped is None:
+        rows.append(_accuracy_row(f"**{model.name}**", evaluation["datasets"]))
+    else:
+        rows.append(_accuracy_row(f"{model.name} ({'soup' if soup else 'run'}, float32)", evaluation["datasets"]))
+        rows.append(_accuracy_row(f"**{model.name}** (float16, as committed)", shipped["datasets"]))
     if hybrid:
         label, datasets = _hybrid_datasets(hybrid)
         rows.append(_accuracy_row(f"BM25 + {model.name}, {label}", datasets))
+    squad = variant.get("squad_questions", 0)
+    data_name = "Natural Questions and SQuAD" if squad else "Natural Questions"
+    if question_side:
+        title = f"# {model.name}: a DPR question encoder for all-MiniLM-L6-v2's passage vectors, trained on {data_name}"
+        what = (
+            "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale, question side only: `question_encoder/` "
+            "(`DPRQuestionEncoder`, initialised from all-MiniLM-L6-v2: 6 layers, 384 dimensions, mean pooling, "
+            "unit-length vectors, so scores are cosine similarities) was trained against the fixed passage vectors of "
+            "all-MiniLM-L6-v2 itself, which stays the passage encoder: index with `bundled:all-MiniLM-L6-v2` "
+            "(`encoder_pair.json` records it, and `DenseRetriever` checks a store's vectors against it), so a store "
+            "already indexed with MiniLM needs no re-indexing. Weights in float16 safetensors "
+            f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). The pipelines in `pipelines/` use it "
+            "by default."
+        )
+        train = "python -m training.train_dpr_nq " + _recipe_flags(variant)
+        export = f"python -m training.convert question-only {run}/final {model}/question_encoder --paired-with bundled:all-MiniLM-L6-v2 --fp16"
+    else:
+        title = f"# {model.name}: DPR question and passage encoders from all-MiniLM-L6-v2, trained on {data_name}"
+        what = (
+            "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale: two independent encoders, "
+            "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
+            "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
+            f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
+            "float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=\".../question_encoder\")` "
+            "and `PassageEmbedder(model=\".../passage_encoder\")`. Index passages with the passage encoder: vectors of "
+            "another encoder do not match its questions."
+        )
+        train = "python -m training.train_dpr_nq " + _recipe_flags(variant)
+        export = (f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
+                  f"{run}/best/passage_encoder --fp16")
+    commands = [f"{'python -m training.train_dpr_nq ' + _recipe_flags(read_json(r / 'variant.json'))}" for r in runs]
+    if soup:
+        commands.append("python -m training.train_dpr_nq --soup " + ",".join(soup))
+    else:
+        commands = [train]
+    negatives = ("BM25's and zero-shot MiniLM's hard negatives interleaved (top 100 of each, MiniLM's first "
+                 f"{mined.get('skip_dense_top', 0)} left out)") if dense else "BM25 hard negatives (top 100 of BM25)"
+    nq_questions = result["examples"] - (squad if variant.get("multi") else 0)
+    questions = f"the {nq_questions:,} questions of `nq/train.jsonl`" + (
+        f" and {squad:,} of `squad/train-v1.1.json` (seeded sample), in one mix" if squad else "")
+    validation = result.get("last_validation") or {}
+    selection = (
+        f"Reported at its final step ({result['steps']} steps)."
+        if squad else
+        f"Selected by MRR on {config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled "
+        f"pool passages: MRR {validation.get('mrr', float('nan')):.3f}, top-1 {validation.get('top1', float('nan')):.1f} "
+        f"at step {result.get('best_step')}."
+    )
+    soup_note = (
+        [f"The model is the uniform average of the question encoders of {len(runs)} runs (a model soup, Wortsman et al. "
+         "2022; the runs were picked after seeing their dev numbers): " + ", ".join(f"`{name}`" for name in soup) + ".", ""]
+        if soup else []
+    )
     lines = [
-        f"# {model.name}: DPR question and passage encoders from all-MiniLM-L6-v2, trained on Natural Questions",
+        title, "", what, "", "## How it was made", "", "```bash",
+        *commands, export, *([f"python -m training.evaluate --system {model}/question_encoder "
+                               "--questions nq/dev.jsonl,squad/dev.jsonl --out EVAL.json   # the float16 row"]
+                              if shipped is not None and question_side else []), "```", "",
+        *soup_note,
+        f"Data: {questions}; positive: the gold paragraph's 100-word block containing an answer; negatives: "
+        f"{mined['mining']['num_negatives']} per question from the 55,350-passage pool, {negatives}, without the answer "
+        f"string and not the positive; {variant['negatives']} sampled per question per step and shared by the batch.",
         "",
-        "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale: two independent encoders, "
-        "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
-        "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
-        f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
-        "float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=\".../question_encoder\")` "
-        "and `PassageEmbedder(model=\".../passage_encoder\")`. Index passages with the passage encoder: vectors of "
-        "another encoder do not match its questions.",
-        "",
-        "## How it was made",
-        "",
-        "```bash",
-        "python -m training.train_dpr_nq   # mine BM25 negatives, train, evaluate, report (training/README.md)",
-        f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
-        f"{run}/best/passage_encoder --fp16",
-        "```",
-        "",
-        f"Data: the {result['examples']:,} questions of `nq/train.jsonl`, each with its gold paragraph's 100-word block "
-        f"containing an answer as the positive and {mined['mining']['num_negatives']} BM25 negatives mined from the "
-        "55,350-passage pool (top 100 of BM25, no answer string, not the positive); one sampled per question per step.",
-        "",
-        f"Settings: batch {variant['batch_size']} questions + {variant['negatives']} BM25 negative each, in-batch "
-        f"negatives, NLL over {config['similarity']} similarity, {variant['epochs']} epoch ({result['steps']} steps), "
+        f"Settings{' (of the first run)' if soup else ''}: batch {variant['batch_size']} questions, in-batch negatives, "
+        f"NLL over {config['similarity']} similarity, {variant['epochs']} epoch(s) ({result['steps']} steps), "
         f"AdamW lr {config['learning_rate']:g}, warm-up {config['warmup_ratio']:.0%} then linear decay, gradient "
         f"clipping {config['max_grad_norm']:g}, dropout {config['dropout']:g}, inputs of at most "
-        f"{config['max_length']} tokens, {'bf16 autocast' if config['bf16'] else 'fp32'}. Selected by MRR on "
-        f"{config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled pool passages: "
-        f"MRR {validation.get('mrr', float('nan')):.3f}, top-1 {validation.get('top1', float('nan')):.1f} at step "
-        f"{result.get('best_step')}.",
+        f"{config['max_length']} tokens, {'bf16 autocast' if config['bf16'] else 'fp32'}"
+        + (", passage encoder fixed (question-side training, training/README.md)" if question_side else "") + ". "
+        + selection,
         "",
         f"Training cost on the shared 2-core CPU: {result['examples_per_second']:.1f} questions/s on average, peak "
         f"memory {result['peak_rss_mb'] / 1024:.1f} GB.",
@@ -105,7 +183,7 @@ def render(model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str
         "## Results (docs/training/dpr_nq.md)",
         "",
         f"Top-k retrieval accuracy over the full 55,350-passage pool, exact inner-product search "
-        f"(`{report['command']}`):",
+        f"(`{report['command']}`); every choice of recipe and run was made on these dev sets:",
         "",
         header,
         "|---|" + "---:|" * (len(header.split("|")) - 3),
@@ -113,22 +191,24 @@ def render(model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str
         "",
         "## Licence and data",
         "",
-        "Derived from all-MiniLM-L6-v2 (Apache-2.0). Trained on Natural Questions (CC BY-SA 3.0) with passages "
-        "from English Wikipedia (CC BY-SA).",
+        "Derived from all-MiniLM-L6-v2 (Apache-2.0). Trained on Natural Questions (CC BY-SA 3.0)"
+        + (" and SQuAD v1.1 (CC BY-SA 4.0)" if squad else "") + " with passages from English Wikipedia (CC BY-SA).",
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="models/dpr-minilm-nq", help="the committed encoder pair")
-    parser.add_argument("--run", default="runs/dpr-nq/nqall-bs32-hn1-cosine-e1-lr2e-05", help="its training run")
+    parser.add_argument("--model", default="models/dpr-minilm-multi", help="the committed model folder")
+    parser.add_argument("--run", default="runs/dpr-nq/soup2-9771948a", help="its training run or soup folder")
     parser.add_argument("--report", default="docs/training/dpr_nq.json")
     parser.add_argument("--hybrid", default="docs/training/hybrid/retrieval_quality.json")
+    parser.add_argument("--shipped-eval", help="training.evaluate's JSON for the committed copy (its float16 weights)")
     args = parser.parse_args(argv)
     hybrid_file = Path(args.hybrid)
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
-    card = render(Path(args.model), Path(args.run), read_json(Path(args.report)), hybrid)
+    shipped = read_json(Path(args.shipped_eval)) if args.shipped_eval else None
+    card = render(Path(args.model), Path(args.run), read_json(Path(args.report)), hybrid, shipped)
     atomic_write_text(Path(args.model) / "README.md", card)
     print(f"wrote {Path(args.model) / 'README.md'}", file=sys.stderr)
     return 0

@@ -38,9 +38,9 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 # Settings that do not change what is learned (or only how fast), ignored when grouping ablations.
-NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16")
+NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16", "seed")
 # Variant fields added after earlier runs were recorded, with the value those runs had.
-LATER_FIELDS = {"multi": False, "question_side": False, "dense_negatives": False}
+LATER_FIELDS = {"multi": False, "question_side": False, "dense_negatives": False, "seed": 12345}
 ARCHIVED_MARK = " †"
 ARCHIVED_NOTE = (
     "† A run whose folder is no longer kept: its row is carried over from the previous report "
@@ -161,12 +161,13 @@ def _run_row(run: dict[str, Any]) -> list[str]:
 def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
     """Rows of benchmarks/retrieval_quality.py's result for a trained pair (its BM25 + DPR hybrid)."""
     rows = []
+    model = hybrid[0].get("model", "trained DPR") if hybrid else ""
     for name in hybrid[0]["full"] if hybrid else []:
         if not name.startswith("hybrid"):
             continue
         run = {"datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}}
                             for r in hybrid}}
-        rows.append("| " + " | ".join([f"BM25 + trained DPR, {name}", "", "", "", "", ""] + _accuracy_cells(run)) + " |")
+        rows.append("| " + " | ".join([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)) + " |")
     return rows
 
 
@@ -203,7 +204,10 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         "(validated before training and after each epoch), so NQ numbers are mildly optimistic; SQuAD dev is never looked at "
         "during training. The SQuAD-added model continues from the NQ model on N SQuAD train questions plus N replayed "
         "NQ ones and is reported at its final step (NQ-only validation would keep its starting point); a run named multi-… "
-        "trains from MiniLM on all of nq/train plus the SQuAD questions in one mix, also reported at its final step.",
+        "trains from MiniLM on all of nq/train plus the SQuAD questions in one mix, also reported at its final step. "
+        "A run named qside-… trains the question encoder alone against all-MiniLM-L6-v2's fixed passage vectors "
+        "(training/README.md), so MiniLM is its passage encoder; hn4dense: 4 hard negatives per question sampled from "
+        "BM25's and zero-shot MiniLM's mined lists, interleaved.",
         "",
         f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU).",
         "",

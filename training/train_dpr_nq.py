@@ -54,7 +54,8 @@ NQ_QUESTIONS = 7167
 # on this shared 2-core machine (runs/dpr-nq/<run>/result.json).
 EXAMPLES_PER_SECOND = 3.3
 POOL_ENCODING_MINUTES = 28
-QUESTION_SIDE_COST = 0.1
+# Question-side runs averaged 50 examples/s with one thread (runs/dpr-nq/qside-*/log.jsonl), 15x the full step.
+QUESTION_SIDE_COST = 1 / 15
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Variant:
     multi: bool = False  # with squad_questions: train from MiniLM on all of nq/train plus the SQuAD ones
     question_side: bool = False  # train E_Q alone against MiniLM's fixed passage vectors
     dense_negatives: bool = False  # hard negatives from BM25 and zero-shot MiniLM, interleaved
+    seed: int = 12345  # TrainingConfig's default; another seed gives another run of the same recipe
 
     @property
     def name(self) -> str:
@@ -88,6 +90,8 @@ class Variant:
         parts += [f"bs{self.batch_size}", f"hn{self.negatives}" + ("dense" if self.dense_negatives else ""),
                   self.similarity, f"e{self.epochs}"]
         parts.append(f"lr{self.learning_rate:g}")
+        if self.seed != Variant.seed:
+            parts.append(f"seed{self.seed}")
         return "-".join(parts)
 
     @property
@@ -100,6 +104,7 @@ class Variant:
         return TrainingConfig(
             model=BUNDLED_MINILM,
             train_passage_encoder=not self.question_side,
+            seed=self.seed,
             similarity=self.similarity,
             batch_size=self.batch_size,
             negatives=self.negatives,
@@ -130,6 +135,8 @@ class Variant:
         training = steps * self.batch_size / EXAMPLES_PER_SECOND * relative
         if not self.validation:  # an ablation: scored against the sampled pool (~14k passages) instead
             return (training + 7 * 60) / 3600
+        if self.question_side:  # validation and evaluation reuse the cached passage vectors
+            return (training + (self.epochs + 1) * 30 + 3 * 60) / 3600
         validation = (self.epochs + 1) * 5 * 60  # at the start and after each epoch
         return (training + validation) / 3600 + POOL_ENCODING_MINUTES / 60
 
@@ -336,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                              "an index built with MiniLM stays valid, and a step costs a fraction")
     parser.add_argument("--dense-negatives", action="store_true",
                         help="hard negatives from BM25 and zero-shot MiniLM interleaved (default: BM25 only)")
+    parser.add_argument("--seed", type=int, default=Variant.seed, help="training seed (batch order, negatives, dropout)")
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
@@ -361,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
         epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
         grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads, multi=args.multi,
-        question_side=args.question_side, dense_negatives=args.dense_negatives,
+        question_side=args.question_side, dense_negatives=args.dense_negatives, seed=args.seed,
     )
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)

@@ -8,9 +8,10 @@ A saved index can be loaded memory-mapped (``IO_FLAG_MMAP_IFC``: the vectors of 
 HNSW's vectors and graph, SQ codes), so its bytes live in the page cache, not the heap (2M 384-d
 passages: Flat 3,028 -> 99 MiB of heap, HNSW32 3,547 -> 122 MiB, same speed with a warm cache:
 docs/benchmarks/scale.md). IVF lists stay in memory (mapped, they searched 2-10x slower). FAISS
-cannot add to a mapped index (Flat/HNSW abort the process), so the first :meth:`add` reads it
-again, unmapped, from the file it was mapped from (kept open: a folder saved since by another
-process does not swap the index)."""
+cannot add to a mapped index (Flat/HNSW abort the process), so the first :meth:`add` or
+:meth:`remove` reads it again, unmapped, from the file it was mapped from (kept open: a folder
+saved since by another process does not swap the index). The store adds to a separate delta
+instead (dense_layers.py), so that happens only when the delta is folded in."""
 
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ def _metric(similarity: str) -> int:
     if similarity not in SIMILARITIES:
         raise DenseIndexError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
     return faiss.METRIC_L2 if similarity == "l2" else faiss.METRIC_INNER_PRODUCT
+
+
+def _negated(selector: faiss.IDSelector) -> faiss.IDSelector:
+    negated = faiss.IDSelectorNot(selector)
+    negated._keep = selector  # the C++ object holds a raw pointer; keep the Python owner alive
+    return negated
 
 
 def _find_hnsw(index: faiss.Index) -> faiss.IndexHNSW | None:
@@ -158,37 +165,103 @@ class DenseIndex:
         self._mapped_file = None
 
     def search(
-        self, query: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
+        self,
+        query: np.ndarray,
+        top_k: int,
+        allowed_rowids: np.ndarray | None = None,
+        excluded_rowids: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Rowids and scores of the ``top_k`` nearest vectors (only ``allowed_rowids`` if given)."""
+        """Rowids and scores of the ``top_k`` nearest vectors (only ``allowed_rowids`` if given,
+        never ``excluded_rowids``)."""
         queries = self._prepare(np.asarray(query, dtype=np.float32).reshape(1, -1))
-        if len(self) == 0 or top_k <= 0 or (allowed_rowids is not None and len(allowed_rowids) == 0):
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        outer = inner = None
+        return self._search(queries, top_k, allowed_rowids, excluded_rowids)[0]
+
+    def search_many(
+        self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """The rowids :meth:`search` finds for each row of ``queries``, from one FAISS call when unfiltered."""
+        return [rowids for rowids, _ in self.search_many_scored(queries, top_k, allowed_rowids)]
+
+    def search_many_scored(
+        self,
+        queries: np.ndarray,
+        top_k: int,
+        allowed_rowids: np.ndarray | None = None,
+        excluded_rowids: np.ndarray | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Rowids and scores for each row of ``queries`` (one FAISS call for all of them)."""
+        prepared = self._prepare(np.asarray(queries, dtype=np.float32).reshape(-1, self.dim))
         if allowed_rowids is not None:
-            allowed = np.ascontiguousarray(allowed_rowids, dtype=np.int64)
-            outer = faiss.IDSelectorBatch(allowed)
-            if self._wrapped():
-                # IndexIDMap translates only the outermost selector; wrapped indexes need theirs
-                # in internal positions already.
-                positions = np.flatnonzero(np.isin(faiss.vector_to_array(self._index.id_map), allowed))
-                inner = faiss.IDSelectorBatch(positions.astype(np.int64))
+            # A filtered search per query: the selector of a wrapped index is built per call anyway.
+            return [self._search(q[None, :], top_k, allowed_rowids, excluded_rowids)[0] for q in prepared]
+        return self._search(prepared, top_k, None, excluded_rowids)
+
+    def _search(
+        self, queries: np.ndarray, top_k: int, allowed: np.ndarray | None, excluded: np.ndarray | None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        if allowed is not None and excluded is not None and len(excluded):
+            allowed = np.setdiff1d(allowed, excluded)
+            excluded = None
+        if excluded is not None and len(excluded) == 0:
+            excluded = None
+        if len(self) == 0 or top_k <= 0 or (allowed is not None and len(allowed) == 0):
+            return [empty for _ in queries]
+        outer, inner = self._selectors(allowed, excluded)
         params = self._search_parameters(self._index.index, outer, inner)
         distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
-        keep = labels[0] >= 0
-        scores = distances[0][keep]
-        return labels[0][keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)
+        found = []
+        for row_labels, row_distances in zip(labels, distances):
+            keep = row_labels >= 0
+            scores = row_distances[keep]
+            found.append((row_labels[keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)))
+        return found
 
-    def search_many(self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None) -> list[np.ndarray]:
-        """The rowids :meth:`search` finds for each row of ``queries``, from one FAISS call when unfiltered."""
-        if allowed_rowids is not None:
-            return [self.search(query, top_k, allowed_rowids)[0] for query in queries]
-        queries = self._prepare(np.asarray(queries, dtype=np.float32))
-        if len(self) == 0 or top_k <= 0:
-            return [np.zeros(0, dtype=np.int64) for _ in queries]
-        params = self._search_parameters(self._index.index, None, None)
-        _, labels = self._index.search(queries, min(top_k, len(self)), params=params)
-        return [row[row >= 0] for row in labels]
+    def _selectors(
+        self, allowed: np.ndarray | None, excluded: np.ndarray | None
+    ) -> tuple[faiss.IDSelector | None, faiss.IDSelector | None]:
+        """The id filter on rowids (outer) and, for wrapped indexes, on internal positions (inner)."""
+        chosen = allowed if allowed is not None else excluded
+        if chosen is None:
+            return None, None
+        ids = np.ascontiguousarray(chosen, dtype=np.int64)
+        outer: faiss.IDSelector = faiss.IDSelectorBatch(ids)
+        inner: faiss.IDSelector | None = None
+        if self._wrapped():
+            # IndexIDMap translates only the outermost selector; wrapped indexes need theirs
+            # in internal positions already.
+            positions = np.flatnonzero(np.isin(self.ids(), ids))
+            inner = faiss.IDSelectorBatch(positions.astype(np.int64))
+        if allowed is None:
+            outer, inner = _negated(outer), (_negated(inner) if inner is not None else None)
+        return outer, inner
+
+    def ids(self) -> np.ndarray:
+        """The rowid of each stored vector, in storage order."""
+        return faiss.vector_to_array(self._index.id_map).astype(np.int64, copy=False)
+
+    def remove(self, rowids: np.ndarray) -> None:
+        """Remove these rowids' vectors (rowids not held are ignored).
+
+        :raises DenseIndexError: when the index type cannot remove vectors (HNSW)."""
+        if len(rowids) == 0:
+            return
+        if _find_hnsw(self._index.index) is not None:  # before reading a mapped index into memory for nothing
+            raise DenseIndexError(f"FAISS index {self.factory!r} cannot remove vectors (HNSW)")
+        self._unmap()
+        try:
+            self._index.remove_ids(faiss.IDSelectorBatch(np.ascontiguousarray(rowids, dtype=np.int64)))
+        except RuntimeError as error:
+            raise DenseIndexError(f"FAISS index {self.factory!r} cannot remove vectors: {error}") from error
+
+    def contents(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every rowid and its vector as stored (cosine: normalised); a Flat index only."""
+        if not isinstance(faiss.downcast_index(self._index.index), faiss.IndexFlat):
+            raise DenseIndexError(f"only a Flat index can list its vectors, not {self.factory!r}")
+        rowids = self.ids()
+        if len(rowids) == 0:
+            return rowids, np.zeros((0, self.dim), dtype=np.float32)
+        return rowids, self._index.reconstruct_batch(rowids)
 
     def _wrapped(self) -> bool:
         return isinstance(faiss.downcast_index(self._index.index), (faiss.IndexPreTransform, faiss.IndexRefine))
@@ -244,11 +317,15 @@ class DenseIndex:
         return isinstance(inner, faiss.IndexFlat)
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, directory: Path, generation: int, **state: Any) -> None:
-        """Write the index, its settings and a checksum manifest (with ``generation`` and
-        ``state``) together, atomically."""
+    def save(
+        self, directory: Path, generation: int, arrays: dict[str, np.ndarray] | None = None, **state: Any
+    ) -> None:
+        """Write the index, its settings, ``arrays`` (``name.npy`` files) and a checksum manifest
+        (with ``generation`` and ``state``) together, atomically."""
         with write_index_directory(directory, {"generation": generation, **state}) as tmp:
             faiss.write_index(self._index, str(tmp / "index.faiss"))
+            for name, array in (arrays or {}).items():
+                np.save(tmp / f"{name}.npy", array, allow_pickle=False)
             fault_point("dense_index.saving")
             settings = {"dim": self.dim, "similarity": self.similarity, "factory": self.factory}
             (tmp / "settings.json").write_text(json.dumps(settings), encoding="utf-8")

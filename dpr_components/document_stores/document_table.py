@@ -5,10 +5,11 @@ it and concurrent writers (threads or processes) are serialised. A ``generation`
 up with every change; ``vectors_reset_at`` is the last generation that changed or removed a
 stored vector (anything but appending new rows). The derived FAISS and BM25 indexes record the
 generation they were built from, so a stale index is caught up or rebuilt instead of trusted:
-while no vector was changed or removed since an index's generation, catching up means adding
-the rows whose rowid is above the highest one the index has seen (rowids only grow). Text
-indexes (BM25) also redo the rows the change log (``row_changes``) lists as overwritten,
-removed or re-titled since their generation (see :meth:`DocumentTable.text_changes`)."""
+catching up means adding the rows whose rowid is above the highest one the index has seen
+(rowids only grow) and redoing the rows the change log (``row_changes``) lists as overwritten
+or removed since its generation (:meth:`DocumentTable.vector_changes`; text indexes also redo
+re-titled rows: :meth:`DocumentTable.text_changes`). While no vector was changed or removed
+since an index's generation, the log is not even read."""
 
 from __future__ import annotations
 
@@ -133,6 +134,16 @@ class TextChanges:
 
 
 @dataclass(frozen=True)
+class VectorChanges:
+    """What a vector index built at an older generation must redo to match the table."""
+
+    state: TableState
+    touched_rowids: np.ndarray  # rows it may hold whose vector changed or is gone: remove them
+    rowids: np.ndarray  # then add these: touched rows that have a vector now, and new rows
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
 class WriteOutcome:
     written: int
     generation: int  # after the write
@@ -247,11 +258,14 @@ class DocumentTable:
                 return
             count = self._db.execute("SELECT COUNT(*) FROM documents WHERE embedding IS NOT NULL").fetchone()[0]
             self._set_info(VECTOR_COUNT_KEY, int(count))
-            for name, (event, delta) in _COUNTER_TRIGGERS.items():
-                self._db.execute(
-                    f"CREATE TRIGGER IF NOT EXISTS {name} {event} BEGIN UPDATE store_info "
-                    f"SET value = CAST(value AS INTEGER) + {delta} WHERE key = '{VECTOR_COUNT_KEY}'; END"
-                )
+            self._create_counter_triggers()
+
+    def _create_counter_triggers(self) -> None:
+        for name, (event, delta) in _COUNTER_TRIGGERS.items():
+            self._db.execute(
+                f"CREATE TRIGGER IF NOT EXISTS {name} {event} BEGIN UPDATE store_info "
+                f"SET value = CAST(value AS INTEGER) + {delta} WHERE key = '{VECTOR_COUNT_KEY}'; END"
+            )
 
     # -- transactions -----------------------------------------------------------------------
     @contextlib.contextmanager
@@ -416,7 +430,17 @@ class DocumentTable:
         """Remove every document; the number removed. The store keeps its id, and its recorded
         vector settings unless ``dense_settings`` replaces them (the passage encoder is then forgotten)."""
         with self._transaction():
+            counted = self._has_vector_counter()
+            if counted:
+                # A table with triggers is emptied row by row (SQLite's truncate optimisation is off):
+                # 2.4x slower at 100k rows (docs/benchmarks/scale_delete_all.md). Dropped and
+                # recreated in this transaction, the count reset with them.
+                for name in _COUNTER_TRIGGERS:
+                    self._db.execute(f"DROP TRIGGER {name}")
             deleted = self._db.execute("DELETE FROM documents").rowcount
+            if counted:
+                self._create_counter_triggers()
+                self._set_info(VECTOR_COUNT_KEY, 0)
             if deleted:
                 # Every row is gone: nothing older than this generation can be caught up.
                 self._db.execute("DELETE FROM row_changes")
@@ -613,11 +637,41 @@ class DocumentTable:
                 "SELECT rowid, embedding FROM documents WHERE rowid > ? AND embedding IS NOT NULL ORDER BY rowid",
                 (above_rowid,),
             ).fetchall()
-        rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-        matrix = np.empty((len(rows), dim), dtype=np.float32)
-        for i, (_, blob) in enumerate(rows):
-            matrix[i] = np.frombuffer(blob, dtype=np.float32)
+        rowids, matrix = _vector_rows(rows, dim)
         return rowids, matrix, state
+
+    def vector_changes(self, since: int, max_rowid: int, dim: int) -> VectorChanges | None:
+        """The vectors changed, removed or added since generation ``since`` for an index holding
+        rows up to ``max_rowid``: cost in proportion to the changes. None when the change log
+        does not go back that far (the index must be rebuilt)."""
+        with self._snapshot():
+            state = self._state()
+            if since > state.generation:
+                return None
+            touched: list[int] = []
+            if state.vectors_reset_at > since:  # else no stored vector changed: only new rows
+                if not self._has_table("row_changes") or since < int(self._info(CHANGES_FROM_KEY, 0)):
+                    return None
+                touched = [
+                    r for (r,) in self._db.execute(
+                        "SELECT DISTINCT row FROM row_changes WHERE generation > ? AND row <= ? AND kind IN (?, ?) "
+                        "ORDER BY row",
+                        (since, max_rowid, CHANGED, REMOVED),
+                    )
+                ]
+            rows: list[tuple[int, bytes]] = []
+            for chunk in _chunks(touched):
+                rows += self._db.execute(
+                    f"SELECT rowid, embedding FROM documents WHERE rowid IN ({','.join('?' * len(chunk))}) "
+                    "AND embedding IS NOT NULL ORDER BY rowid",
+                    chunk,
+                ).fetchall()
+            rows += self._db.execute(
+                "SELECT rowid, embedding FROM documents WHERE rowid > ? AND embedding IS NOT NULL ORDER BY rowid",
+                (max_rowid,),
+            ).fetchall()
+        rowids, matrix = _vector_rows(rows, dim)
+        return VectorChanges(state, np.array(touched, dtype=np.int64), rowids, matrix)
 
     def vector_count(self) -> tuple[int, TableState]:
         """How many documents have a vector, and the state: read from the counter the triggers
@@ -653,6 +707,14 @@ class DocumentTable:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _vector_rows(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
+    matrix = np.empty((len(rows), dim), dtype=np.float32)
+    for i, (_, blob) in enumerate(rows):
+        matrix[i] = np.frombuffer(blob, dtype=np.float32)
+    return rowids, matrix
 
 
 def _rowids(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:

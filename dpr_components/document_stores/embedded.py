@@ -4,6 +4,8 @@ Layout of ``path``:
 - ``documents.sqlite``: documents, metadata and vectors (the source of truth, transactional);
 - ``dense_index/``: the FAISS index (derived; caught up or rebuilt from SQLite when stale,
   rebuilt when its files do not match the checksums in its ``manifest.json``);
+- ``dense_delta/``: the vectors written since ``dense_index/`` was last rewritten, as a small
+  exact index, and the rows of ``dense_index/`` overwritten or removed since (dense_layers.py);
 - ``bm25_index/``: the BM25 index (derived; rebuilt likewise);
 - ``store.lock``: orders saving and loading of the derived indexes between processes.
 Handles opened on the same folder in one process share a single backend, so a YAML pipeline
@@ -43,6 +45,7 @@ from dpr_components.document_stores.document_table import (
 )
 from dpr_components.document_stores.hybrid_scoring import exact_dense_scores, hybrid_candidates
 from dpr_components.document_stores.store_backend import (
+    DELTA_FRACTION,
     StoreBackend,
     StoreConfig,
     backend_for,
@@ -83,8 +86,14 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     :param memory_map: load saved indexes memory-mapped (FAISS Flat/HNSW vectors and graph, BM25
         postings): their bytes stay in the page cache instead of the heap (at 2M passages a Flat
         index takes 99 MiB of heap instead of 3 GiB), at the same speed while the files are
-        cached. The first write after opening reads the FAISS index into memory. IVF lists are
-        never mapped (slower searches). Off: indexes are read into memory.
+        cached. Writes go to the FAISS delta (below), so the mapped index is read into memory only
+        when the delta is folded into it. IVF lists are never mapped (slower searches). Off:
+        indexes are read into memory.
+    :param dense_delta_fraction: vectors written after the FAISS index was saved go to a small
+        exact delta index saved apart (with marks for the saved vectors overwritten or removed),
+        so a write never rewrites nor re-reads the whole index; once the delta holds more than
+        this fraction of the saved index's vectors, the next save folds it in (one full rewrite).
+        :meth:`compact_dense_index` folds it now. See docs/scale.md.
 
     Usage example:
 
@@ -113,6 +122,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         bm25_title_field: str | None = "title",
         autosave: bool = True,
         memory_map: bool = True,
+        dense_delta_fraction: float = DELTA_FRACTION,
     ) -> None:
         if similarity not in SIMILARITIES:
             raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
@@ -120,12 +130,14 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             raise ValueError(f"embedding_dim must be positive, got {embedding_dim}")
         if bm25_k1 < 0 or not 0 <= bm25_b <= 1:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={bm25_k1}, b={bm25_b}")
+        if not dense_delta_fraction >= 0:
+            raise ValueError(f"dense_delta_fraction must be a number >= 0, got {dense_delta_fraction!r}")
         self.path = path
         self.autosave = autosave
         self._config = StoreConfig(
             path=path, embedding_dim=embedding_dim, similarity=similarity, index_factory=index_factory,
             ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
-            bm25_title_field=bm25_title_field, memory_map=memory_map,
+            bm25_title_field=bm25_title_field, memory_map=memory_map, delta_fraction=float(dense_delta_fraction),
         )
         # Opened on first use (creating nothing before); settings conflicts are reported now.
         check_before_opening(self._config)
@@ -167,6 +179,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             self, path=c.path, embedding_dim=c.embedding_dim, similarity=c.similarity, index_factory=c.index_factory,
             ef_search=c.ef_search, nprobe=c.nprobe, ef_construction=c.ef_construction, bm25_k1=c.bm25_k1, bm25_b=c.bm25_b, bm25_method=c.bm25_method,
             bm25_title_field=c.bm25_title_field, autosave=self.autosave, memory_map=c.memory_map,
+            dense_delta_fraction=c.delta_fraction,
         )
 
     @classmethod
@@ -471,6 +484,11 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         """Bring both indexes up to date with the documents and write them to ``path`` now
         (nothing to do, and nothing created, for a store never written to)."""
         self._reader().save()
+
+    def compact_dense_index(self) -> None:
+        """Fold the FAISS delta (vectors written since the index was last rewritten) into the
+        main index and rewrite it now, instead of at the save that finds the delta too large."""
+        self._reader().compact_dense()
 
     def _mark_unsaved(self, changed: int) -> None:
         if changed and self.autosave:

@@ -108,6 +108,14 @@ def recorded_state(directory: Path) -> dict[str, Any] | None:
         return None
 
 
+def recorded_files(directory: Path) -> dict[str, Any] | None:
+    """The files (name -> size and digest) recorded in the folder's manifest, unchecked; None if unreadable."""
+    try:
+        return _manifest(Path(directory))["files"]
+    except IndexFilesError:
+        return None
+
+
 def _verified_record(directory: Path) -> dict[str, list[Any]]:
     """The files of ``directory`` hashed on this machine, with their stamps; {} if none or unreadable."""
     try:

@@ -5,10 +5,11 @@ SQLite is the source of truth; an index is used only while it provably matches i
 - each index records the table generation it was built at, the store's id, and (FAISS) the
   highest rowid it has seen; saved folders also carry checksums of their files;
 - every search reads the table's generation (one SELECT): when another handle or process has
-  written since, FAISS catches up by adding the new rows (or is rebuilt when vectors were
-  changed or removed) and BM25 catches up with the rows added, overwritten or removed since
-  (the table's change log), on a copy so searches in flight keep a consistent index; it is
-  rebuilt only when that is impossible (a change log that no longer reaches back, damage);
+  written since, both indexes catch up with the rows added, overwritten or removed since (the
+  table's change log): FAISS in its delta (new vectors in a small exact index, overwritten or
+  removed rows of the saved main index marked removed: dense_layers.py), BM25 on a copy so
+  searches in flight keep a consistent index; an index is rebuilt only when that is impossible
+  (a change log that no longer reaches back, damage);
 - a loaded index whose files do not match their checksums, that belongs to another store, or
   whose size disagrees with the table, is rebuilt from the table with a warning.
 Saving takes the folder's exclusive lock and loading its shared lock (:class:`StoreLock`).
@@ -17,10 +18,12 @@ With ``memory_map`` (the default) saved indexes are loaded memory-mapped (FAISS 
 storage, BM25 postings), so a large store opens without copying them into the heap.
 
 Saving is lazy, so a write costs what it writes: a write only marks the indexes unsaved; they
-catch up on the next search, which saves the index it used (BM25: only once it has caught up
-with more than BM25_SAVE_FRACTION of its documents since its saved copy, which the next opener
-can catch up from), and both are saved by ``save()``, when the backend is garbage-collected,
-and at interpreter exit. A process killed before that loses no document: the next opener
+catch up on the next search, which saves the index it used (FAISS: only its delta, in
+``dense_delta/``, until the delta passes ``delta_fraction`` of the main index, when the save
+folds it in and rewrites ``dense_index/``; BM25: only once it has caught up with more than
+BM25_SAVE_FRACTION of its documents since its saved copy, which the next opener can catch up
+from), and both are saved by ``save()``, when the backend is garbage-collected, and at
+interpreter exit. A process killed before that loses no document: the next opener
 catches up or rebuilds the indexes from SQLite."""
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import atexit
 import contextlib
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 import urllib.parse
@@ -42,6 +46,7 @@ import numpy as np
 
 from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
+from dpr_components.document_stores.dense_layers import LayeredDenseIndex, main_key
 from dpr_components.document_stores.document_table import DocumentTable, folder_is_writable
 from dpr_components.document_stores.index_files import recorded_state, write_index_directory
 from dpr_components.document_stores.store_lock import StoreLock
@@ -51,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 DATABASE = "documents.sqlite"
 DENSE_DIR = "dense_index"
+DELTA_DIR = "dense_delta"
+DELTA_FRACTION = 0.05
 BM25_DIR = "bm25_index"
 BM25_ROWIDS = "rowids.npy"
 BM25_SAVE_FRACTION = 0.01
@@ -70,6 +77,7 @@ class StoreConfig:
     bm25_method: str
     bm25_title_field: str | None
     memory_map: bool = True
+    delta_fraction: float = DELTA_FRACTION
 
 
 class StoreBackend:
@@ -86,7 +94,7 @@ class StoreBackend:
         self._check_settings()
         if self.root is not None and not self.read_only:
             self._remove_interrupted_saves()
-        self._dense: DenseIndex | None = None
+        self._dense: LayeredDenseIndex | None = None
         self._dense_max_rowid = 0
         self._bm25: BM25Index | None = None
         self._bm25_rowids: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -119,7 +127,7 @@ class StoreBackend:
         return self.table.info("dense_settings", {}).get("embedding_dim") or self.config.embedding_dim
 
     # -- dense ------------------------------------------------------------------------------
-    def dense(self) -> DenseIndex | None:
+    def dense(self) -> LayeredDenseIndex | None:
         """The FAISS index, up to date with the table; None if no document has a vector."""
         with self.lock:
             dim = self.embedding_dim
@@ -135,42 +143,69 @@ class StoreBackend:
             self._save_dense()  # rebuilt from scratch: worth keeping for the next opening
             return index
 
-    def _catch_up(self, index: DenseIndex) -> bool:
-        """Add the vectors written since ``index`` was built; False if that is not enough
-        (vectors were changed or removed since, or the index still needs training)."""
-        if not index.is_trained or self.table.state().vectors_reset_at > index.generation:
+    def _catch_up(self, index: LayeredDenseIndex) -> bool:
+        """Apply the vectors written, overwritten or removed since ``index`` was built (in its
+        delta); False if the change log cannot tell what changed or the index needs training."""
+        if not index.is_trained:
             return False
-        rowids, vectors, state = self.table.vectors(index.dim, above_rowid=self._dense_max_rowid)
-        if state.vectors_reset_at > index.generation:
+        changes = self.table.vector_changes(index.generation, self._dense_max_rowid, index.dim)
+        if changes is None:
             return False
-        if len(rowids):
-            index.add(rowids, vectors)
-        index.generation, self._dense_max_rowid = state.generation, state.max_rowid
+        index.remove(changes.touched_rowids)
+        index.add(changes.rowids, changes.vectors)
+        index.generation, self._dense_max_rowid = changes.state.generation, changes.state.max_rowid
         self._dense = index
+        if (self.root is None or self.read_only) and self._delta_too_large(index):
+            self._fold(index)  # never saved, so never folded by a save
         return True
 
-    def _rebuild_dense(self, dim: int) -> DenseIndex:
+    def _delta_too_large(self, index: LayeredDenseIndex) -> bool:
+        return index.delta_size > self.config.delta_fraction * len(index.main)
+
+    def _fold(self, index: LayeredDenseIndex) -> LayeredDenseIndex:
+        """``index`` with its delta folded into main; rebuilt from the table when main cannot
+        remove the vectors the delta replaced (HNSW)."""
+        if index.delta_size == 0:
+            return index
+        try:
+            index.fold()
+            return index
+        except DenseIndexError as error:
+            logger.info("%s: rebuilding the FAISS index from the documents", str(error))
+            dim = self.embedding_dim
+            assert dim is not None
+            return self._rebuild_dense(dim)
+
+    def _rebuild_dense(self, dim: int) -> LayeredDenseIndex:
         c = self.config
-        index = DenseIndex(dim, c.similarity, c.index_factory, c.ef_search, c.nprobe, c.ef_construction)  # type: ignore[arg-type]
+        main = DenseIndex(dim, c.similarity, c.index_factory, c.ef_search, c.nprobe, c.ef_construction)  # type: ignore[arg-type]
+        index = LayeredDenseIndex(main)
         rowids, vectors, state = self.table.vectors(dim)
         index.rebuild(rowids, vectors)
         index.generation = state.generation
         self._dense, self._dense_max_rowid = index, state.max_rowid
         return index
 
-    def _load_dense(self) -> DenseIndex | None:
-        """The saved FAISS index caught up with the table, if it can be trusted."""
-        directory = self._usable_folder(DENSE_DIR, exact_generation=False)
+    def _load_dense(self) -> LayeredDenseIndex | None:
+        """The saved FAISS index (main plus delta) caught up with the table, if it can be trusted."""
+        directory = self._usable_folder(DENSE_DIR, exact_generation=False, oldest_generation=0)
         if directory is None:
             return None
-        assert self.files is not None
+        assert self.files is not None and self.root is not None
         with self.files.shared():
             try:
-                loaded = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe, self.config.memory_map)
+                main = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe, self.config.memory_map)
             except DenseIndexError as error:
                 logger.warning("%s: rebuilding it from the documents", str(error))  # a string: no frames kept alive
                 self._rewrite.add(DENSE_DIR)
                 return None
+            loaded, state = LayeredDenseIndex(main, main_key(directory)), main.state
+            try:
+                state = loaded.load_delta(self.root / DELTA_DIR, self.table.generation) or state
+            except DenseIndexError as error:
+                logger.warning("%s: catching up from the main FAISS index instead", str(error))
+                loaded = LayeredDenseIndex(main, loaded.main_key)
+                self._rewrite.add(DELTA_DIR)
         c = self.config
         if (loaded.factory, loaded.similarity, loaded.dim) != (c.index_factory, c.similarity, self.embedding_dim):
             logger.info("FAISS index in %s was built with other settings: rebuilding it", directory)
@@ -178,13 +213,13 @@ class StoreBackend:
             return None
         saved_generation = loaded.generation
         previous = self._dense_max_rowid
-        self._dense_max_rowid = int(loaded.state.get("max_rowid", 0))
+        self._dense_max_rowid = int(state.get("max_rowid", 0))
         if not self._catch_up(loaded):
             self._dense_max_rowid = previous
             return None
         self._saved_at[DENSE_DIR] = saved_generation
-        count, state = self.table.vector_count()
-        if state.generation == loaded.generation and count != len(loaded):
+        count, table_state = self.table.vector_count()
+        if table_state.generation == loaded.generation and count != len(loaded):
             logger.warning(
                 "FAISS index in %s holds %d vectors but the documents have %d: rebuilding it from the documents",
                 directory, len(loaded), count,
@@ -334,6 +369,11 @@ class StoreBackend:
         recorded = recorded_state(self.root / name)
         if recorded is None or recorded.get("store_id") != self.store_id or not isinstance(recorded.get("generation"), int):
             return -1
+        if name == DENSE_DIR:
+            delta = recorded_state(self.root / DELTA_DIR)
+            key = main_key(self.root / DENSE_DIR)
+            if delta is not None and key is not None and delta.get("main_key") == key:
+                return max(int(recorded["generation"]), int(delta.get("generation", -1)))
         return int(recorded["generation"])
 
     def save(self) -> None:
@@ -376,17 +416,42 @@ class StoreBackend:
         except Exception as error:  # noqa: BLE001 - a finaliser must not raise; the documents are safe in SQLite
             logger.warning("could not save the indexes of %s (%s): the next opening rebuilds them", self.root, error)
 
-    def _save_dense(self) -> None:
+    def _save_dense(self, fold: bool = False) -> None:
+        """Save the FAISS index: only its delta while it is small and made for the saved main;
+        else (or with ``fold``) the delta folded into main and main rewritten."""
         dense = self._dense
         if self.root is None or self.read_only or dense is None:
             return
         assert self.files is not None
         with self.lock, self.files.exclusive():
             # Another process may have saved the same or a newer generation meanwhile.
-            if self._needs_saving(DENSE_DIR, dense.generation):
-                dense.save(self.root / DENSE_DIR, dense.generation, max_rowid=self._dense_max_rowid, store_id=self.store_id)
+            saved_main = None if DENSE_DIR in self._rewrite else main_key(self.root / DENSE_DIR)
+            current = dense.main_key is not None and dense.main_key == saved_main
+            if fold and current and dense.delta_size == 0 and not self._needs_saving(DENSE_DIR, dense.generation):
+                fold = False  # already compact and saved
+            if fold or DELTA_DIR in self._rewrite or self._needs_saving(DENSE_DIR, dense.generation):
+                if fold or not current or self._delta_too_large(dense):
+                    dense = self._fold(dense)  # may rebuild from a newer table state: max_rowid read after
+                    # The old delta goes first: a crash then leaves the old main, caught up from the table.
+                    shutil.rmtree(self.root / DELTA_DIR, ignore_errors=True)
+                    dense.save_main(self.root / DENSE_DIR, max_rowid=self._dense_max_rowid, store_id=self.store_id)
+                else:
+                    dense.save_delta(self.root / DELTA_DIR, max_rowid=self._dense_max_rowid, store_id=self.store_id)
                 self._rewrite.discard(DENSE_DIR)
+                self._rewrite.discard(DELTA_DIR)
             self._saved_at[DENSE_DIR] = dense.generation
+
+    def compact_dense(self) -> None:
+        """Fold the FAISS delta into the main index and rewrite it (in memory only for a store
+        without a writable folder)."""
+        with self.lock:
+            dense = self.dense()
+            if dense is None:
+                return
+            if self.root is None or self.read_only:
+                self._fold(dense)
+            else:
+                self._save_dense(fold=True)
 
     def _save_bm25(self) -> None:
         if self.root is None or self.read_only or self._bm25 is None:

@@ -30,7 +30,7 @@ class PassageEmbedder:
     from haystack import Document
     from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-    embedder = PassageEmbedder(model="models/dpr-minilm-nq/passage_encoder")
+    embedder = PassageEmbedder(model="bundled:all-MiniLM-L6-v2")
     embedder.warm_up()
     documents = [Document(content="Hamlet is a tragedy by William Shakespeare.", meta={"title": "Hamlet"})]
     InMemoryDocumentStore().write_documents(embedder.run(documents=documents)["documents"])

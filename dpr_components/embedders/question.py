@@ -30,7 +30,7 @@ class QuestionEmbedder:
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
     pipeline = Pipeline()
-    pipeline.add_component("embedder", QuestionEmbedder(model="models/dpr-minilm-nq/question_encoder"))
+    pipeline.add_component("embedder", QuestionEmbedder(model="models/dpr-minilm-multi/question_encoder"))
     pipeline.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store))
     pipeline.connect("embedder.embedding", "retriever.query_embedding")
     pipeline.run({"embedder": {"text": "who wrote hamlet?"}})

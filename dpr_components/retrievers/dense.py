@@ -53,11 +53,11 @@ class DenseRetriever:
     from dpr_components.retrievers import DenseRetriever
 
     store = InMemoryDocumentStore(embedding_similarity_function="dot_product")
-    embedder = PassageEmbedder(model="models/dpr-minilm-nq/passage_encoder")
+    embedder = PassageEmbedder(model="bundled:all-MiniLM-L6-v2")
     embedder.warm_up()
     documents = [Document(content="Hamlet is a tragedy written by William Shakespeare.")]
     store.write_documents(embedder.run(documents=documents)["documents"])
-    retriever = DenseRetriever(document_store=store, model="models/dpr-minilm-nq/question_encoder")
+    retriever = DenseRetriever(document_store=store, model="models/dpr-minilm-multi/question_encoder")
     retriever.warm_up()
     found = retriever.run(query="who wrote hamlet?")["documents"]
     ```

@@ -51,7 +51,7 @@ class HybridRetriever:
     from dpr_components.retrievers import HybridRetriever
 
     retriever = HybridRetriever(
-        EmbeddedDocumentStore(path="indexes/example"), model="models/dpr-minilm-nq/question_encoder", weight=25.1
+        EmbeddedDocumentStore(path="indexes/example"), model="models/dpr-minilm-multi/question_encoder", weight=31.6
     )
     retriever.warm_up()
     documents = retriever.run(query="who wrote hamlet?")["documents"]

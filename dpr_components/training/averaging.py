@@ -86,8 +86,10 @@ def average_state_dicts(
                                      f"{names[0]} has {tuple(reference[key].shape)}")
     averaged: dict[str, torch.Tensor] = {}
     for key, first in reference.items():
-        if not first.is_floating_point():
-            # Integer buffers (e.g. position ids) are not learned: keep the first model's.
+        if not first.is_floating_point() or all(torch.equal(first, state[key]) for state in states[1:]):
+            # Integer buffers (e.g. position ids) are not learned: keep the first model's. Equal
+            # tensors (a passage encoder every run kept fixed) stay bit-identical: the float sum
+            # would round them, and bf16 encoding would turn that into other vectors.
             averaged[key] = first.clone()
             continue
         total = torch.zeros(first.shape, dtype=torch.float32)
