@@ -202,3 +202,17 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir:
         _train(tmp_path / "run", tiny_encoder_dir, after_step=_stop_at(1, KeyboardInterrupt))
     with pytest.raises(ValueError, match="learning_rate"):
         _train(tmp_path / "run", tiny_encoder_dir, learning_rate=5e-4)
+
+
+def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+    from dpr_components.readers.model import is_reader_folder, reader_to_train
+
+    first = _train(tmp_path / "first", tiny_encoder_dir)
+    assert is_reader_folder(first.export_dir) and not is_reader_folder(tiny_encoder_dir)
+    started, _ = reader_to_train(str(first.export_dir))
+    exported, _ = load_reader(first.export_dir)
+    assert started.training
+    for (name, a), b in zip(started.state_dict().items(), exported.state_dict().values()):
+        assert torch.equal(a, b), name  # the trained heads are kept, not drawn afresh
+    second = _train(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
+    assert second.position.step == second.total_steps

@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
     parser.add_argument("--limit", type=int, help="first N training questions of each file (smoke runs)")
     parser.add_argument("--sample", type=int, help="N training questions of each file drawn at random (seeded)")
-    parser.add_argument("--init-model", default=BUNDLED_MINILM)
+    parser.add_argument("--init-model", default=BUNDLED_MINILM,
+                        help="an encoder (fresh span and selection heads) or a trained DPRReader folder to go on from")
     parser.add_argument("--passages", type=int, default=4, help="m: passages per question (1 positive + m-1 negatives)")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per step")
     parser.add_argument("--epochs", type=int, default=1)

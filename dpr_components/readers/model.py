@@ -114,6 +114,21 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
     return reader.eval(), load_tokenizer(path)
 
 
+def is_reader_folder(model: str | Path) -> bool:
+    """True when ``model`` is a folder whose config names a ``DPRReader`` (heads included)."""
+    path = Path(model)
+    return (path / "config.json").is_file() and READER_ARCHITECTURE in (_read_config(path).get("architectures") or [])
+
+
+def reader_to_train(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
+    """Where reader training starts: a ``DPRReader`` folder goes on with its trained heads (a longer
+    schedule on more questions than one run can afford), anything else is an encoder given fresh heads."""
+    if is_reader_folder(model):
+        reader, tokenizer = load_reader(model)
+        return reader.train(), tokenizer
+    return reader_from_encoder(model, seed=seed)
+
+
 def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
     """A fresh ``DPRReader`` whose BERT is the given encoder and whose two heads are newly initialised.
 

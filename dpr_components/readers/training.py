@@ -28,7 +28,7 @@ from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rn
 from dpr_components.readers.evaluate import dev_cases, evaluate_reader
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import reader_loss
-from dpr_components.readers.model import load_reader, reader_from_encoder, save_reader
+from dpr_components.readers.model import load_reader, reader_to_train, save_reader
 from dpr_components.readers.predict import ReadSettings
 from dpr_components.training.checkpoint_files import (
     CheckpointError,
@@ -185,7 +185,7 @@ def train(
         raise ValueError("no training questions")
     run = _Run(config, train_questions)
     inputs = config.input_settings()
-    reader, tokenizer = reader_from_encoder(config.init_model, seed=config.seed)
+    reader, tokenizer = reader_to_train(config.init_model, seed=config.seed)
     optimizer = adamw_with_decay_groups(reader, config.learning_rate, config.weight_decay)
     scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * run.total), run.total, first_step_nonzero=True)
     position = run.resume(reader, optimizer, scheduler)
