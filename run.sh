@@ -31,6 +31,9 @@ setup() {
 case "${1:-}" in
   demo)
     setup
+    # The demo's own store, rebuilt each run (seconds): a store indexed by another passage encoder
+    # (e.g. before an upgrade of the default model) would be refused, rightly, by the index pipeline.
+    rm -rf indexes/example
     "$VENV/bin/haystack" run pipelines/index.yml --input path=examples/corpus.jsonl
     "$VENV/bin/haystack" run pipelines/qa.yml --batch examples/demo_queries.txt --top-k 1
     ;;
