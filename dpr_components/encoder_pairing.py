@@ -77,6 +77,19 @@ def write_question_pair_file(question_dir: str | Path, passage_model: str) -> st
     return digest
 
 
+def encoder_models(model: str) -> tuple[str, str]:
+    """(question encoder, passage encoder) that ``model`` names: a trained pair's folder
+    (``question_encoder/`` + ``passage_encoder/``), a question encoder whose pair file names its
+    passage encoder (``passage_model``), else ``model`` for both sides."""
+    folder = Path(model)
+    if (folder / QUESTION_DIR).is_dir() and (folder / PASSAGE_DIR).is_dir():
+        return str(folder / QUESTION_DIR), str(folder / PASSAGE_DIR)
+    record = read_pair_file(folder) if folder.is_dir() else None
+    if record is not None and record["role"] == "question" and isinstance(record.get("passage_model"), str):
+        return model, record["passage_model"]
+    return model, model
+
+
 def read_pair_file(folder: Path) -> dict[str, Any] | None:
     """The pair record of an encoder folder (None when it has none)."""
     path = Path(folder) / PAIR_FILE

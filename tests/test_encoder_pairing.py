@@ -129,3 +129,20 @@ def test_committed_question_encoder_records_its_passage_encoder() -> None:
     record = json.loads((question / PAIR_FILE).read_text())
     assert record["role"] == "question" and record["passage_model"] == "bundled:all-MiniLM-L6-v2"
     assert expected_passage_digest(str(question)) == weights_digest("bundled:all-MiniLM-L6-v2") == record["passage_encoder"]
+
+
+def test_encoder_models_names_both_sides(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    import shutil
+
+    from dpr_components.encoder_pairing import encoder_models, write_question_pair_file
+
+    pair = tmp_path / "pair"
+    for side in ("question_encoder", "passage_encoder"):
+        shutil.copytree(tiny_bert_dir, pair / side)
+    assert encoder_models(str(pair)) == (str(pair / "question_encoder"), str(pair / "passage_encoder"))
+    alone = tmp_path / "alone"
+    shutil.copytree(tiny_bert_dir, alone)
+    assert encoder_models(str(alone)) == (str(alone), str(alone))
+    write_question_pair_file(alone, str(tiny_bert_dir))
+    assert encoder_models(str(alone)) == (str(alone), str(tiny_bert_dir))
+    assert encoder_models("bundled:all-MiniLM-L6-v2") == ("bundled:all-MiniLM-L6-v2",) * 2

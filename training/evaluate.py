@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpr_components.encoder_pairing import read_pair_file
+from dpr_components.encoder_pairing import encoder_models
 from dpr_components.encoders import EncoderSettings, TextEncoder
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
@@ -44,18 +44,6 @@ MAX_K = 100
 def pool_passages(limit: int | None = None) -> list[Passage]:
     passages = load_corpus_passages(resolve_data_source(POOL))
     return passages[:limit] if limit else passages
-
-
-def encoder_folders(system: str) -> tuple[str, str]:
-    """(question model, passage model) of a training output folder, or of a question encoder whose pair
-    file names its passage encoder (a question-side model), else ``system`` for both."""
-    folder = Path(system)
-    if (folder / "question_encoder").is_dir() and (folder / "passage_encoder").is_dir():
-        return str(folder / "question_encoder"), str(folder / "passage_encoder")
-    record = read_pair_file(folder) if folder.is_dir() else None
-    if record is not None and record["role"] == "question" and isinstance(record.get("passage_model"), str):
-        return system, record["passage_model"]
-    return system, system
 
 
 def _top_ids(questions: np.ndarray, passages: np.ndarray, k: int) -> np.ndarray:
@@ -86,7 +74,7 @@ class DenseSystem:
     def __init__(
         self, system: str, passages: Sequence[Passage], precision: str = "auto", passage_model: str | None = None
     ) -> None:
-        question_model, own_passage_model = encoder_folders(system)
+        question_model, own_passage_model = encoder_models(system)
         self.questions = TextEncoder(EncoderSettings(model=question_model, precision=precision), batch_size=64)
         if passage_model is None:
             encoder = TextEncoder(EncoderSettings(model=own_passage_model, precision=precision), batch_size=64)

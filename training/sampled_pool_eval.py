@@ -27,7 +27,8 @@ from dpr_components.training.examples import Ctx
 from dpr_components.training.model import BiEncoder
 from dpr_components.training.negatives import load_corpus_passages
 from dpr_components.training.validation import ValidationSet, build_validation_set, validate
-from training.evaluate import POOL, encoder_folders
+from dpr_components.encoder_pairing import encoder_models
+from training.evaluate import POOL
 
 DEV = "runs/dpr-nq/data/nq-dev-bm25.jsonl"
 POOL_SIZE = 10_000
@@ -47,7 +48,7 @@ def evaluate_sampled(system: str, data: ValidationSet, similarity: str = "cosine
     """Average rank, MRR and top-k of ``system`` (a training output folder or one encoder)."""
     if threads:
         torch.set_num_threads(threads)
-    question_model, passage_model = encoder_folders(system)
+    question_model, passage_model = encoder_models(system)
     model = BiEncoder.from_pretrained(question_model, passage_model=passage_model, bf16=True)
     start = time.perf_counter()
     metrics = validate(model, data, score=similarity)

@@ -73,13 +73,17 @@ def segment_from_terms(
         (np.ones(len(term_ids), dtype=np.float32), term_ids, doc_ptr), shape=(num_docs, num_terms)
     )
     by_doc.sum_duplicates()  # repeated terms of a document become its term frequency
-    by_term = by_doc.tocsc()
+    return _segment(by_doc.tocsc(), positions, num_docs)
+
+
+def _segment(by_term: sp.spmatrix, positions: np.ndarray | None, num_slots: int) -> Segment:
+    """A segment, every slot live, from a term-compressed matrix (indptr per term, indices = slots)."""
     return Segment(
         indptr=by_term.indptr.astype(np.int64),
         slots=by_term.indices.astype(np.int32),
         tf=by_term.data.astype(np.float32),
         positions=positions,
-        live=np.ones(num_docs, dtype=np.bool_),
+        live=np.ones(num_slots, dtype=np.bool_),
     )
 
 
@@ -110,10 +114,4 @@ def merge_segments(segments: Sequence[Segment], num_terms: int, num_positions: i
         slot_of, num_slots = np.searchsorted(slot_positions, position_of), len(slot_positions)
     by_term = sp.csr_matrix((tf, (term_of, slot_of)), shape=(num_terms, num_slots))
     by_term.sort_indices()
-    return Segment(
-        indptr=by_term.indptr.astype(np.int64),
-        slots=by_term.indices.astype(np.int32),
-        tf=by_term.data.astype(np.float32),
-        positions=slot_positions,
-        live=np.ones(num_slots, dtype=np.bool_),
-    )
+    return _segment(by_term, slot_positions, num_slots)

@@ -13,18 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR
+from dpr_components.encoder_pairing import encoder_models
 from dpr_components.encoders import EncoderSettings, TextEncoder
 from dpr_components.indexing.embedding import cache_for, encode_passages_cached
 from dpr_components.indexing.passages import Passage
-
-
-def encoder_pair(model: str) -> tuple[str, str]:
-    """(question encoder, passage encoder) of a trained pair's folder, else ``model`` for both."""
-    folder = Path(model)
-    if (folder / QUESTION_DIR).is_dir() and (folder / PASSAGE_DIR).is_dir():
-        return str(folder / QUESTION_DIR), str(folder / PASSAGE_DIR)
-    return model, model
 
 
 class DenseSearchIndex:
@@ -43,7 +35,7 @@ class DenseSearchIndex:
         show_progress: bool = True,
     ) -> DenseSearchIndex:
         """Encode ``passages`` with the passage side of ``model`` (a pair folder or one encoder)."""
-        question_model, passage_model = encoder_pair(model)
+        question_model, passage_model = encoder_models(model)
         passage_encoder = TextEncoder(EncoderSettings(model=passage_model), batch_size=64)
         cache = cache_for(passage_encoder, cache_folder) if cache_folder is not None else None
         vectors = encode_passages_cached(

@@ -42,7 +42,8 @@ class FrozenPassageVectors:
         self.cache = cache_for(self.encoder, cache_folder) if cache_folder is not None else None
         self.show_progress = show_progress
         self._rows: dict[tuple[str, str], int] = {}
-        self._vectors = np.empty((0, self.encoder.dim), dtype=np.float32)
+        # Grown by doubling, so passages met one batch at a time do not copy the table each time.
+        self._vectors = np.empty((1024, self.encoder.dim), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -61,9 +62,13 @@ class FrozenPassageVectors:
             self.encoder, [c.text for c in ctxs], [c.title or None for c in ctxs], self.cache,
             show_progress=self.show_progress and len(ctxs) > 256,
         )
-        start = len(self._rows)
+        start, end = len(self._rows), len(self._rows) + len(ctxs)
+        if end > len(self._vectors):
+            grown = np.empty((max(end, 2 * len(self._vectors)), self.encoder.dim), dtype=np.float32)
+            grown[:start] = self._vectors[:start]
+            self._vectors = grown
+        self._vectors[start:end] = vectors
         self._rows.update({key: start + i for i, key in enumerate(new)})
-        self._vectors = np.concatenate([self._vectors, vectors.astype(np.float32, copy=False)])
 
     def add_examples(self, examples: Sequence[TrainingExample]) -> None:
         """Every positive and hard negative of ``examples``."""
