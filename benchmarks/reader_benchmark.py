@@ -1,4 +1,4 @@
-"""Reader quality and latency: SQuAD dev with the gold passage, NQ dev end to end, qa pipeline latency.
+"""Reader quality and latency: SQuAD dev with the gold passage, NQ (and SQuAD) dev end to end, qa pipeline latency.
 
     python -m benchmarks.reader_benchmark --model models/reader-minilm     # writes docs/benchmarks/reader.{md,json}
     python -m benchmarks.reader_benchmark --model runs/reader-minilm/export --limit 20 --out runs/reader-bench
@@ -8,7 +8,9 @@
     passages of BM25, dense and the hybrid go to the reader; exact match of its answer (DPR's
     end-to-end QA metric). Each passage is read independently (one encoder pass per passage), so
     the top 20 are read once and the answer for k is chosen among the first k by each of the
-    reader's two rankings (``passage``, ``combined``). Retrievers and λ are those of ``pipelines/qa.yml``.
+    reader's answer rankings (``passage``, ``combined``, and qa.yml's, e.g. ``combined`` with a rank
+    prior). Retrievers and λ are those of ``pipelines/qa.yml``. The first ``--squad-open-limit``
+    squad/dev questions are run the same way: a question style the rank prior was not chosen on.
 (c) Latency of ``pipelines/qa.yml`` per question (reader on the top 10 passages): p50/p95 of
     the whole pipeline and of each stage, after untimed warm-up questions."""
 
@@ -43,12 +45,17 @@ from dpr_components.readers.predict import ReadSettings, SpanPrediction, read
 from dpr_components.settings import data_dir
 
 KS = (1, 5, 10, 20)
-# The reader's two answer rankings (ReadSettings.ranking): DPR's best passage first, or every
-# passage's best span by P(passage) * P(span).
-RANKINGS: dict[str, Callable[[SpanPrediction], float]] = {
-    "passage": lambda p: p.passage_score,
-    "combined": lambda p: p.score,
-}
+# Answer rankings compared (ReadSettings.ranking, rank_prior): DPR's best passage first, every
+# passage's best span by P(passage) * P(span), and that times the retrieval-rank weight r^-α.
+Ranking = tuple[str, float]
+BASE_RANKINGS: tuple[Ranking, ...] = (("passage", 0.0), ("combined", 0.0))
+
+
+def ranking_label(ranking: Ranking) -> str:
+    name, prior = ranking
+    return name if prior == 0 else f"{name} × rank^-{prior:g}"
+
+
 QA_PIPELINE = Path("pipelines/qa.yml")
 
 
@@ -75,6 +82,8 @@ def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | No
         overrides.append(f"hybrid.weight={settings['weight']}")
     if settings.get("ranking") is not None:
         overrides.append(f"reader.ranking={settings['ranking']}")
+    if settings.get("rank_prior") is not None:
+        overrides.append(f"reader.rank_prior={settings['rank_prior']}")
     return load_pipeline(QA_PIPELINE, str(store), overrides + ([f"hybrid.top_k={top}"] if top else []))
 
 
@@ -88,32 +97,39 @@ def _retrieve(pipeline: Any, question: str, k: int) -> dict[str, list[Document]]
     return {"BM25": bm25, "dense": dense, "hybrid": out["documents"]}
 
 
-def nq_end_to_end(model: str, store: Path, reader_settings: dict[str, Any], limit: int | None) -> dict[str, Any]:
-    """(b) End-to-end exact match for each retriever and k."""
+def open_domain_end_to_end(
+    model: str, store: Path, reader_settings: dict[str, Any], dataset: str, limit: int | None,
+    rankings: tuple[Ranking, ...],
+) -> dict[str, Any]:
+    """(b) End-to-end exact match for each retriever, k and answer ranking."""
     pipeline = qa_pipeline(model, store, reader_settings, max(KS))
     reader, tokenizer = load_reader(model)
     settings = ReadSettings(max_answer_length=reader_settings["max_answer_length"])
-    questions = read_jsonl(data_dir() / "nq" / "dev.jsonl", limit)
+    questions = read_jsonl(data_dir() / dataset, limit)
     names = ("BM25", "dense", "hybrid")
-    hits = {ranking: {name: {k: 0.0 for k in KS} for name in names} for ranking in RANKINGS}
+    hits = {ranking_label(r): {name: {k: 0.0 for k in KS} for name in names} for r in rankings}
     answer_in_top = {name: {k: 0 for k in KS} for name in names}
-    for q in tqdm(questions, desc="NQ dev end to end", unit="q"):
+    for q in tqdm(questions, desc=f"{dataset} end to end", unit="q"):
         ranked = _retrieve(pipeline, q.question, max(KS))
         union = list({d.id: d for docs in ranked.values() for d in docs}.values())
         predictions = read(reader, tokenizer, q.question, [(d.meta.get("title"), d.content or "") for d in union],
                            settings=settings, bf16=reader_settings["bf16"])
-        best_of = {}
+        best_of: dict[str, SpanPrediction] = {}
         for p in predictions:  # passage order: the first prediction of a passage is its best span
             best_of.setdefault(union[p.passage_index].id, p)
         for name, docs in ranked.items():
             for k in KS:
-                candidates = [best_of[d.id] for d in docs[:k] if d.id in best_of]
-                for ranking, key in RANKINGS.items():
+                for ranking in rankings:
+                    # Each passage weighed by its rank in this retriever's list, as the reader would see it.
+                    candidates = [best_of[d.id].ranked_at(rank, ranking[1])
+                                  for rank, d in enumerate(docs[:k], start=1) if d.id in best_of]
+                    key = (lambda p: p.passage_rank_score) if ranking[0] == "passage" else (lambda p: p.score)
                     chosen = max(candidates, key=key, default=None)
-                    hits[ranking][name][k] += exact_match(chosen.text if chosen else None, q.answers)
+                    hits[ranking_label(ranking)][name][k] += exact_match(chosen.text if chosen else None, q.answers)
                 answer_in_top[name][k] += any(has_answer(q.answers, d.content or "") for d in docs[:k])
     n = len(questions)
     return {
+        "dataset": dataset,
         "n": n,
         "exact_match": {
             ranking: {name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in by_name.items()}
@@ -158,12 +174,14 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
     return {
         "n": len(questions) - warmup, "warmup": warmup, "stages": {k: _percentiles(v) for k, v in stages.items()},
         "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("hybrid").weight,
-        "ranking": reader.read_settings.ranking,
+        "ranking": reader.read_settings.ranking, "rank_prior": reader.read_settings.rank_prior,
+        "qa_ranking": ranking_label((reader.read_settings.ranking, float(reader.read_settings.rank_prior))),
     }
 
 
 def render(result: dict[str, Any]) -> str:
-    a, b, c = result["squad_gold"], result["nq_end_to_end"], result["latency"]
+    a, c = result["squad_gold"], result["latency"]
+    qa_ranking = c["qa_ranking"]
     lines = [
         "# Span reader: reading comprehension, end-to-end QA, latency",
         "",
@@ -178,29 +196,33 @@ def render(result: dict[str, Any]) -> str:
         "| exact match | F1 | ms / question |",
         "|---:|---:|---:|",
         f"| {a['exact_match']:.1f} | {a['f1']:.1f} | {a['ms_per_question']:.0f} |",
-        "",
-        f"## (b) NQ dev end to end over the pool ({b['n']} questions)",
-        "",
-        f"Retrievers as in `pipelines/qa.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
-        f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
-        "",
-        "Exact match (%) of the reader's answer from the top-k passages of each retriever "
-        "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages read), "
-        "for both answer rankings of the reader: `passage` (DPR's: the best span of the passage the reader "
-        "selects) and `combined` (every passage's best span by P(passage) · P(span)); "
-        f"`pipelines/qa.yml` uses `{c['ranking']}`.",
-        "",
-        "| ranking | retriever | " + " | ".join(f"k={k}" for k in KS) + " |",
-        "|---|---|" + "---:|" * len(KS),
     ]
-    for ranking, by_name in b["exact_match"].items():
-        for name, by_k in by_name.items():
-            accuracy = b["retrieval_top_k_accuracy"][name]
-            cells = " | ".join(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS)
-            lines.append(f"| {ranking} | {name} | {cells} |")
+    for part, b in zip("bcdefgh", result["end_to_end"]):
+        lines += [
+            "",
+            f"## ({part}) {b['dataset']} end to end over the pool ({b['n']} questions)",
+            "",
+            f"Retrievers as in `pipelines/qa.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
+            f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
+            "",
+            "Exact match (%) of the reader's answer from the top-k passages of each retriever "
+            "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages "
+            "read), for the reader's answer rankings: `passage` (DPR's: the best span of the passage the reader "
+            "selects), `combined` (every passage's best span by P(passage) · P(span)) and `combined × rank^-α` "
+            "(that times r^-α, r the passage's rank in the retriever's list); "
+            f"`pipelines/qa.yml` uses `{qa_ranking}`.",
+            "",
+            "| ranking | retriever | " + " | ".join(f"k={k}" for k in KS) + " |",
+            "|---|---|" + "---:|" * len(KS),
+        ]
+        for ranking, by_name in b["exact_match"].items():
+            for name, by_k in by_name.items():
+                accuracy = b["retrieval_top_k_accuracy"][name]
+                cells = " | ".join(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS)
+                lines.append(f"| {ranking} | {name} | {cells} |")
     lines += [
         "",
-        f"## (c) `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
+        f"## `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
         "",
         "| stage | p50 ms | p95 ms | mean ms |",
         "|---|---:|---:|---:|",
@@ -230,6 +252,9 @@ def main() -> None:
                         help="the pool indexed with the qa pipeline's passage encoder (haystack run pipelines/index.yml "
                              "--input path=<data>/wiki/documents.jsonl --store indexes/pool)")
     parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa.yml's)")
+    parser.add_argument("--rank-prior", type=float, help="reader rank prior α (default: qa.yml's)")
+    parser.add_argument("--squad-open-limit", type=int, default=500,
+                        help="first N squad/dev questions also run end to end (0: none), a second question style")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
@@ -241,19 +266,26 @@ def main() -> None:
         raise SystemExit(f"{store_path} holds no store: index the pool first (see --help)")
     bf16 = bf16_enabled(args.precision)
     reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
-                       "weight": args.weight, "ranking": args.ranking}
+                       "weight": args.weight, "ranking": args.ranking, "rank_prior": args.rank_prior}
     log("(a) SQuAD dev with the gold paragraph")
     squad = squad_gold(args.model, reader_settings, args.limit)
     log(f"(a) EM {squad['exact_match']:.1f} F1 {squad['f1']:.1f}")
-    log("(b) NQ dev end to end")
-    nq = nq_end_to_end(args.model, store_path, reader_settings, args.limit)
-    log("(c) qa pipeline latency")
+    qa_reader = qa_pipeline(args.model, store_path, reader_settings).get_component("reader").read_settings
+    rankings = tuple(dict.fromkeys([*BASE_RANKINGS, (qa_reader.ranking, float(qa_reader.rank_prior))]))
+    end_to_end = []
+    squad_limit = args.squad_open_limit if args.limit is None else min(args.limit, args.squad_open_limit)
+    for dataset, limit in [("nq/dev.jsonl", args.limit), ("squad/dev.jsonl", squad_limit)]:
+        if limit == 0:
+            continue
+        log(f"{dataset} end to end")
+        end_to_end.append(open_domain_end_to_end(args.model, store_path, reader_settings, dataset, limit, rankings))
+    log("qa pipeline latency")
     n_latency = min(args.latency_questions, args.limit or args.latency_questions)
     lat = latency(args.model, store_path, reader_settings, n_latency, args.warmup)
     result = {
         "command": command, "model": args.model, "model_info": _model_info(args.model),
         "machine": f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "torch_threads": torch.get_num_threads(), "squad_gold": squad, "nq_end_to_end": nq, "latency": lat,
+        "torch_threads": torch.get_num_threads(), "squad_gold": squad, "end_to_end": end_to_end, "latency": lat,
         "date": time.strftime("%Y-%m-%d"),
     }
     out = Path(args.out)

@@ -31,8 +31,14 @@ def reader_run(tmp_path: Path) -> tuple[Path, Path, Path]:
     _write(benchmark, {
         "command": "python -m benchmarks.reader_benchmark",
         "squad_gold": {"n": 3470, "exact_match": 61.23, "f1": 70.94},
-        "nq_end_to_end": {"n": 655, "exact_match": {"BM25": {"1": 20.0, "10": 25.5}, "hybrid": {"1": 24.0, "10": 30.1}}},
-        "latency": {"stages": {"pipeline": {"p50_ms": 420.0, "p95_ms": 610.0}}},
+        "end_to_end": [
+            {"dataset": "nq/dev.jsonl", "n": 655, "exact_match": {
+                "passage": {"BM25": {"1": 19.0, "10": 21.5}, "hybrid": {"1": 23.0, "10": 27.1}},
+                "combined × rank^-1": {"BM25": {"1": 20.0, "10": 25.5}, "hybrid": {"1": 24.0, "10": 30.1}}}},
+            {"dataset": "squad/dev.jsonl", "n": 500, "exact_match": {
+                "combined × rank^-1": {"BM25": {"1": 40.0, "10": 45.5}, "hybrid": {"1": 44.0, "10": 50.1}}}},
+        ],
+        "latency": {"stages": {"pipeline": {"p50_ms": 420.0, "p95_ms": 610.0}}, "qa_ranking": "combined × rank^-1"},
     })
     return model, run, benchmark
 
@@ -44,7 +50,8 @@ def test_card_reports_the_run_and_the_benchmark(reader_run: tuple[Path, Path, Pa
     assert "python -m training.train_reader --sample 16000 --passages 2" in card
     assert "16,000 questions drawn at random" in card and "7,142 questions" in card
     assert "exact match 61.2, F1 70.9" in card
-    assert "| hybrid | 24.0 | 30.1 |" in card
+    assert "| hybrid | 24.0 | 30.1 |" in card and "| hybrid | 23.0 | 27.1 |" not in card  # qa.yml's ranking only
+    assert "squad/dev.jsonl end to end" in card and "| hybrid | 44.0 | 50.1 |" in card
     assert "p50 420 ms, p95 610 ms" in card
     assert "EM 52.3 at step 1800" in card
     assert "median 9.0 passages/s" in card and "peak memory 3.0 GB" in card

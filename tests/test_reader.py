@@ -13,7 +13,7 @@ from haystack import Document
 
 from dpr_components.readers.inputs import InputSettings, build_rows, collate, tokenize_passage
 from dpr_components.readers.model import ReaderLoadError, load_reader, reader_from_encoder, save_reader
-from dpr_components.readers.predict import ReadSettings, read, row_logits
+from dpr_components.readers.predict import ReadSettings, SpanPrediction, rank_weight, read, row_logits
 from dpr_components.readers.span_reader import SpanReader
 from dpr_components.readers.spans import (
     answer_char_spans,
@@ -194,6 +194,43 @@ def test_passage_selection_picks_the_selected_passage_first(tokenizer) -> None:
     assert combined[0].passage_index == 1
 
 
+def test_rank_prior_weighs_passages_by_their_retrieval_rank(tokenizer) -> None:
+    """With every passage selected alike, rank^-α decides; without the prior the reader alone does."""
+    fake = TargetReader(_id(tokenizer, "william"), _id(tokenizer, "shakespeare"), select_id=_id(tokenizer, "hamlet"))
+    passages = [
+        ("Sonnets", "The sonnets are by William Shakespeare too."),
+        ("Hamlet", "Hamlet was written by William Shakespeare."),
+        ("Plays", "Many plays are by William Shakespeare."),
+    ]
+    for ranking in ("passage", "combined"):
+        plain = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(ranking=ranking))
+        assert plain[0].passage_index == 1 and {a.rank_weight for a in plain} == {1.0}
+        # The selected passage has e^5 ≈ 148 times the probability of the others: a prior of 1 keeps it
+        # first (148 / 2 > 1), a prior of 8 gives the first passage the lead (2^8 = 256 > 148).
+        mild = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL),
+                    ReadSettings(ranking=ranking, rank_prior=1.0))
+        assert mild[0].passage_index == 1
+        assert {a.passage_index: a.rank_weight for a in mild} == pytest.approx({0: 1.0, 1: 0.5, 2: 1 / 3})
+        strong = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL),
+                      ReadSettings(ranking=ranking, rank_prior=8.0))
+        assert strong[0].passage_index == 0
+        key = (lambda a: a.passage_rank_score) if ranking == "passage" else (lambda a: a.score)
+        assert [key(a) for a in strong] == sorted((key(a) for a in strong), reverse=True)
+
+
+def test_rank_weight_and_ranked_at() -> None:
+    assert rank_weight(1, 3.0) == 1.0 and rank_weight(4, 0.5) == pytest.approx(0.5) and rank_weight(7, 0.0) == 1.0
+    with pytest.raises(ValueError, match="start at 1"):
+        rank_weight(0, 1.0)
+    prediction = SpanPrediction(0, 0, 4, "text", 3.0, 0.5, 0.8)
+    moved = prediction.ranked_at(2, 1.0)
+    assert moved.score == pytest.approx(0.8 * 0.5 / 2) and moved.passage_rank_score == pytest.approx(0.4)
+    assert prediction.score == pytest.approx(0.4)  # unchanged: predictions are immutable
+    for bad in (-0.5, 11.0, float("nan"), "1", True):
+        with pytest.raises(ValueError, match="rank_prior"):
+            ReadSettings(rank_prior=bad)  # type: ignore[arg-type]
+
+
 # ---- the real (tiny) model ---------------------------------------------------------------------
 
 
@@ -288,7 +325,7 @@ def test_component_answers_with_offsets_and_meta(tiny_reader_dir: Path) -> None:
     assert {a.document.id for a in answers} <= {"a", "b"}
     for answer in answers:
         assert answer.data == answer.document.content[answer.document_offset.start : answer.document_offset.end]
-        assert set(answer.meta) == {"passage_score", "span_score", "span_probability"}
+        assert set(answer.meta) == {"passage_score", "span_score", "span_probability", "rank_weight"}
         assert all(isinstance(v, float) for v in answer.meta.values())
     assert [a.score for a in answers] == sorted((a.score for a in answers), reverse=True)
     assert len(reader.run("who wrote hamlet", documents, top_k=1)["answers"]) == 1
@@ -317,8 +354,9 @@ def test_component_bad_input(tiny_reader_dir: Path) -> None:
 
 def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
     reader = SpanReader(model=str(tiny_reader_dir), top_k=2, ranking="combined", spans_per_passage=2, stride=32,
-                        precision="fp32", batch_size=4)
+                        precision="fp32", batch_size=4, rank_prior=1.0)
     data = reader.to_dict()
+    assert data["init_parameters"]["rank_prior"] == 1.0
     assert data["type"] == "dpr_components.readers.span_reader.SpanReader"
     again = SpanReader.from_dict(data)
     assert again.to_dict() == data

@@ -216,3 +216,27 @@ def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir
         assert torch.equal(a, b), name  # the trained heads are kept, not drawn afresh
     second = _train(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
     assert second.position.step == second.total_steps
+
+
+@pytest.mark.parametrize(("flags", "expected_draw_seed"), [([], 3), (["--data-seed", "0"], 0)])
+def test_train_reader_draws_questions_with_the_data_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected_draw_seed: int
+) -> None:
+    """--data-seed keeps the training sample (and its mining cache) and the dev draw while --seed changes the order."""
+    from training import train_reader as cli
+
+    draws: list[int] = []
+    monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
+    monkeypatch.setattr(cli, "mined_questions", lambda *args: draws.append(args[-1]) or [])
+    trained: list[TrainConfig] = []
+
+    def fake_train(config: TrainConfig, *rest: object) -> None:
+        trained.append(config)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train", fake_train)
+    code = cli.main(["--output", str(tmp_path / "run"), "--train", "squad/train.jsonl", "--negatives-from", "bm25",
+                     "--sample", "10", "--seed", "3", *flags])
+    assert code == 130
+    assert draws == [expected_draw_seed, expected_draw_seed]  # training file, dev file
+    assert trained[0].seed == 3

@@ -131,7 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--stride", type=int, default=64)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                         help="bf16 autocast for training; auto: where the CPU has native bf16")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the training order, dropout and negatives")
+    parser.add_argument("--data-seed", type=int,
+                        help="seed of the --sample draw and the dev draw (default: --seed); keep it and change --seed "
+                             "to train again on the same mined questions in a new order")
     parser.add_argument("--eval-every", type=int, default=1000, help="steps between dev evaluations (0: at the end)")
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument("--log-every", type=int, default=10)
@@ -154,17 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
     store = _store(store_path, args.encoder if dense else None)
     settings = MiningSettings(depth=args.depth)
+    data_seed = args.seed if args.data_seed is None else args.data_seed
     train_questions: list[MinedQuestion] = []
     data_record: dict[str, int] = {}
     for name in [n.strip() for n in args.train.split(",") if n.strip()]:
         mined = mined_questions(data_dir() / name, store, store_path, names, settings, args.limit, args.encoder, False,
-                                args.sample, args.seed)
+                                args.sample, data_seed)
         data_record[name] = len(mined)
         train_questions += mined
     dev_questions = []
     if args.dev:
         dev_questions = mined_questions(data_dir() / args.dev, store, store_path, names, settings, None,
-                                        args.encoder, True, args.dev_limit, args.seed)
+                                        args.encoder, True, args.dev_limit, data_seed)
     config = TrainConfig(
         output_dir=args.output, init_model=args.init_model, passages_per_question=args.passages,
         batch_size=args.batch_size, epochs=args.epochs, max_steps=args.max_steps, learning_rate=args.lr,

@@ -3,12 +3,14 @@
 Passage selection follows DPR (Karpukhin et al. 2020, section 6): a softmax over the passages'
 [CLS] selection logits (a long passage counts with its best window). Within a passage the
 span score is start logit + end logit; ``span_probability`` is P(start)·P(end) with both
-softmaxes over the passage tokens of the window."""
+softmaxes over the passage tokens of the window. An optional rank prior weighs each passage by
+its retrieval rank r as r^-α: a reader trained with few negatives per question selects passages
+less well than the retriever ranked them (docs/benchmarks/reader.md measures it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -32,10 +34,28 @@ class SpanPrediction:
     span_score: float
     span_probability: float
     passage_score: float
+    rank_weight: float = 1.0  # r^-α of the passage's retrieval rank r (1.0 without a rank prior)
+
+    @property
+    def passage_rank_score(self) -> float:
+        """What ``ranking="passage"`` orders passages by: P(passage), times the rank weight."""
+        return self.passage_score * self.rank_weight
 
     @property
     def score(self) -> float:
-        return self.passage_score * self.span_probability
+        """What ``ranking="combined"`` orders answers by: P(passage)·P(span), times the rank weight."""
+        return self.passage_score * self.span_probability * self.rank_weight
+
+    def ranked_at(self, rank: int, rank_prior: float) -> SpanPrediction:
+        """This prediction with the rank weight of a passage retrieved at 1-based ``rank``."""
+        return replace(self, rank_weight=rank_weight(rank, rank_prior))
+
+
+def rank_weight(rank: int, rank_prior: float) -> float:
+    """``rank^-rank_prior``: how much the retriever's order counts for the passage at 1-based ``rank``."""
+    if rank < 1:
+        raise ValueError(f"ranks start at 1, got {rank}")
+    return float(rank) ** -rank_prior
 
 
 @dataclass(frozen=True)
@@ -43,12 +63,15 @@ class ReadSettings:
     """Decoding options: answer length in tokens, spans kept per passage, how answers are ranked.
 
     ``ranking="passage"`` is DPR's: passages by selection probability, then spans within each.
-    ``ranking="combined"`` ranks all spans by P(passage)·P(span)."""
+    ``ranking="combined"`` ranks all spans by P(passage)·P(span).
+    ``rank_prior`` α > 0 multiplies either by r^-α, r = the passage's 1-based position in the
+    input (the retriever's order); 0 ignores the order, as DPR does."""
 
     max_answer_length: int = 10
     spans_per_passage: int = 1
     ranking: Ranking = "passage"
     batch_size: int | None = None
+    rank_prior: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_answer_length <= 0:
@@ -59,6 +82,10 @@ class ReadSettings:
             raise ValueError(f"ranking must be 'passage' or 'combined', got {self.ranking!r}")
         if self.batch_size is not None and self.batch_size <= 0:
             raise ValueError(f"batch_size must be positive or None, got {self.batch_size}")
+        if isinstance(self.rank_prior, bool) or not isinstance(self.rank_prior, (int, float)):
+            raise ValueError(f"rank_prior must be a number, got {self.rank_prior!r}")
+        if not 0 <= self.rank_prior <= 10:
+            raise ValueError(f"rank_prior must be between 0 and 10, got {self.rank_prior}")
 
 
 @torch.inference_mode()
@@ -132,11 +159,13 @@ def read(
                 span_score=span.score,
                 span_probability=float(np.exp(log_start[span.start] + log_end[span.end])),
                 passage_score=passage_probability[row.passage_index],
+                rank_weight=rank_weight(row.passage_index + 1, settings.rank_prior),
             )
     per_passage = {i: _non_overlapping(list(c.values()), settings.spans_per_passage) for i, c in candidates.items()}
     if settings.ranking == "combined":
         return sorted((p for spans in per_passage.values() for p in spans), key=lambda p: -p.score)
-    ordered_passages = sorted(indices, key=lambda i: -passage_probability[i])
+    weights = {i: passage_probability[i] * rank_weight(i + 1, settings.rank_prior) for i in indices}
+    ordered_passages = sorted(indices, key=lambda i: -weights[i])
     return [p for i in ordered_passages for p in per_passage[i]]
 
 

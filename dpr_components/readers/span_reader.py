@@ -30,12 +30,15 @@ class SpanReader:
     selection logits; the answer is the best span (at most ``max_answer_length`` tokens) of the
     best-selected passage. Returns ``ExtractedAnswer``s, best first, with character offsets into
     ``document.content`` and ``meta`` holding ``passage_score`` (selection probability),
-    ``span_score`` (start + end logit) and ``span_probability``.
+    ``span_score`` (start + end logit), ``span_probability`` and ``rank_weight`` (r^-rank_prior).
 
     :param model: a ``DPRReader`` folder (facebook/dpr-reader-* or one made by training/train_reader.py).
     :param top_k: answers returned.
     :param ranking: ``passage`` (DPR: best passage first; score = passage probability) or
         ``combined`` (all spans by passage probability × span probability, which is then the score).
+    :param rank_prior: α ≥ 0; weighs the document at 1-based position r of ``documents`` (the
+        retriever's order) by r^-α in either ranking. 0 (default) ignores the order, as DPR does;
+        ``pipelines/qa.yml`` uses 1 (docs/benchmarks/reader.md).
     :param spans_per_passage: spans taken from each passage (non-overlapping).
     :param max_answer_length: longest answer in tokens (DPR: 10).
     :param max_length: tokens per model input; longer passages are read in windows.
@@ -66,6 +69,7 @@ class SpanReader:
         model: str = DEFAULT_READER,
         top_k: int = 5,
         ranking: Ranking = "passage",
+        rank_prior: float = 0.0,
         spans_per_passage: int = 1,
         max_answer_length: int = 10,
         max_length: int = 256,
@@ -84,7 +88,7 @@ class SpanReader:
         self.precision = precision
         self.read_settings = ReadSettings(
             max_answer_length=max_answer_length, spans_per_passage=spans_per_passage, ranking=ranking,
-            batch_size=batch_size,
+            batch_size=batch_size, rank_prior=rank_prior,
         )
         self.input_settings = InputSettings(
             max_length=max_length, stride=stride, max_question_tokens=max_question_tokens,
@@ -159,7 +163,7 @@ class SpanReader:
         answers = []
         for p in predictions[:top_k]:
             document = readable[p.passage_index]
-            score = p.passage_score if self.read_settings.ranking == "passage" else p.score
+            score = p.passage_rank_score if self.read_settings.ranking == "passage" else p.score
             answers.append(
                 ExtractedAnswer(
                     query=query,
@@ -171,6 +175,7 @@ class SpanReader:
                         "passage_score": float(p.passage_score),
                         "span_score": float(p.span_score),
                         "span_probability": float(p.span_probability),
+                        "rank_weight": float(p.rank_weight),
                     },
                 )
             )
