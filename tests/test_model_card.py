@@ -113,12 +113,17 @@ def test_dpr_card_of_a_question_side_soup_names_minilm_and_the_committed_copy(tm
     _write(model / "question_encoder" / "model.safetensors", "x" * 1000)
     scores = lambda top1: {"nq/dev.jsonl": {"top_k": {"1": top1, "5": 94.0, "20": 98.0, "100": 99.5}}}  # noqa: E731
     report = {"command": "python -m training.train_dpr_nq --stage report", "baselines": [],
-              "runs": [], "soups": [{"name": "soup2", "datasets": scores(82.0)}]}
+              "runs": [{"name": "qa", "datasets": scores(81.5)}], "soups": [{"name": "soup2", "datasets": scores(82.0)}]}
     _write(tmp_path / "dpr_nq.json", report)
     _write(tmp_path / "shipped.json", {"datasets": scores(81.8)})
     assert dpr_main(["--model", str(model), "--run", str(root / "soup2"), "--report", str(tmp_path / "dpr_nq.json"),
-                     "--hybrid", str(tmp_path / "none.json"), "--shipped-eval", str(tmp_path / "shipped.json")]) == 0
+                     "--hybrid", str(tmp_path / "none.json"), "--shipped-eval", str(tmp_path / "shipped.json"),
+                     "--passed-over", "qa"]) == 0
     card = (model / "README.md").read_text()
+    assert "| `qa` (compared on dev, not picked) | 81.5 |" in card
+    with pytest.raises(SystemExit, match="--passed-over nope"):
+        dpr_main(["--model", str(model), "--run", str(root / "soup2"), "--report", str(tmp_path / "dpr_nq.json"),
+                  "--hybrid", str(tmp_path / "none.json"), "--passed-over", "nope"])
     assert "bundled:all-MiniLM-L6-v2" in card and "--question-side --dense-negatives --with-squad 14000 --multi" in card
     assert "--seed 2" in card and "--soup qa,qb" in card and "question-only" in card
     assert "| multi (soup, float32) | 82.0 |" in card and "| **multi** (float16, as committed) | 81.8 |" in card

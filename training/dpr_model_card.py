@@ -82,9 +82,10 @@ def _ingredients(run: Path) -> tuple[list[Path], list[str] | None]:
 
 def render(
     model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str, Any]] | None,
-    shipped: dict[str, Any] | None = None,
+    shipped: dict[str, Any] | None = None, passed_over: list[str] | None = None,
 ) -> str:
-    """The card; ``shipped``: ``training.evaluate`` of the committed (float16) copy itself."""
+    """The card; ``shipped``: ``training.evaluate`` of the committed (float16) copy itself;
+    ``passed_over``: runs or soups of the report that were compared on dev and not picked."""
     runs, soup = _ingredients(run)
     first = runs[0]
     config = read_json(first / "config.json")["config"]
@@ -103,6 +104,11 @@ def render(
     else:
         rows.append(_accuracy_row(f"{model.name} ({'soup' if soup else 'run'}, float32)", evaluation["datasets"]))
         rows.append(_accuracy_row(f"**{model.name}** (float16, as committed)", shipped["datasets"]))
+    for name in passed_over or []:
+        other = next((r for r in report["runs"] + report.get("soups", []) if r["name"] == name), None)
+        if other is None:
+            raise SystemExit(f"--passed-over {name}: no such run or soup in the report")
+        rows.append(_accuracy_row(f"`{name}` (compared on dev, not picked)", other["datasets"]))
     if hybrid:
         label, datasets = _hybrid_datasets(hybrid)
         rows.append(_accuracy_row(f"BM25 + {model.name}, {label}", datasets))
@@ -200,15 +206,19 @@ def render(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="models/dpr-minilm-multi", help="the committed model folder")
-    parser.add_argument("--run", default="runs/dpr-nq/soup2-9771948a", help="its training run or soup folder")
+    parser.add_argument("--run", default="runs/dpr-nq/qside-multi-nqall-squad40000-bs32-hn4dense-cosine-e1-lr2e-05",
+                        help="its training run or soup folder")
     parser.add_argument("--report", default="docs/training/dpr_nq.json")
     parser.add_argument("--hybrid", default="docs/training/hybrid/retrieval_quality.json")
     parser.add_argument("--shipped-eval", help="training.evaluate's JSON for the committed copy (its float16 weights)")
+    parser.add_argument("--passed-over", default="",
+                        help="comma-separated runs or soups of the report compared on dev and not picked (listed too)")
     args = parser.parse_args(argv)
     hybrid_file = Path(args.hybrid)
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
     shipped = read_json(Path(args.shipped_eval)) if args.shipped_eval else None
-    card = render(Path(args.model), Path(args.run), read_json(Path(args.report)), hybrid, shipped)
+    passed_over = [name for name in args.passed_over.split(",") if name]
+    card = render(Path(args.model), Path(args.run), read_json(Path(args.report)), hybrid, shipped, passed_over)
     atomic_write_text(Path(args.model) / "README.md", card)
     print(f"wrote {Path(args.model) / 'README.md'}", file=sys.stderr)
     return 0
