@@ -70,9 +70,15 @@ def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -
     cases = [ReadingCase(q.question, q.answers, [q.gold]) for q in questions if q.gold is not None]
     start = time.perf_counter()
     scores = evaluate_reader(reader, tokenizer, cases, bf16=reader_settings["bf16"], progress=True,
-                             settings=ReadSettings(max_answer_length=reader_settings["max_answer_length"]))
+                             settings=_decoding(reader_settings))
     return {"n": scores.n, "exact_match": scores.exact_match, "f1": scores.f1,
             "ms_per_question": 1000 * (time.perf_counter() - start) / scores.n}
+
+
+def _decoding(reader_settings: dict[str, Any]) -> ReadSettings:
+    """Span decoding as in qa.yml: its answer length limit and length prior."""
+    return ReadSettings(max_answer_length=reader_settings["max_answer_length"],
+                        length_penalty=reader_settings.get("length_penalty") or 0.0)
 
 
 def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | None = None) -> Any:
@@ -84,6 +90,8 @@ def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | No
         overrides.append(f"reader.ranking={settings['ranking']}")
     if settings.get("rank_prior") is not None:
         overrides.append(f"reader.rank_prior={settings['rank_prior']}")
+    if settings.get("length_penalty") is not None:
+        overrides.append(f"reader.length_penalty={settings['length_penalty']}")
     return load_pipeline(QA_PIPELINE, str(store), overrides + ([f"hybrid.top_k={top}"] if top else []))
 
 
@@ -104,7 +112,7 @@ def open_domain_end_to_end(
     """(b) End-to-end exact match for each retriever, k and answer ranking."""
     pipeline = qa_pipeline(model, store, reader_settings, max(KS))
     reader, tokenizer = load_reader(model)
-    settings = ReadSettings(max_answer_length=reader_settings["max_answer_length"])
+    settings = _decoding(reader_settings)
     questions = read_jsonl(data_dir() / dataset, limit)
     names = ("BM25", "dense", "hybrid")
     hits = {ranking_label(r): {name: {k: 0.0 for k in KS} for name in names} for r in rankings}
@@ -131,6 +139,7 @@ def open_domain_end_to_end(
     return {
         "dataset": dataset,
         "n": n,
+        "questions": f"the first {n:,}" if limit is not None else f"all {n:,}",
         "exact_match": {
             ranking: {name: {k: 100 * v / n for k, v in by_k.items()} for name, by_k in by_name.items()}
             for ranking, by_name in hits.items()
@@ -176,6 +185,7 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
         "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("hybrid").weight,
         "ranking": reader.read_settings.ranking, "rank_prior": reader.read_settings.rank_prior,
         "qa_ranking": ranking_label((reader.read_settings.ranking, float(reader.read_settings.rank_prior))),
+        "length_penalty": reader.read_settings.length_penalty,
     }
 
 
@@ -191,6 +201,10 @@ def render(result: dict[str, Any]) -> str:
         f"{result['torch_threads']}, reader precision {c['reader_precision']}. "
         "The machine is shared, so times are noisy.",
         "",
+        f"Span decoding in every part as in `pipelines/qa.yml`: answers of at most {result.get('max_answer_length', 10)} "
+        f"tokens, length prior β = {c.get('length_penalty', 0.0):g} (a span of n tokens scores start + end logit − "
+        "β(n−1); 0 is DPR's decoding).",
+        "",
         f"## (a) SQuAD dev, gold paragraph given ({a['n']} questions)",
         "",
         "| exact match | F1 | ms / question |",
@@ -200,7 +214,7 @@ def render(result: dict[str, Any]) -> str:
     for part, b in zip("bcdefgh", result["end_to_end"]):
         lines += [
             "",
-            f"## ({part}) {b['dataset']} end to end over the pool ({b['n']} questions)",
+            f"## ({part}) {b['dataset']} end to end over the pool ({b.get('questions', b['n'])} questions)",
             "",
             f"Retrievers as in `pipelines/qa.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
             f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
@@ -231,6 +245,15 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _int_keys(value: Any) -> Any:
+    """JSON turned the k of every ``{k: accuracy}`` into a string; turn them back."""
+    if isinstance(value, dict):
+        return {int(k) if isinstance(k, str) and k.isdigit() else k: _int_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_int_keys(v) for v in value]
+    return value
+
+
 def _model_info(model: str) -> str:
     path = Path(model) / "reader_info.json"
     if not path.is_file():
@@ -253,11 +276,18 @@ def main() -> None:
                              "--input path=<data>/wiki/documents.jsonl --store indexes/pool)")
     parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa.yml's)")
     parser.add_argument("--rank-prior", type=float, help="reader rank prior α (default: qa.yml's)")
+    parser.add_argument("--length-penalty", type=float, help="reader length prior β (default: qa.yml's)")
     parser.add_argument("--squad-open-limit", type=int, default=500,
                         help="first N squad/dev questions also run end to end (0: none), a second question style")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite OUT/reader.md from OUT/reader.json of an earlier run (no measuring)")
     args = parser.parse_args()
+    if args.render_only:
+        saved = _int_keys(json.loads((Path(args.out) / "reader.json").read_text(encoding="utf-8")))
+        atomic_write_text(Path(args.out) / "reader.md", render(saved))
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
     command = "python -m benchmarks.reader_benchmark " + shlex.join(sys.argv[1:])
@@ -266,11 +296,13 @@ def main() -> None:
         raise SystemExit(f"{store_path} holds no store: index the pool first (see --help)")
     bf16 = bf16_enabled(args.precision)
     reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
-                       "weight": args.weight, "ranking": args.ranking, "rank_prior": args.rank_prior}
+                       "weight": args.weight, "ranking": args.ranking, "rank_prior": args.rank_prior,
+                       "length_penalty": args.length_penalty}
+    qa_reader = qa_pipeline(args.model, store_path, reader_settings).get_component("reader").read_settings
+    reader_settings["length_penalty"] = qa_reader.length_penalty
     log("(a) SQuAD dev with the gold paragraph")
     squad = squad_gold(args.model, reader_settings, args.limit)
     log(f"(a) EM {squad['exact_match']:.1f} F1 {squad['f1']:.1f}")
-    qa_reader = qa_pipeline(args.model, store_path, reader_settings).get_component("reader").read_settings
     rankings = tuple(dict.fromkeys([*BASE_RANKINGS, (qa_reader.ranking, float(qa_reader.rank_prior))]))
     end_to_end = []
     squad_limit = args.squad_open_limit if args.limit is None else min(args.limit, args.squad_open_limit)
@@ -285,7 +317,7 @@ def main() -> None:
     result = {
         "command": command, "model": args.model, "model_info": _model_info(args.model),
         "machine": f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "torch_threads": torch.get_num_threads(), "squad_gold": squad, "end_to_end": end_to_end, "latency": lat,
+        "torch_threads": torch.get_num_threads(), "max_answer_length": args.max_answer_length, "squad_gold": squad, "end_to_end": end_to_end, "latency": lat,
         "date": time.strftime("%Y-%m-%d"),
     }
     out = Path(args.out)

@@ -57,6 +57,18 @@ def test_card_reports_the_run_and_the_benchmark(reader_run: tuple[Path, Path, Pa
     assert "median 9.0 passages/s" in card and "peak memory 3.0 GB" in card
 
 
+def test_card_of_a_last_step_export_says_so(reader_run: tuple[Path, Path, Path]) -> None:
+    model, run, benchmark = reader_run
+    info = json.loads((model / "reader_info.json").read_text())
+    _write(model / "reader_info.json", {**info, "step": 30, "dev_em": 50.0, "exported": "last"})
+    with (run / "log.jsonl").open("a") as log:
+        log.write(json.dumps({"step": 20, "dev_em": 51.0}) + "\n" + json.dumps({"step": 30, "dev_em": 50.0}) + "\n")
+    assert main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)]) == 0
+    card = (model / "README.md").read_text()
+    assert "Exported at the last step, 30 (`--export last`" in card and "EM 50.0 on 300 squad/dev questions" in card
+    assert "the best step on them was 20 (EM 51.0)" in card
+
+
 def test_missing_benchmark_is_a_clear_error(reader_run: tuple[Path, Path, Path]) -> None:
     model, run, benchmark = reader_run
     benchmark.unlink()

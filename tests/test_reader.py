@@ -117,6 +117,28 @@ def test_best_spans_respect_max_length_order_and_overlap() -> None:
     assert best_spans(np.zeros(0), np.zeros(0), 5) == []
 
 
+def test_length_penalty_prefers_shorter_spans() -> None:
+    start = np.array([5.0, 0.0, 4.0, 0.0, 0.0])
+    end = np.array([0.0, 0.0, 4.5, 0.0, 6.0])
+    assert [(s.start, s.end) for s in best_spans(start, end, 5)] == [(0, 4)]  # 11.0: the long span
+    short = best_spans(start, end, 5, length_penalty=1.0)
+    assert [(s.start, s.end) for s in short] == [(2, 2)] and short[0].score == pytest.approx(8.5)
+    assert best_spans(start, end, 5, length_penalty=0.5)[0].score == pytest.approx(11.0 - 0.5 * 4)
+
+
+def test_read_applies_the_length_prior_to_span_probability(tokenizer) -> None:
+    fake = TargetReader(_id(tokenizer, "william"), _id(tokenizer, "shakespeare"))
+    passages = [("Hamlet", "Hamlet was written by William Shakespeare.")]
+    plain = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL))[0]
+    penalised = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(length_penalty=0.5))[0]
+    assert plain.text == penalised.text == "William Shakespeare"
+    tokens = penalised.span_score - plain.span_score  # −0.5 per extra token
+    assert penalised.span_probability == pytest.approx(plain.span_probability * np.exp(tokens))
+    for bad in (-1.0, 10.5, float("nan"), "0.3", False):
+        with pytest.raises(ValueError, match="length_penalty"):
+            ReadSettings(length_penalty=bad)  # type: ignore[arg-type]
+
+
 def test_char_offsets_and_word_extension(tokenizer) -> None:
     text = "Marie Curie won the Nobel Prize in 1903, unbelievably."
     passage = tokenize_passage(tokenizer, text)

@@ -197,6 +197,26 @@ def test_interrupted_training_resumes_to_the_same_state(
     assert steps == [1, 2, 3, 4, 5, 6]  # steps run again after a crash are not logged twice
 
 
+def test_finished_run_re_exports_its_last_step_on_request(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+    best = _train(tmp_path / "run", tiny_encoder_dir)
+    last = _train(tmp_path / "run", tiny_encoder_dir, export="last")  # same run, finished: only re-exported
+    assert last.position == best.position
+    info = json.loads((last.export_dir / "reader_info.json").read_text())
+    assert info["step"] == 6 and info["exported"] == "last" and info["dev_em"] == best.position.last_em
+    final = _state(tmp_path / "run")["model"]
+    with safe_open(str(last.export_dir / "model.safetensors"), "pt") as weights:
+        for name in weights.keys():
+            assert torch.equal(weights.get_tensor(name), final[name].to(torch.float16)), name
+    with pytest.raises(ValueError, match="export"):
+        _config(tmp_path / "x", tiny_encoder_dir, export="first")
+    # A checkpoint written before the last evaluation was kept in it: the log still has it.
+    state = _state(tmp_path / "run")
+    state["position"] = {k: v for k, v in state["position"].items() if k not in ("last_em", "last_f1")}
+    torch.save(state, tmp_path / "run" / "checkpoint" / "state.pt")
+    again = _train(tmp_path / "run", tiny_encoder_dir, export="last")
+    assert json.loads((again.export_dir / "reader_info.json").read_text())["dev_em"] == best.position.last_em
+
+
 def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
     with pytest.raises(KeyboardInterrupt):
         _train(tmp_path / "run", tiny_encoder_dir, after_step=_stop_at(1, KeyboardInterrupt))

@@ -65,7 +65,8 @@ def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
         by_name = result["exact_match"][ranking]
         ks = list(next(iter(by_name.values())).keys())
         lines += [
-            f"- {result['dataset']} end to end over the 55,350-passage pool ({result['n']:,} questions), exact match "
+            f"- {result['dataset']} end to end over the 55,350-passage pool ({result.get('questions', result['n'])} questions), "
+            "exact match "
             f"with the top-k passages (answer ranking `{ranking}`, as in `pipelines/qa.yml`):",
             "",
             "| retriever | " + " | ".join(f"k={k}" for k in ks) + " |",
@@ -74,6 +75,23 @@ def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
             "",
         ]
     return lines
+
+
+def _selection(info: dict[str, Any], run: Path) -> str:
+    """How the exported step was chosen, with its dev exact match."""
+    training = info["training"]
+    dev = f"{training['dev_limit']} squad/dev questions read with {training['dev_passages']} passages each"
+    if info.get("exported") != "last":
+        return f"Selected by exact match on {dev}: EM {info['dev_em']:.1f} at step {info['step']}."
+    log = run / "log.jsonl"
+    evaluations = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()
+                   if '"dev_em"' in line] if log.is_file() else []
+    best = max(evaluations, key=lambda e: e["dev_em"], default=None)
+    last = f"EM {info['dev_em']:.1f} on {dev}" if info.get("dev_em") is not None else f"not evaluated on {dev}"
+    best_text = (f"; the best step on them was {best['step']} (EM {best['dev_em']:.1f}), within their noise"
+                 if best is not None and best["step"] != info["step"] else "")
+    return (f"Exported at the last step, {info['step']} (`--export last`: on all of squad/dev with the gold paragraph "
+            f"it scored higher than the best step on the smaller dev draw, a dev choice): {last}{best_text}.")
 
 
 def _count(n: int, noun: str) -> str:
@@ -112,9 +130,7 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         f"{training['learning_rate']:g} (warm-up {training['warmup_ratio']:.0%}, linear decay, weight decay "
         f"{training['weight_decay']:g}), inputs of at most {training['max_length']} tokens, "
         f"{'bf16 autocast' if training['bf16'] else 'fp32'}. Loss: marginal likelihood of every answer occurrence in "
-        "the positive plus the passage-selection log-likelihood (training/READER.md). Selected by exact match on "
-        f"{training['dev_limit']} squad/dev questions read with {training['dev_passages']} passages each: "
-        f"EM {info['dev_em']:.1f} at step {info['step']}.",
+        "the positive plus the passage-selection log-likelihood (training/READER.md). " + _selection(info, run),
         "",
         _training_cost(run),
         "",

@@ -140,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--dev-limit", type=int, default=500, help="dev questions (drawn at random, seeded)")
     parser.add_argument("--dev-passages", type=int, default=8)
+    parser.add_argument("--export", choices=["best", "last"], default="best",
+                        help="export/ holds the reader with the best dev EM, or the last step's (e.g. when a larger "
+                             "evaluation than --dev-limit prefers it); a finished run re-exports on a second call")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     return parser
 
@@ -175,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         warmup_ratio=args.warmup_ratio, max_length=args.max_length, stride=args.stride,
         bf16=bf16_enabled(args.precision),
         seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-        dev_passages=args.dev_passages, dev_limit=args.dev_limit,
+        dev_passages=args.dev_passages, dev_limit=args.dev_limit, export=args.export,
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)
     (Path(args.output) / "command.txt").write_text("python -m training.train_reader " + " ".join(sys.argv[1:]) + "\n")
@@ -187,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command to resume", file=sys.stderr)
         return 130
-    print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} "
-          f"at step {result.position.best_step}; fp16 reader in {result.export_dir}")
+    exported = (f"the last step's reader" if args.export == "last"
+                else f"the best reader (step {result.position.best_step})")
+    print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
+          f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}")
     if args.export_to and result.export_dir is not None:
         with atomic_directory(args.export_to) as tmp:
             shutil.copytree(result.export_dir, tmp, dirs_exist_ok=True)

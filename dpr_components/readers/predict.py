@@ -65,13 +65,16 @@ class ReadSettings:
     ``ranking="passage"`` is DPR's: passages by selection probability, then spans within each.
     ``ranking="combined"`` ranks all spans by P(passage)·P(span).
     ``rank_prior`` α > 0 multiplies either by r^-α, r = the passage's 1-based position in the
-    input (the retriever's order); 0 ignores the order, as DPR does."""
+    input (the retriever's order); 0 ignores the order, as DPR does. ``length_penalty`` β > 0
+    is a prior for short answers: a span of n tokens scores start + end logit − β(n−1), and its
+    probability is P(start)·P(end)·e^(−β(n−1)); 0 is DPR's decoding."""
 
     max_answer_length: int = 10
     spans_per_passage: int = 1
     ranking: Ranking = "passage"
     batch_size: int | None = None
     rank_prior: float = 0.0
+    length_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_answer_length <= 0:
@@ -86,6 +89,10 @@ class ReadSettings:
             raise ValueError(f"rank_prior must be a number, got {self.rank_prior!r}")
         if not 0 <= self.rank_prior <= 10:
             raise ValueError(f"rank_prior must be between 0 and 10, got {self.rank_prior}")
+        if isinstance(self.length_penalty, bool) or not isinstance(self.length_penalty, (int, float)):
+            raise ValueError(f"length_penalty must be a number, got {self.length_penalty!r}")
+        if not 0 <= self.length_penalty <= 10:
+            raise ValueError(f"length_penalty must be between 0 and 10, got {self.length_penalty}")
 
 
 @torch.inference_mode()
@@ -145,7 +152,8 @@ def read(
         passage = tokenized[row.passage_index]
         log_start, log_end = _log_softmax(start), _log_softmax(end)
         word_ids = passage.word_ids[row.window_start : row.window_end]
-        for span in best_spans(start, end, settings.max_answer_length, settings.spans_per_passage):
+        for span in best_spans(start, end, settings.max_answer_length, settings.spans_per_passage,
+                               settings.length_penalty):
             s, e = extend_to_words(span.start, span.end, word_ids)
             char_start, char_end = char_span(passage.offsets, row.window_start + s, row.window_start + e)
             previous = candidates[row.passage_index].get((char_start, char_end))
@@ -157,7 +165,8 @@ def read(
                 end=char_end,
                 text=passage.text[char_start:char_end],
                 span_score=span.score,
-                span_probability=float(np.exp(log_start[span.start] + log_end[span.end])),
+                span_probability=float(np.exp(log_start[span.start] + log_end[span.end]
+                                              - settings.length_penalty * (span.end - span.start))),
                 passage_score=passage_probability[row.passage_index],
                 rank_weight=rank_weight(row.passage_index + 1, settings.rank_prior),
             )

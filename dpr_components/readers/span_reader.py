@@ -39,6 +39,9 @@ class SpanReader:
     :param rank_prior: α ≥ 0; weighs the document at 1-based position r of ``documents`` (the
         retriever's order) by r^-α in either ranking. 0 (default) ignores the order, as DPR does;
         ``pipelines/qa.yml`` uses 1 (docs/benchmarks/reader.md).
+    :param length_penalty: β ≥ 0, a prior for short answers: a span of n tokens scores start + end
+        logit − β(n−1) and its ``span_probability`` is P(start)·P(end)·e^(−β(n−1)). 0 (default)
+        is DPR's decoding.
     :param spans_per_passage: spans taken from each passage (non-overlapping).
     :param max_answer_length: longest answer in tokens (DPR: 10).
     :param max_length: tokens per model input; longer passages are read in windows.
@@ -70,6 +73,7 @@ class SpanReader:
         top_k: int = 5,
         ranking: Ranking = "passage",
         rank_prior: float = 0.0,
+        length_penalty: float = 0.0,
         spans_per_passage: int = 1,
         max_answer_length: int = 10,
         max_length: int = 256,
@@ -88,7 +92,7 @@ class SpanReader:
         self.precision = precision
         self.read_settings = ReadSettings(
             max_answer_length=max_answer_length, spans_per_passage=spans_per_passage, ranking=ranking,
-            batch_size=batch_size, rank_prior=rank_prior,
+            batch_size=batch_size, rank_prior=rank_prior, length_penalty=length_penalty,
         )
         self.input_settings = InputSettings(
             max_length=max_length, stride=stride, max_question_tokens=max_question_tokens,

@@ -43,9 +43,11 @@ def windows(n_tokens: int, size: int, stride: int) -> list[tuple[int, int]]:
 
 
 def best_spans(
-    start_logits: np.ndarray, end_logits: np.ndarray, max_answer_length: int, top_n: int = 1
+    start_logits: np.ndarray, end_logits: np.ndarray, max_answer_length: int, top_n: int = 1,
+    length_penalty: float = 0.0,
 ) -> list[TokenSpan]:
-    """The ``top_n`` highest-scoring non-overlapping spans, score = start logit + end logit.
+    """The ``top_n`` highest-scoring non-overlapping spans, score = start logit + end logit
+    − ``length_penalty`` × (tokens − 1), a prior for short answers (0: DPR's decoding).
 
     Spans satisfy ``start <= end < start + max_answer_length`` (DPR's span decoding)."""
     if max_answer_length <= 0:
@@ -62,6 +64,8 @@ def best_spans(
     ends = starts + np.arange(width)[None, :]
     valid = ends < n
     scores = np.where(valid, start_logits[:, None] + end_logits[np.minimum(ends, n - 1)], -np.inf)
+    if length_penalty:
+        scores = scores - length_penalty * np.arange(width)[None, :]
     order = np.argsort(-scores, axis=None, kind="stable")
     chosen: list[TokenSpan] = []
     for flat in order:

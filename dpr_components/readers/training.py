@@ -46,7 +46,7 @@ from dpr_components.training.schedule import linear_warmup_decay
 from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
-_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress"}
+_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress", "export"}
 
 
 @dataclass
@@ -76,6 +76,8 @@ class TrainConfig:
     dev_passages: int = 8
     dev_limit: int | None = None
     progress: bool = True
+    export: str = "best"  # which reader export/ holds: "best" by dev EM, or the "last" step's
+
 
     def __post_init__(self) -> None:
         check_setting_types(self, "reader training setting")
@@ -95,6 +97,8 @@ class TrainConfig:
         for name in ("weight_decay", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"reader training setting {name!r} must be >= 0, got {getattr(self, name)}")
+        if self.export not in ("best", "last"):
+            raise ValueError(f"reader training setting 'export' must be 'best' or 'last', got {self.export!r}")
         self.input_settings()  # validates the lengths
 
     def input_settings(self) -> InputSettings:
@@ -111,6 +115,8 @@ class Position:
     best_em: float = -1.0
     best_step: int = -1
     last_eval_step: int = -1
+    last_em: float = -1.0
+    last_f1: float = -1.0
 
 
 @dataclass
@@ -298,6 +304,7 @@ def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, pos
                              bf16=config.bf16)
     improved = scores.exact_match > position.best_em
     position.last_eval_step = position.step
+    position.last_em, position.last_f1 = scores.exact_match, scores.f1
     if improved:
         position.best_em, position.best_step = scores.exact_match, position.step
         save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
@@ -311,16 +318,29 @@ def _info(config: TrainConfig, position: Position, dev_f1: float | None) -> dict
     return {"training": asdict(config), "step": position.step, "dev_em": position.best_em, "dev_f1": dev_f1}
 
 
+def _logged_dev(run_dir: Path, step: int) -> tuple[float | None, float | None]:
+    """Dev EM/F1 logged at ``step`` (checkpoints of older versions did not keep the last evaluation)."""
+    log = run_dir / "log.jsonl"
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()] \
+        if log.is_file() else []
+    found = [e for e in entries if e.get("step") == step and "dev_em" in e]
+    return (found[-1]["dev_em"], found[-1].get("dev_f1")) if found else (None, None)
+
+
 def _finish(run: _Run, reader: torch.nn.Module, tokenizer: Any, position: Position) -> TrainResult:
-    """Export the best reader (or the last one without dev questions) as fp16 safetensors."""
+    """Export the best reader (the last one with ``export="last"`` or without dev questions) as fp16 safetensors."""
     best_dir = run.dir / "best"
-    if best_dir.is_dir():
+    if run.config.export == "best" and best_dir.is_dir():
         source, source_tokenizer = load_reader(best_dir)
+        info = _info(run.config, position, None)
+        if (best_dir / "reader_info.json").is_file():
+            info = json.loads((best_dir / "reader_info.json").read_text(encoding="utf-8"))
     else:
         source, source_tokenizer = reader, tokenizer
-    info = _info(run.config, position, None)
-    if best_dir.is_dir() and (best_dir / "reader_info.json").is_file():
-        info = json.loads((best_dir / "reader_info.json").read_text(encoding="utf-8"))
+        em, f1 = (position.last_em, position.last_f1) if position.last_em >= 0 else _logged_dev(run.dir, position.step)
+        evaluated = position.last_eval_step == position.step and em is not None
+        info = {"training": asdict(run.config), "step": position.step, "exported": "last",
+                "dev_em": em if evaluated else None, "dev_f1": f1 if evaluated else None}
     export_dir = run.dir / "export"
     save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info)
     return TrainResult(position, run.total, best_dir if best_dir.is_dir() else None, export_dir)
