@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.io_utils import atomic_write_text
+from dpr_components.training.run_log import read_log
 
 BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
 
@@ -43,9 +44,7 @@ def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
 
 def _training_cost(run: Path) -> str:
     """Throughput and memory of the run from its log (median over the logging windows)."""
-    log = run / "log.jsonl"
-    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.is_file() else []
-    windows = [e for e in entries if "passages_per_s" in e]
+    windows = [e for e in read_log(run / "log.jsonl") if "passages_per_s" in e]
     if not windows:
         return ""
     rates = sorted(e["passages_per_s"] for e in windows)
@@ -83,9 +82,7 @@ def _selection(info: dict[str, Any], run: Path) -> str:
     dev = f"{training['dev_limit']} squad/dev questions read with {training['dev_passages']} passages each"
     if info.get("exported") != "last":
         return f"Selected by exact match on {dev}: EM {info['dev_em']:.1f} at step {info['step']}."
-    log = run / "log.jsonl"
-    evaluations = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()
-                   if '"dev_em"' in line] if log.is_file() else []
+    evaluations = [e for e in read_log(run / "log.jsonl") if "dev_em" in e]
     best = max(evaluations, key=lambda e: e["dev_em"], default=None)
     last = f"EM {info['dev_em']:.1f} on {dev}" if info.get("dev_em") is not None else f"not evaluated on {dev}"
     best_text = (f"; the best step on them was {best['step']} (EM {best['dev_em']:.1f}), within their noise"

@@ -41,7 +41,7 @@ from dpr_components.training.checkpoint_files import (
 from dpr_components.training.optimizer import adamw_with_decay_groups
 from dpr_components.training.rng import seed_everything
 from dpr_components.training.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
-from dpr_components.training.run_log import RunLog
+from dpr_components.training.run_log import RunLog, read_log
 from dpr_components.training.schedule import linear_warmup_decay
 from dpr_components.training.setting_types import check_setting_types
 
@@ -115,8 +115,6 @@ class Position:
     best_em: float = -1.0
     best_step: int = -1
     last_eval_step: int = -1
-    last_em: float = -1.0
-    last_f1: float = -1.0
 
 
 @dataclass
@@ -304,7 +302,6 @@ def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, pos
                              bf16=config.bf16)
     improved = scores.exact_match > position.best_em
     position.last_eval_step = position.step
-    position.last_em, position.last_f1 = scores.exact_match, scores.f1
     if improved:
         position.best_em, position.best_step = scores.exact_match, position.step
         save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
@@ -319,11 +316,8 @@ def _info(config: TrainConfig, position: Position, dev_f1: float | None) -> dict
 
 
 def _logged_dev(run_dir: Path, step: int) -> tuple[float | None, float | None]:
-    """Dev EM/F1 logged at ``step`` (checkpoints of older versions did not keep the last evaluation)."""
-    log = run_dir / "log.jsonl"
-    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()] \
-        if log.is_file() else []
-    found = [e for e in entries if e.get("step") == step and "dev_em" in e]
+    """Dev EM/F1 evaluated at ``step``, from the run's log (None, None if it was not evaluated there)."""
+    found = [e for e in read_log(run_dir / "log.jsonl") if e.get("step") == step and "dev_em" in e]
     return (found[-1]["dev_em"], found[-1].get("dev_f1")) if found else (None, None)
 
 
@@ -337,10 +331,8 @@ def _finish(run: _Run, reader: torch.nn.Module, tokenizer: Any, position: Positi
             info = json.loads((best_dir / "reader_info.json").read_text(encoding="utf-8"))
     else:
         source, source_tokenizer = reader, tokenizer
-        em, f1 = (position.last_em, position.last_f1) if position.last_em >= 0 else _logged_dev(run.dir, position.step)
-        evaluated = position.last_eval_step == position.step and em is not None
-        info = {"training": asdict(run.config), "step": position.step, "exported": "last",
-                "dev_em": em if evaluated else None, "dev_f1": f1 if evaluated else None}
+        em, f1 = _logged_dev(run.dir, position.step)
+        info = {"training": asdict(run.config), "step": position.step, "exported": "last", "dev_em": em, "dev_f1": f1}
     export_dir = run.dir / "export"
     save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info)
     return TrainResult(position, run.total, best_dir if best_dir.is_dir() else None, export_dir)
