@@ -140,3 +140,23 @@ def test_dpr_card_of_a_question_side_soup_names_minilm_and_the_committed_copy(tm
     assert "--seed 2" in card and "--soup qa,qb" in card and "question-only" in card
     assert "| multi (soup, float32) | 82.0 |" in card and "| **multi** (float16, as committed) | 81.8 |" in card
     assert "7,167 questions of `nq/train.jsonl` and 14,000" in card and "first 3 left out" in card
+
+
+def test_card_of_a_continued_reader_lists_both_stages(reader_run: tuple[Path, Path, Path]) -> None:
+    model, run, benchmark = reader_run
+    info = json.loads((model / "reader_info.json").read_text())
+    stage_one = {**info, "step": 4000, "command": "python -m training.train_reader --sample 32000 --lr 1e-4",
+                 "data": {"squad/train-v1.1.json": 31999, "nq/train.jsonl": 7142},
+                 "cost": {"passages_per_s": 9.5, "questions_per_s": 4.7, "hours": 3.3, "peak_gb": 3.7}}
+    continued = {**info, "training": {**info["training"], "init_model": "models/reader", "seed": 2},
+                 "continues": stage_one}
+    _write(model / "reader_info.json", continued)
+    _write(run / "data.json", {"squad/train-v1.1.json": 87599, "nq/train.jsonl": 7142})
+    _write(run / "command.txt", "python -m training.train_reader --init-model models/reader --lr 5e-5\n")
+    assert main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)]) == 0
+    card = (model / "README.md").read_text()
+    first, second = card.index("Stage 1, from"), card.index("Stage 2, going on from the reader of stage 1")
+    assert first < card.index("--sample 32000 --lr 1e-4") < second < card.index("--init-model models/reader --lr 5e-5")
+    assert "31,999 questions drawn at random (seed 0)" in card and "87,599 questions of SQuAD v1.1 train (all of it)" in card
+    assert "4000 steps kept" in card and "median 9.5 passages/s" in card  # stage 1's own record
+    assert "median 9.0 passages/s" in card  # this run's log

@@ -16,6 +16,7 @@ from typing import Any
 
 from dpr_components.io_utils import atomic_write_text
 from dpr_components.training.run_log import read_log
+from training.reader_record import training_cost
 
 BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
 
@@ -34,7 +35,8 @@ def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
     lines = []
     for name, count in data.items():
         if name.startswith("squad"):
-            how = f"drawn at random (seed {seed}) from the 87,599 of SQuAD v1.1 train" if sample else "SQuAD v1.1 train"
+            how = (f"drawn at random (seed {seed}) from the 87,599 of SQuAD v1.1 train" if sample
+                   else "of SQuAD v1.1 train (all of it)")
             lines.append(f"- `{name}`: {count:,} questions {how}; positive: the question's own paragraph.")
         else:
             lines.append(f"- `{name}`: {count:,} questions with at least one retrieved passage containing an answer "
@@ -42,19 +44,54 @@ def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
     return lines
 
 
-def _training_cost(run: Path) -> str:
-    """Throughput and memory of the run from its log (median over the logging windows)."""
-    windows = [e for e in read_log(run / "log.jsonl") if "passages_per_s" in e]
-    if not windows:
+def _cost_sentence(cost: dict[str, float] | None) -> str:
+    if not cost:
         return ""
-    rates = sorted(e["passages_per_s"] for e in windows)
-    questions = sorted(e["questions_per_s"] for e in windows)
-    peak = max(e["peak_rss_mb"] for e in windows)
-    hours = sum(1 / e["steps_per_s"] for e in windows) * (windows[1]["step"] - windows[0]["step"] if len(windows) > 1
-                                                          else 1) / 3600
     return (f"Training cost on the 2-core CPU (shared with other jobs for part of the run): median "
-            f"{rates[len(rates) // 2]:.1f} passages/s ({questions[len(questions) // 2]:.1f} questions/s), "
-            f"about {hours:.1f} h of training steps (dev evaluations excluded), peak memory {peak / 1024:.1f} GB.")
+            f"{cost['passages_per_s']:.1f} passages/s ({cost['questions_per_s']:.1f} questions/s), "
+            f"about {cost['hours']:.1f} h of training steps (dev evaluations excluded), peak memory "
+            f"{cost['peak_gb']:.1f} GB.")
+
+
+def _settings_sentence(training: dict[str, Any], step: int) -> str:
+    return (
+        f"Settings: {training['passages_per_question']} passages per question, {training['batch_size']} questions per "
+        f"step, {step} steps kept of {training.get('max_steps') or 'one epoch'}, AdamW lr "
+        f"{training['learning_rate']:g} (warm-up {training['warmup_ratio']:.0%}, linear decay, weight decay "
+        f"{training['weight_decay']:g}), inputs of at most {training['max_length']} tokens, "
+        f"{'bf16 autocast' if training['bf16'] else 'fp32'}."
+    )
+
+
+def _stage_lines(command: str, data: dict[str, int], training: dict[str, Any]) -> list[str]:
+    """The command of one training stage and the questions it read."""
+    sample = next((a.split("=", 1)[-1] for a in command.split("--sample ")[1:2]), None)
+    return [
+        "```bash",
+        command,
+        "```",
+        "",
+        "Training questions (each with one positive and "
+        f"{_count(training['passages_per_question'] - 1, 'BM25-retrieved negative passage')} without any answer):",
+        *_data_lines(data, sample, training["seed"]),
+        "",
+    ]
+
+
+def _earlier_stages(info: dict[str, Any]) -> list[str]:
+    """The stages a continued reader went through before its own run, oldest first."""
+    chain, record = [], info.get("continues")
+    while isinstance(record, dict):
+        chain.append(record)
+        record = record.get("continues")
+    lines = []
+    for number, record in enumerate(reversed(chain), start=1):
+        lines += [f"Stage {number}, from {record['training'].get('init_model', '?')}:", ""]
+        lines += _stage_lines(record.get("command", "?"), record.get("data", {}), record["training"])
+        lines += [_settings_sentence(record["training"], record["step"]) + " " + _cost_sentence(record.get("cost")), ""]
+    if lines:
+        lines += [f"Stage {len(chain) + 1}, going on from the reader of stage {len(chain)}:", ""]
+    return lines
 
 
 def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
@@ -100,7 +137,6 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
     training = info["training"]
     command = (run / "command.txt").read_text(encoding="utf-8").strip() if (run / "command.txt").is_file() else "?"
     data = read_json(run / "data.json")
-    sample = next((a.split("=", 1)[-1] for a in command.split("--sample ")[1:2]), None)
     squad, latency = benchmark["squad_gold"], benchmark["latency"]
     lines = [
         f"# {model.name}: DPR span reader from all-MiniLM-L6-v2",
@@ -114,22 +150,12 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         "",
         "## How it was made",
         "",
-        "```bash",
-        command,
-        "```",
-        "",
-        "Training questions (each with one positive and "
-        f"{_count(training['passages_per_question'] - 1, 'BM25-retrieved negative passage')} without any answer):",
-        *_data_lines(data, sample, training["seed"]),
-        "",
-        f"Settings: {training['passages_per_question']} passages per question, {training['batch_size']} questions per "
-        f"step, {info['step']} steps kept of {training.get('max_steps') or 'one epoch'}, AdamW lr "
-        f"{training['learning_rate']:g} (warm-up {training['warmup_ratio']:.0%}, linear decay, weight decay "
-        f"{training['weight_decay']:g}), inputs of at most {training['max_length']} tokens, "
-        f"{'bf16 autocast' if training['bf16'] else 'fp32'}. Loss: marginal likelihood of every answer occurrence in "
+        *_earlier_stages(info),
+        *_stage_lines(command, data, training),
+        _settings_sentence(training, info["step"]) + " Loss: marginal likelihood of every answer occurrence in "
         "the positive plus the passage-selection log-likelihood (training/READER.md). " + _selection(info, run),
         "",
-        _training_cost(run),
+        _cost_sentence(info.get("cost") or training_cost(run)),
         "",
         f"## Results ({BENCHMARK_COMMAND_DOC}, `{benchmark['command']}`)",
         "",

@@ -38,6 +38,7 @@ from dpr_components.readers.data import (
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.settings import cache_dir, data_dir
 from dpr_components.validation import MAX_QUERY_CHARS
+from training.reader_record import earlier_record, record_provenance
 
 
 def _kind(path: Path) -> Kind:
@@ -155,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    earlier_record(args.init_model)  # a damaged record of the starting reader stops the run before any work
     names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
     dense = "dense" in names
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
@@ -181,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         dev_passages=args.dev_passages, dev_limit=args.dev_limit, export=args.export,
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)
-    (Path(args.output) / "command.txt").write_text("python -m training.train_reader " + " ".join(sys.argv[1:]) + "\n")
+    command = "python -m training.train_reader " + " ".join(sys.argv[1:] if argv is None else argv)
+    (Path(args.output) / "command.txt").write_text(command + "\n")
     # Training questions per file (after sampling and mining): the model card reports them.
     atomic_write_text(Path(args.output) / "data.json", json.dumps(data_record, indent=1) + "\n")
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops like Ctrl-C: a checkpoint is saved first
@@ -194,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 else f"the best reader (step {result.position.best_step})")
     print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
           f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}")
+    if result.export_dir is not None:
+        record_provenance(result.export_dir, Path(args.output), command, data_record, args.init_model)
     if args.export_to and result.export_dir is not None:
         with atomic_directory(args.export_to) as tmp:
             shutil.copytree(result.export_dir, tmp, dirs_exist_ok=True)
