@@ -36,7 +36,8 @@ def test_a_start_without_a_record_has_no_earlier_stage(tmp_path: Path) -> None:
     assert earlier_record(str(tmp_path)) is None
 
 
-@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"training": "fast"}', "\udcff"])
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"training": "fast", "step": 1}', "\udcff",
+                                     '{"training": {}, "step": 1, "continues": {"training": {}}}'])
 def test_a_damaged_record_of_the_starting_reader_is_a_clear_error(tmp_path: Path, content: str) -> None:
     (tmp_path / "reader_info.json").write_bytes(content.encode("utf-8", "surrogateescape"))
     with pytest.raises(SystemExit, match="reader_info.json: not a"):

@@ -5,6 +5,7 @@ that reader's own record. The model card (``training/model_card.py``) is written
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,9 @@ def training_cost(run_dir: Path) -> dict[str, float] | None:
     if not windows:
         return None
     steps_per_window = windows[1]["step"] - windows[0]["step"] if len(windows) > 1 else 1
-    median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
     return {
-        "passages_per_s": median([e["passages_per_s"] for e in windows]),
-        "questions_per_s": median([e["questions_per_s"] for e in windows]),
+        "passages_per_s": statistics.median_high(e["passages_per_s"] for e in windows),
+        "questions_per_s": statistics.median_high(e["questions_per_s"] for e in windows),
         "hours": sum(1 / e["steps_per_s"] for e in windows) * steps_per_window / 3600,
         "peak_gb": max(e["peak_rss_mb"] for e in windows) / 1024,
     }
@@ -36,8 +36,15 @@ def earlier_record(init_model: str) -> dict[str, Any] | None:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SystemExit(f"{path}: not a readable reader record ({error})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("training"), dict):
-        raise SystemExit(f"{path}: not a reader record (expected an object with 'training' settings)")
+    # The model card walks the whole chain of earlier stages: each one must be a record too.
+    stage = record
+    while stage is not None:
+        if not isinstance(stage, dict) or not isinstance(stage.get("training"), dict) or not isinstance(
+            stage.get("step"), int
+        ):
+            raise SystemExit(f"{path}: not a reader record (expected an object with 'training' settings and a 'step', "
+                             "and the same for each earlier stage under 'continues')")
+        stage = stage.get("continues")
     return record
 
 
