@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import unicodedata
 from typing import Any
 
@@ -19,6 +20,9 @@ MAX_PASSAGE_CHARS = 20_000
 # control, format, surrogate, private-use and unassigned code points (C*) are not.
 _VISIBLE_CATEGORIES = ("L", "M", "N", "P", "S")
 _LONG_WORD = re.compile(r"\S{%d,}" % (MAX_WORD_CHARS + 1))
+# In a Python string every surrogate code point is unpaired: JSON's escaped pairs are joined on
+# parsing, and undecodable command-line bytes become lone surrogates (surrogateescape).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_visible_character(text: str) -> bool:
@@ -33,6 +37,9 @@ def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
     control characters) is empty: searching for it would return arbitrary passages."""
     if not isinstance(query, str):
         raise ValueError(f"the query must be text, got {type(query).__name__} {short_repr(query)}")
+    surrogate = describe_lone_surrogate(query)
+    if surrogate:
+        raise ValueError(f"the query is not valid Unicode: {surrogate}")
     if not has_visible_character(query):
         raise ValueError("the query is empty: give a question or search text (it has no visible character)")
     if len(query) > max_chars:
@@ -62,6 +69,15 @@ def find_long_word(text: str) -> str | None:
     return match.group(0) if match else None
 
 
+def describe_lone_surrogate(text: str) -> str | None:
+    """Where ``text`` holds a lone surrogate (not a character: it cannot be encoded as UTF-8), or ``None``."""
+    match = _LONE_SURROGATE.search(text)
+    if match is None:
+        return None
+    return (f"a lone surrogate U+{ord(match.group(0)):04X} at character {match.start()} "
+            "(bytes that are not UTF-8, or a broken \\u escape)")
+
+
 def describe_long_word(word: str) -> str:
     return f"a word of {len(word):,} characters without spaces (limit {MAX_WORD_CHARS:,}), starting {short_repr(word[:20])}"
 
@@ -79,9 +95,18 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a finite number (JSON has no NaN or Infinity)")
 
 
+def _parse_int(digits: str) -> int:
+    # Python refuses to convert more digits than this, with a hint about its own settings.
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)() or len(digits)
+    if len(digits.lstrip("-")) > limit:
+        raise ValueError(f"a number of {len(digits.lstrip('-')):,} digits is too long (at most {limit:,})")
+    return int(digits)
+
+
 def strict_json_loads(text: str) -> Any:
-    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``, which Python accepts but JSON does not."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``, which Python accepts but JSON does not,
+    and integers too long for Python to convert."""
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
 
 
 def load_json_text(text: str, where: str, line_numbers: bool = False) -> Any:

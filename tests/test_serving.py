@@ -1,4 +1,7 @@
-"""``haystack serve``: the pipelines of pipelines/ served by hayhooks, concurrent clients, input root, status codes."""
+"""``haystack serve``: the pipelines of pipelines/ served by hayhooks, concurrent clients, input root, status codes.
+
+Its security model (origins, Host, API key, body size, logs) is tested in process by
+tests/reliability/test_serving_security.py; here a real server also shows it over a socket."""
 
 from __future__ import annotations
 
@@ -21,7 +24,11 @@ from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.indexing.components import CorpusReader
 from dpr_components.input_files import INPUT_ROOT_ENV, check_input_path
-from dpr_components.cli.serving import ELASTICSEARCH_URL_ENV, network_overrides, pipeline_files
+from dpr_components.cli.server_security import (
+    ServerPolicy, check_bind_address, host_header_name, is_loopback, json_body_problem, normalize_host_name,
+    normalize_origin,
+)
+from dpr_components.cli.serving import ELASTICSEARCH_URL_ENV, network_overrides, pipeline_files, validation_detail
 from dpr_components.training.component import DPRTrainer
 from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
 
@@ -103,6 +110,51 @@ def test_every_pipeline_declares_inputs_and_outputs() -> None:
         assert spec.get("inputs") and spec.get("outputs"), path.name
 
 
+# ---- the security policy's pieces (no server) -----------------------------------------------------
+
+
+def test_bind_addresses() -> None:
+    assert [is_loopback(h) for h in ("127.0.0.1", "127.0.0.5", "::1", "localhost", "LocalHost")] == [True] * 5
+    assert [is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.5", "box.lan", "localhost.evil.example")] == [False] * 5
+    check_bind_address("127.0.0.1", has_api_key=False, insecure_no_auth=False)
+    check_bind_address("0.0.0.0", has_api_key=True, insecure_no_auth=False)
+    check_bind_address("0.0.0.0", has_api_key=False, insecure_no_auth=True)
+    with pytest.raises(ValueError, match="--host 192.168.1.5 is not a loopback address"):
+        check_bind_address("192.168.1.5", has_api_key=False, insecure_no_auth=False)
+
+
+def test_origins_and_host_names() -> None:
+    assert normalize_origin("HTTPS://App.Example:443") == "https://app.example"
+    assert normalize_origin("http://localhost:3000") == "http://localhost:3000"
+    assert normalize_origin("http://[::1]:8080") == "http://[::1]:8080"
+    for bad in ("*", "null", "app.example", "https://app.example/", "https://app.example/x", "ftp://app.example",
+                "https://user:pw@app.example", "https://app.example:99999"):
+        with pytest.raises(ValueError, match="--cors-origin"):
+            normalize_origin(bad)
+    assert [normalize_host_name(n) for n in ("Box.LAN", "box.lan.", "[::1]", "10.0.0.7")] == ["box.lan", "box.lan", "::1", "10.0.0.7"]
+    for bad in ("http://box", "box:8080", "*", "", "a b"):
+        with pytest.raises(ValueError, match="--allowed-host"):
+            normalize_host_name(bad)
+    assert [host_header_name(v) for v in ("LOCALHOST:1416", "127.0.0.1", "[::1]:1416", "box.lan.:80", "")] == \
+        ["localhost", "127.0.0.1", "::1", "box.lan", ""]
+    assert ServerPolicy(host="0.0.0.0", allowed_hosts=("box.lan",)).host_names() == {"localhost", "127.0.0.1", "::1", "box.lan"}
+    assert "10.0.0.7" in ServerPolicy(host="10.0.0.7").host_names()
+
+
+def test_json_bodies() -> None:
+    assert json_body_problem(b'{"query": "caf\\u00e9 \\ud83d\\ude00", "top_k": 1.5e3}') is None  # a joined pair is fine
+    assert json_body_problem(b'{"n": ' + b"1" * 5000 + b"}") == \
+        "request body: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"
+    assert json_body_problem(b'"\\ud800"') == ("request body: the top-level value is not valid Unicode: a lone surrogate "
+                                               "U+D800 at character 0 (bytes that are not UTF-8, or a broken \\u escape)")
+
+
+def test_validation_errors_on_one_line() -> None:
+    errors = [{"loc": ("body", "query"), "msg": "Input should be a valid string"}, {"loc": ("body", "x"), "msg": "y"}]
+    assert validation_detail(errors) == "body.query: Input should be a valid string (and 1 more)"
+    assert validation_detail([]) == "invalid request"
+
+
 # ---- the server -----------------------------------------------------------------------------------
 
 
@@ -153,7 +205,7 @@ def server(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_d
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), "--port", str(port),
-         "--input-root", str(root)],
+         "--input-root", str(root), "--enable-training"],
         cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -289,6 +341,14 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
     # A fixed set of pipelines: clients can neither deploy their own nor make the server draw one.
     assert httpx.post(f"{url}/deploy-yaml", json={"name": "x", "source_code": "components: {}"}).status_code in (404, 405)
     assert httpx.get(f"{url}/draw/bm25").status_code in (404, 405)
+
+    # Over a socket too, a 10 MB body is refused before it is read, and no query reached the log.
+    started = time.monotonic()
+    response = httpx.post(f"{url}/index/run", content=b'{"records": "' + b"x" * 10_000_000 + b'"}',
+                          headers={"Content-Type": "application/json"}, timeout=30)
+    assert response.status_code == 413 and time.monotonic() - started < 10, response.text
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert "Running pipeline 'bm25'" in log and not [q for q in QUERIES if q in log]
 
 
 def _document(data: dict[str, Any]) -> Any:

@@ -14,10 +14,11 @@ from haystack import Pipeline
 
 from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
 from dpr_components.cli.pipeline_runner import check_top_k_option, run_pipeline, top_k_inputs
+from dpr_components.evaluation.answer_matching import check_answer_pattern
 from dpr_components.evaluation.eval_report import write_evaluation_report
 from dpr_components.evaluation.eval_spec import EvaluationSpec, evaluation_spec, is_evaluation_spec
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
-from dpr_components.evaluation.questions import load_questions
+from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
 from dpr_components.output_files import prepare_output_folder
 
@@ -50,6 +51,17 @@ def _evaluation_pipeline(path: str | None, match: str | None, allow_network: boo
                      if data["type"].endswith("RetrievalAccuracyEvaluator")]
     pipeline = load_pipeline(path, overrides=overrides, allow_network=allow_network)
     return pipeline, evaluation_spec(load_pipeline_spec(path), path)
+
+
+def _check_patterns(eval_pipeline: Pipeline, questions: list[QAExample], source: str) -> None:
+    """In ``regex`` mode, every answer must compile: found now, not after every system has run."""
+    regex_mode = any(getattr(instance, "match_mode", None) == "regex" for _, instance in eval_pipeline.walk())
+    for question in questions if regex_mode else []:
+        for answer in question.answers:
+            try:
+                check_answer_pattern(answer)
+            except ValueError as error:
+                raise ValueError(f"{source}: question {question.id!r}: {error}") from None
 
 
 def _system_names(paths: list[str], named: dict[str, str]) -> dict[str, str]:
@@ -94,8 +106,9 @@ def command_eval(args: Any) -> int:
     questions_source = args.questions or spec.questions
     if not questions_source:
         raise ValueError("no questions: give --questions or set metadata.evaluation.questions in the evaluation pipeline")
-    top_k = check_top_k_option(args.top_k or spec.top_k or DEFAULT_TOP_K)
+    top_k = check_top_k_option(next(k for k in (args.top_k, spec.top_k, DEFAULT_TOP_K) if k is not None))
     questions = load_questions(questions_source, split=args.split or spec.split, limit=args.limit)
+    _check_patterns(eval_pipeline, questions, str(questions_source))
     overrides = _overrides_for(systems, args.overrides)
     loaded = {
         name: load_pipeline(path, args.store, overrides[name], args.allow_network, require_stores=True)

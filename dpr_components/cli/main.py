@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, result_text, to_json_line
 from dpr_components.cli.pipeline_loading import load_pipeline
-from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_errors
+from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_error_cause, user_errors
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.cli.serve_command import add_serve_parser, command_serve
 from dpr_components.cli.shard_command import add_merge_parser, add_shard_options, command_merge_shards, command_run_shard
@@ -160,8 +160,12 @@ def _run(argv: list[str] | None) -> int:
             return command_fit_lambda(args)
         if args.command == "serve":
             return command_serve(args)
-    except user_errors() as error:
-        print(f"error: {one_line(error)}", file=sys.stderr)
+    except Exception as error:
+        # A user error may arrive wrapped (an evaluation pipeline run by the library, not by run_pipeline).
+        cause = user_error_cause(error)
+        if cause is None:
+            raise
+        print(f"error: {one_line(cause)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -65,8 +65,10 @@ def _apply_override(spec: dict[str, Any], assignment: str) -> tuple[str, ...]:
     key, raw = assignment.split("=", 1)
     parts = key.split(".")
     components = spec["components"]
-    if len(parts) < 2 or parts[0] not in components:
+    if parts[0] not in components:
         raise PipelineFileError(f"--set {key}: no component {parts[0]!r} (components: {sorted(components)})")
+    if len(parts) < 2 or not all(parts):
+        raise PipelineFileError(f"--set {key}: name a parameter of the component, as in --set {parts[0]}.PARAMETER=VALUE")
     node = components[parts[0]].setdefault("init_parameters", {})
     for part in parts[1:-1]:
         child = node.setdefault(part, {})
@@ -166,6 +168,8 @@ def _check_stores_exist(spec: dict[str, Any]) -> None:
     """A pipeline that only reads must not open (and so create) an empty store in a mistyped folder."""
     for folder in dict.fromkeys(_store_folders(spec["components"])):
         hint = f"index into it first: haystack run pipelines/index.yml --store {folder} --input path=CORPUS"
+        if Path(folder).exists() and not Path(folder).is_dir():
+            raise PipelineFileError(f"store folder {folder} is a file, not a folder; give the folder of a store")
         if not Path(folder).is_dir():
             raise PipelineFileError(f"store folder {folder} does not exist; {hint}")
         if not (Path(folder) / STORE_FILE).is_file():

@@ -48,6 +48,19 @@ def user_errors() -> tuple[type[BaseException], ...]:
     return (ValueError, FilterError, DocumentStoreError, OSError)
 
 
+def user_error_cause(
+    error: BaseException, kinds: tuple[type[BaseException], ...] | None = None
+) -> BaseException | None:
+    """The outermost user error (of ``kinds``, default :func:`user_errors`) in ``error``'s chain of
+    causes, ``error`` itself included, if any: Haystack wraps a component's exception in its own,
+    and components wrap a library's."""
+    kinds = kinds or user_errors()
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, kinds):
+        cause = cause.__cause__
+    return cause
+
+
 def one_line(error: BaseException) -> str:
     """The message of a user error on one line (an ``OSError`` says which file)."""
     if isinstance(error, OSError):
@@ -73,10 +86,7 @@ def run_pipeline(pipeline: Any, data: dict[str, Any], **options: Any) -> dict[st
     try:
         return pipeline.run(nested, **options)
     except Exception as error:
-        # The outermost user error (under Haystack's wrapper, if any): it may itself wrap a library's error.
-        cause: BaseException | None = error
-        while cause is not None and not isinstance(cause, user_errors()):
-            cause = cause.__cause__
+        cause = user_error_cause(error)
         if cause is not None and cause is not error:
             raise cause from None
         raise

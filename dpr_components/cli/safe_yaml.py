@@ -99,3 +99,6 @@ def read_yaml_file(path: str | Path) -> Any:
         raise YamlFileError(f"{path}: {error}") from None
     except yaml.YAMLError as error:
         raise YamlFileError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+    except ValueError as error:  # a scalar Python refuses to convert, e.g. an integer of more than 4,300 digits
+        reason = " ".join(str(error).split(";")[0].split())
+        raise YamlFileError(f"{path}: a value cannot be read ({reason})") from None

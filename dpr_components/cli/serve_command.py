@@ -1,10 +1,17 @@
-"""``haystack serve``: every pipeline of a folder as an HTTP endpoint (hayhooks), ``POST /{name}/run``."""
+"""``haystack serve``: every pipeline of a folder as an HTTP endpoint (hayhooks), ``POST /{name}/run``.
+
+Its security model (origins, Host names, API key, body size, logs, training) is in server_security.py."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from dpr_components.cli.server_security import (
+    DEFAULT_MAX_BODY_BYTES, ServerPolicy, check_bind_address, is_loopback, normalize_host_name, normalize_origin,
+    read_api_key,
+)
 
 DEFAULT_INPUT_ROOT = "served"
 
@@ -13,19 +20,80 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``serve`` and its options."""
     serve = commands.add_parser("serve", help="serve every pipeline of a folder over HTTP with hayhooks")
     serve.add_argument("--pipelines-dir", default="pipelines", help="folder of YAML pipelines (default: pipelines)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument(
+        "--host", default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only); any other needs --api-key-env "
+             "or --insecure-no-auth",
+    )
     serve.add_argument("--port", type=int, default=1416, help="port (default: 1416)")
     serve.add_argument(
         "--input-root", default=DEFAULT_INPUT_ROOT,
         help="the only folder whose files requests may name as inputs (corpus path, training data); "
              f"created if missing (default: {DEFAULT_INPUT_ROOT})",
     )
+    serve.add_argument(
+        "--api-key-env", metavar="NAME",
+        help="require 'Authorization: Bearer KEY' on every route but GET /status, KEY being the value of "
+             "environment variable NAME (at least 16 characters; never give the key itself on the command line)",
+    )
+    serve.add_argument(
+        "--insecure-no-auth", action="store_true",
+        help="allow a non-loopback --host without an API key: anyone who reaches the port can search and change the store",
+    )
+    serve.add_argument(
+        "--cors-origin", action="append", default=[], metavar="ORIGIN",
+        help="a web origin (scheme://host[:port]) whose pages may call the server; repeatable. "
+             "Without it, requests from web pages are refused",
+    )
+    serve.add_argument(
+        "--allowed-host", action="append", default=[], metavar="NAME",
+        help="a host name clients use to reach the server, besides localhost, 127.0.0.1, ::1 and --host; repeatable "
+             "(requests naming another host are refused: DNS rebinding)",
+    )
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
+        help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}); larger ones get 413",
+    )
+    serve.add_argument("--log-queries", action="store_true",
+                       help="log the inputs of every request (query text, records); off by default")
+    serve.add_argument("--enable-training", action="store_true",
+                       help="serve pipelines that train a model (train_dpr); off by default")
+
+
+def server_policy(args: argparse.Namespace) -> ServerPolicy:
+    """The ``ServerPolicy`` the options ask for; ``ValueError`` names the option that is wrong."""
+    if not 0 < args.port < 65536:
+        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    if args.max_body_bytes <= 0:
+        raise ValueError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    api_key = read_api_key(args.api_key_env) if args.api_key_env else None
+    check_bind_address(args.host, api_key is not None, args.insecure_no_auth)
+    return ServerPolicy(
+        host=args.host,
+        cors_origins=tuple(normalize_origin(origin) for origin in args.cors_origin),
+        allowed_hosts=tuple(normalize_host_name(name) for name in args.allowed_host),
+        api_key=api_key,
+        max_body_bytes=args.max_body_bytes,
+        log_queries=args.log_queries,
+        enable_training=args.enable_training,
+    )
+
+
+def _describe(policy: ServerPolicy) -> str:
+    """What the policy lets in, for the startup line."""
+    parts = ["API key required" if policy.api_key else "no API key"]
+    if not policy.api_key and not is_loopback(policy.host):
+        parts.append("INSECURE: open to anyone who reaches the port")
+    parts.append(f"web origins: {', '.join(policy.cors_origins) or 'none'}")
+    parts.append(f"Host names: {', '.join(sorted(policy.host_names()))}")
+    parts.append(f"bodies up to {policy.max_body_bytes:,} bytes")
+    parts.append("training on" if policy.enable_training else "training off")
+    return "; ".join(parts)
 
 
 def command_serve(args: argparse.Namespace) -> int:
     """Build the app, say what is served, then run it with uvicorn until interrupted."""
-    if not 0 < args.port < 65536:
-        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
+    policy = server_policy(args)
     root = Path(args.input_root)
     if root.exists() and not root.is_dir():
         raise ValueError(f"--input-root {root} exists and is not a folder")
@@ -35,10 +103,10 @@ def command_serve(args: argparse.Namespace) -> int:
 
     from dpr_components.cli.serving import build_app
 
-    app, served = build_app(args.pipelines_dir, input_root=root)
+    app, served = build_app(args.pipelines_dir, input_root=root, policy=policy)
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
-          f"(POST /NAME/run; input files only from {root.resolve()})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+          f"(POST /NAME/run; input files only from {root.resolve()}; {_describe(policy)})", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, server_header=False)
     return 0

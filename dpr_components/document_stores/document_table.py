@@ -14,6 +14,7 @@ since an index's generation, the log is not even read."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sqlite3
@@ -66,6 +67,7 @@ _ADDED_COLUMNS = {"blob_data": "BLOB", "blob_info": "TEXT", "sparse_embedding": 
 ENCODER_KEY = "passage_encoder"
 _CHUNK = 900  # ids per IN (...) list, below SQLite's parameter limit
 _BUSY_TIMEOUT_SECONDS = 60.0
+_SQLITE_FULL = 13  # SQLITE_FULL: the disk (or the database's page limit) is full; nothing of the transaction is kept
 # The change log (``row_changes``): which existing rows each generation overwrote, removed or
 # gave new metadata (new rows need no entry: their rowids are above every older one). It is
 # complete for generations above CHANGES_FROM_KEY; past CHANGE_LOG_LIMIT entries, the older
@@ -187,6 +189,13 @@ def _connect(path: Path | None, read_only: bool) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS)
 
 
+def _is_disk_full(error: BaseException) -> bool:
+    if not isinstance(error, sqlite3.Error):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+; before it, only the message tells
+    return (code & 0xFF) == _SQLITE_FULL if code is not None else "database or disk is full" in str(error)
+
+
 class DocumentTable:
     """Thread-safe access to the documents SQLite database (a file, or memory when ``path`` is None).
 
@@ -229,6 +238,8 @@ class DocumentTable:
             # A read-only database of an older release lacks the added columns: they read as NULL.
             self._extra_columns = ", ".join(name if name in columns else "NULL" for name in _ADDED_COLUMNS)
         except sqlite3.DatabaseError as error:
+            if _is_disk_full(error):
+                raise OSError(errno.ENOSPC, "No space left on device", str(path)) from error
             raise ValueError(f"document database {path} is corrupt or not an SQLite file: {error}") from error
 
     def _has_table(self, name: str) -> bool:
@@ -280,10 +291,13 @@ class DocumentTable:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as error:
+                if self._db.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    self._db.execute("ROLLBACK")
+                if _is_disk_full(error):
+                    raise OSError(errno.ENOSPC, "No space left on device", str(self.path)) from error
                 raise
-            self._db.execute("COMMIT")
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:

@@ -84,6 +84,7 @@ class StoreBackend:
     """The table of one folder (or of memory) plus lazily synchronised indexes."""
 
     def __init__(self, config: StoreConfig) -> None:
+        self.unsaved_writes = False  # written through this backend since its last save(); first: __del__ reads it
         self.config = config
         self.root = Path(config.path) if config.path else None
         self.read_only = self.root is not None and not folder_is_writable(self.root)
@@ -104,7 +105,6 @@ class StoreBackend:
         self._rewrite: set[str] = set()
         # Generation of each index this backend saved or loaded (skips re-saving on every search).
         self._saved_at: dict[str, int] = {}
-        self.unsaved_writes = False  # written through this backend since its last save()
 
     def _check_settings(self) -> None:
         """A folder remembers the vector settings it was built with; a mismatch is an error, not a silent mix."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +17,15 @@ from typing import IO
 
 LOCK_FILE = "store.lock"
 
+logger = logging.getLogger(__name__)
+
 
 class StoreLock:
     """Shared/exclusive ``flock`` on ``<folder>/store.lock``, re-entrant within one process.
 
-    In a read-only folder without a lock file nobody can save, so locking is skipped."""
+    In a read-only folder without a lock file nobody can save, so locking is skipped; a lock file
+    that cannot be opened otherwise is an error, not a store without a lock. Waiting for another
+    process's lock is said once in a warning, so a search that waits does not look hung."""
 
     def __init__(self, folder: Path, writable: bool) -> None:
         self.path = folder / LOCK_FILE
@@ -28,11 +33,18 @@ class StoreLock:
         self._mode = 0  # 0: unlocked, fcntl.LOCK_SH or fcntl.LOCK_EX
         self._depth = 0
         self._thread_lock = threading.RLock()
-        with contextlib.suppress(OSError):
-            if writable:
-                self._file = open(self.path, "ab")  # noqa: SIM115 - held for the backend's lifetime
-            elif self.path.exists():
-                self._file = open(self.path, "rb")  # noqa: SIM115
+        if not writable and not self.path.exists():
+            return
+        try:
+            # Held for the backend's lifetime.
+            self._file = open(self.path, "ab" if writable else "rb")  # noqa: SIM115
+        except OSError as error:
+            # Without the lock, a search could read an index half written by another process.
+            reason = (error.strerror or str(error)).lower()
+            raise ValueError(
+                f"cannot open the store's lock file {self.path} ({reason}); it must be a readable file "
+                "(remove whatever is in its place, or fix its permissions)"
+            ) from None
 
     @contextlib.contextmanager
     def _held(self, mode: int, blocking: bool = True) -> Iterator[bool]:
@@ -51,10 +63,13 @@ class StoreLock:
             if self._depth:
                 raise RuntimeError(f"{self.path}: cannot upgrade a shared lock to an exclusive one")
             try:
-                fcntl.flock(self._file, mode | (0 if blocking else fcntl.LOCK_NB))
+                fcntl.flock(self._file, mode | fcntl.LOCK_NB)
             except BlockingIOError:
-                yield False
-                return
+                if not blocking:
+                    yield False
+                    return
+                logger.warning("waiting for another process that holds %s (saving or loading the store's indexes)", self.path)
+                fcntl.flock(self._file, mode)
             self._mode, self._depth = mode, 1
             try:
                 yield True

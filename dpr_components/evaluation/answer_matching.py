@@ -35,6 +35,11 @@ def _compiled(pattern: str) -> regex.Pattern:
         raise ValueError(f"answer pattern {pattern!r} is not a valid regular expression: {error}") from error
 
 
+def check_answer_pattern(pattern: str) -> None:
+    """``ValueError`` naming ``pattern`` when it is not a valid regular expression (``regex`` mode)."""
+    _compiled(pattern)
+
+
 def _contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     n = len(needle)
     if n == 0:

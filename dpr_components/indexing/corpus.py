@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from dpr_components.line_files import MAX_LINE_BYTES, numbered_lines
-from dpr_components.validation import describe_long_word, find_long_word, strict_json_loads
+from dpr_components.validation import describe_lone_surrogate, describe_long_word, find_long_word, strict_json_loads
 
 CorpusFormat = Literal["auto", "jsonl", "tsv"]
 
@@ -33,6 +33,19 @@ class CorpusRecord:
     title: str
     text: str
     line: int
+
+
+def text_problem(record: CorpusRecord) -> str | None:
+    """What makes a record's text unfit to index (a word without spaces past the limit, a lone
+    surrogate in any field), as the end of a sentence starting "document ID has ...", or ``None``."""
+    long_word = find_long_word(record.text)
+    if long_word is not None:
+        return describe_long_word(long_word)
+    for name in ("id", "title", "text"):
+        surrogate = describe_lone_surrogate(getattr(record, name))
+        if surrogate:
+            return f"in field {name!r} {surrogate}"
+    return None
 
 
 def detect_format(path: Path) -> Literal["jsonl", "tsv"]:
@@ -122,9 +135,9 @@ def read_corpus(path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal[
                 skipped += 1
                 continue
             raise CorpusError(f"{path}:{record.line}: document {record.id!r} has no text (field 'text' is empty)")
-        long_word = find_long_word(record.text)
-        if long_word is not None:
-            raise CorpusError(f"{path}:{record.line}: document {record.id!r} has {describe_long_word(long_word)}")
+        problem = text_problem(record)
+        if problem:
+            raise CorpusError(f"{path}:{record.line}: document {record.id!r} has {problem}")
         yield record
     if not seen:
         raise CorpusError(f"{path}: the corpus holds no documents (the file is empty or has only blank lines)")

@@ -2,14 +2,16 @@
 
 Each problem names the item as ``records[i]``: a record that is not an object, a missing or
 non-string field, an empty id, a duplicate id, a text without visible words, a "word" longer than
-the corpus limit. An empty list is an error too, as an empty corpus file is."""
+the corpus limit, a record larger than a corpus line may be (``MAX_LINE_BYTES`` of UTF-8: a
+served index request cannot keep the encoder busy for half an hour with one document). An
+empty list is an error too, as an empty corpus file is."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from dpr_components.indexing.corpus import CorpusError, CorpusRecord
-from dpr_components.validation import describe_long_word, find_long_word
+from dpr_components.indexing.corpus import CorpusError, CorpusRecord, text_problem
+from dpr_components.line_files import MAX_LINE_BYTES
 
 RECORDS = "records"
 
@@ -54,9 +56,15 @@ def read_records(records: Any, on_empty: Literal["error", "skip"] = "error") -> 
             if on_empty == "skip":
                 continue
             raise CorpusError(f"{RECORDS}[{index}]: document {item.id!r} has no text (field 'text' is empty)")
-        long_word = find_long_word(item.text)
-        if long_word is not None:
-            raise CorpusError(f"{RECORDS}[{index}]: document {item.id!r} has {describe_long_word(long_word)}")
+        problem = text_problem(item)
+        if problem:
+            raise CorpusError(f"{RECORDS}[{index}]: document {item.id!r} has {problem}")
+        size = sum(len(value.encode("utf-8")) for value in (item.id, item.title, item.text))
+        if size > MAX_LINE_BYTES:
+            raise CorpusError(
+                f"{RECORDS}[{index}]: document {item.id!r} has {size:,} bytes of text; the limit is {MAX_LINE_BYTES:,} "
+                "(as for a corpus line): split it into several documents"
+            )
         kept.append(item)
     if not kept:
         raise CorpusError(f"{RECORDS}: none of the {len(records)} documents has text (all were skipped as empty)")
