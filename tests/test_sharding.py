@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
+import re
+import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,13 +19,16 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from dpr_components.cli.main import main
 from dpr_components.document_stores import EmbeddedDocumentStore
+from dpr_components.indexing import shard_check
 from dpr_components.indexing.corpus import read_corpus
 from dpr_components.indexing.corpus_split import split_corpus
-from dpr_components.indexing.shard_files import VECTORS
+from dpr_components.indexing.shard_check import find_shards
+from dpr_components.indexing.shard_files import PASSAGES, VECTORS, ShardError, ShardFolderWriter, read_manifest, shard_passages
 from dpr_components.indexing.shard_merge import document_batches, merge_shards
-from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
+from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec, shard_from_folder_name
 from dpr_components.indexing.writer import PassageWriter
 from tests.conftest import SMALL_CORPUS
+from tests.reliability.shard_checks import edit_manifest, rehash
 
 INDEX_YML = str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml")
 
@@ -245,3 +255,210 @@ def test_shard_option_mistakes(tmp_path: Path, small_corpus_file: Path, capsys: 
     assert "--shard reads a corpus file" in capsys.readouterr().err
     assert main(["run", INDEX_YML, "--input", f"path={tmp_path / 'missing.jsonl'}", "--shard", "1/2"]) == 2
     assert "missing.jsonl does not exist" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def _two_shards(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
+    folder = tmp_path_factory.mktemp("two_shards")
+    corpus = folder / "two_part.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in reversed(SMALL_CORPUS)), encoding="utf-8")
+    for spec in ("1/2", "2/2"):
+        assert _shard(corpus, spec, folder / "shards", tiny_st_dir) == 0
+    return folder / "shards"
+
+
+@pytest.fixture()
+def two_shards(_two_shards: Path, tmp_path: Path) -> Path:
+    """A private copy of the two shards of the small corpus (shard 1: jupiter's 2 passages; shard 2: 4 documents of 1)."""
+    return Path(shutil.copytree(_two_shards, tmp_path / "shards"))
+
+
+def _new_store_writer(path: Path) -> PassageWriter:
+    return PassageWriter(EmbeddedDocumentStore(path=str(path)))
+
+
+def _edit_passage(folder: Path, line: int, passage_id: str, document: str) -> None:
+    """Give line ``line`` of a shard another passage id and document, keeping the manifest's digests right."""
+    lines = (folder / PASSAGES).read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[line - 1])
+    record["id"], record["meta"]["document_id"] = passage_id, document
+    lines[line - 1] = json.dumps(record) + "\n"
+    (folder / PASSAGES).write_text("".join(lines), encoding="utf-8")
+    rehash(folder)
+
+
+def test_shard_counts_are_bounded_before_anything_per_shard(tmp_path: Path) -> None:
+    assert parse_shard_spec("99999/99999") == ShardSpec(99999, 99999)
+    for text in ("1/100000", "1/30000000", "1/" + "9" * 5000):
+        with pytest.raises(ValueError, match="at most 99,999 shards"):
+            parse_shard_spec(text)
+    with pytest.raises(ValueError, match="at most 99,999 shards"):
+        parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "30000000"})
+    with pytest.raises(ValueError, match="WORLD_SIZE=.* is not an integer of at most 18 digits"):
+        parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "9" * 5000})
+    corpus = tmp_path / "corpus.jsonl"
+    _write_corpus(corpus, 3)
+    with pytest.raises(ValueError, match="shard count must be 1 to 99,999, got 30,000,000"):
+        split_corpus(corpus, 30_000_000)
+    assert shard_from_folder_name("shard-00002-of-00008") == ShardSpec(2, 8) and shard_from_folder_name("notes") is None
+    for name in ("shard-00009-of-00008", "shard-00000-of-00002", "shard-00001-of-100000"):
+        with pytest.raises(ValueError, match=f"{name}: no run makes shard"):
+            shard_from_folder_name(name)
+
+
+def test_many_missing_shards_are_counted_not_listed(two_shards: Path, tmp_path: Path) -> None:
+    lone = tmp_path / "lone" / "shard-00001-of-90000"
+    shutil.copytree(two_shards / ShardSpec(1, 2).folder_name, lone)
+    edit_manifest(lone, shard="1/90000", corpus={**_manifest(two_shards, ShardSpec(1, 2))["corpus"], "lines": 10**6})
+    start = time.perf_counter()
+    with pytest.raises(ShardError, match=r": 89,999 of 90,000 shards missing: 2/90000, 3/90000, .*, 9/90000 \.\.\.; run them"):
+        find_shards(lone.parent)
+    assert time.perf_counter() - start < 1
+
+
+def test_manifest_records_size_and_sha256_of_both_files(two_shards: Path) -> None:
+    for spec in (ShardSpec(1, 2), ShardSpec(2, 2)):
+        files = _manifest(two_shards, spec)["files"]
+        for name in (PASSAGES, VECTORS):
+            data = (two_shards / spec.folder_name / name).read_bytes()
+            assert files[name] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _hand_made_shard(tmp_path: Path) -> Path:
+    folder = tmp_path / "shard-00001-of-00001"
+    folder.mkdir()
+    writer = ShardFolderWriter(folder)
+    writer.write([Document(id="a#0", content="x", meta={"document_id": "a"}, embedding=[0.5, 0.25])])
+    writer.finish({"shard": "1/1"})
+    return folder
+
+
+@pytest.mark.parametrize("line, problem", [
+    (b"not json", "not a shard passage"),
+    (b'{"id": "a#0", "content": "x"}', "not a shard passage (an object with exactly id, content and meta)"),
+    (b'{"id": "a#0", "content": "x", "meta": {}, "score": 1}', "not a shard passage (an object with exactly id, content and meta)"),
+    (b'{"id": "", "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
+    (b'{"id": 7, "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
+    (b'{"id": "a#0", "content": 5, "meta": {}}', "passage 'a#0' has content 5, not text"),
+    (b'{"id": "a#0", "content": "x", "meta": []}', "passage 'a#0' has meta [], not an object"),
+    (b'{"id": "a#0", "content": "x", "meta": {"s": NaN}}', "not a shard passage"),
+    (b'{"id": "a#0", "content": "\xff", "meta": {}}', "not UTF-8"),
+])
+def test_each_passage_is_checked(tmp_path: Path, line: bytes, problem: str) -> None:
+    folder = _hand_made_shard(tmp_path)
+    (folder / PASSAGES).write_bytes(line + b"\n")
+    rehash(folder)  # as a faulty shard run would have written it: only the check of the line catches it
+    with pytest.raises(ShardError, match="^" + re.escape(f"shard 1/1 ({folder}): passages.jsonl line 1: {problem}")):
+        list(shard_passages(folder, read_manifest(folder)))
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_each_vector_is_checked(tmp_path: Path, value: float) -> None:
+    folder = _hand_made_shard(tmp_path)
+    (folder / VECTORS).write_bytes(np.array([0.5, value], dtype="<f4").tobytes())
+    rehash(folder)
+    with pytest.raises(ShardError, match=r"vectors.f32 row 1 \(passage 'a#0'\) has NaN or infinite values"):
+        list(shard_passages(folder, read_manifest(folder)))
+
+
+def test_passage_id_twice_is_refused_before_any_write(two_shards: Path, tmp_path: Path) -> None:
+    _edit_passage(two_shards / ShardSpec(2, 2).folder_name, 1, "jupiter#0", "jupiter")
+    with pytest.raises(ShardError, match=(
+        r"passage id 'jupiter#0' comes twice, in shard 1/2 \(passages.jsonl line 1\) and in shard 2/2 \(passages.jsonl line 1\)"
+    )):
+        merge_shards(two_shards, _new_store_writer(tmp_path / "store"))
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("line", [1, 3], ids=["across shards", "within a shard"])
+def test_document_in_two_places_is_refused_before_any_write(two_shards: Path, tmp_path: Path, line: int) -> None:
+    """The writer replaces a document's passages by each batch's: a document met twice would lose passages."""
+    folder = two_shards / ShardSpec(2, 2).folder_name
+    first = json.loads((folder / PASSAGES).read_text(encoding="utf-8").splitlines()[0])["meta"]["document_id"]
+    # Line 1 of shard 2 joins jupiter, the document of shard 1; line 3 joins the document of line 1.
+    document, place = ("jupiter", "shard 1/2 (passages.jsonl line 1)") if line == 1 else (first, "shard 2/2 (passages.jsonl line 1)")
+    _edit_passage(folder, line, f"{document}#9", document)
+    expected = f"the passages of document {document!r} are in two places, {place} and shard 2/2 (passages.jsonl line {line})"
+    with pytest.raises(ShardError, match=re.escape(expected)):
+        merge_shards(two_shards, _new_store_writer(tmp_path / "store"))
+    assert not (tmp_path / "store").exists()
+
+
+def test_colliding_id_digests_do_not_refuse_a_good_merge(two_shards: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shard_check, "_key", lambda kind, value: 7)  # every id "repeats": the ids themselves are compared
+    store = InMemoryDocumentStore()
+    assert merge_shards(two_shards, PassageWriter(store)).passages == 6 == store.count_documents()
+
+
+def test_failed_merge_into_a_new_store_leaves_none(two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    write = EmbeddedDocumentStore.write_documents
+
+    def full_disk_at_the_second_batch(self: EmbeddedDocumentStore, documents: list[Document], **kwargs: Any) -> int:
+        calls.append(len(documents))
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return write(self, documents, **kwargs)
+
+    monkeypatch.setattr(EmbeddedDocumentStore, "write_documents", full_disk_at_the_second_batch)
+    with pytest.raises(OSError, match="No space left on device"):
+        merge_shards(two_shards, _new_store_writer(tmp_path / "store"), batch_passages=1)
+    assert calls == [2, 1]
+    assert not (tmp_path / "store").exists() and not (tmp_path / ".store.merging").exists()
+
+
+def test_shard_replaced_during_the_merge_is_refused(two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = two_shards / ShardSpec(2, 2).folder_name / VECTORS
+    write = EmbeddedDocumentStore.write_documents
+    replaced = []
+
+    def shard_run_again_meanwhile(self: EmbeddedDocumentStore, documents: list[Document], **kwargs: Any) -> int:
+        if not replaced:  # during the first write, after every check
+            shutil.copyfile(vectors, vectors.with_suffix(".new"))  # the same bytes, another file
+            os.replace(vectors.with_suffix(".new"), vectors)
+            replaced.append(vectors)
+        return write(self, documents, **kwargs)
+
+    monkeypatch.setattr(EmbeddedDocumentStore, "write_documents", shard_run_again_meanwhile)
+    with pytest.raises(ShardError, match=r"shard 2/2 \(.*\): vectors.f32 was replaced or changed since it was checked"):
+        merge_shards(two_shards, _new_store_writer(tmp_path / "store"))
+    assert not (tmp_path / "store").exists()
+
+
+def test_merge_running_into_the_same_new_store_is_refused_and_a_dead_one_cleared(two_shards: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with open(tmp_path / ".store.merge.lock", "ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ShardError, match=f"another merge into {store} is running"):
+            merge_shards(two_shards, _new_store_writer(store))
+    assert not store.exists()
+    dead = tmp_path / ".store.merging"  # what a killed merge leaves
+    dead.mkdir()
+    (dead / "documents.sqlite").write_bytes(b"half a database")
+    assert merge_shards(two_shards, _new_store_writer(store)).passages == 6
+    assert not dead.exists() and EmbeddedDocumentStore(path=str(store)).count_documents() == 6
+
+
+def test_merge_into_an_existing_store_writes_in_place(indexed_store: Path, tmp_path: Path, tiny_st_dir: Path) -> None:
+    corpus = tmp_path / "more.jsonl"
+    ids = _write_corpus(corpus, 3)
+    for spec in ("1/2", "2/2"):
+        assert _shard(corpus, spec, tmp_path / "shards", tiny_st_dir) == 0
+    before = {d.id for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    assert _merge(tmp_path / "shards", indexed_store, tiny_st_dir) == 0
+    after = {d.id for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    assert after == before | {f"{i}#0" for i in ids} and not (tmp_path / ".index.merging").exists()
+
+
+def test_existing_store_of_another_encoder_refuses_the_first_batch(
+    indexed_store: Path, two_part_corpus: Path, tmp_path: Path, tiny_dpr_dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store's own check (vectors of the encoder it was indexed with) refuses the first batch, before anything is written."""
+    for spec in ("1/2", "2/2"):
+        assert _shard(two_part_corpus, spec, tmp_path / "shards", tiny_dpr_dirs[1]) == 0
+    before = {d.id: (d.content, d.meta, d.embedding) for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    capsys.readouterr()
+    assert _merge(tmp_path / "shards", indexed_store, tiny_dpr_dirs[1]) == 2
+    assert "was indexed with passage encoder" in capsys.readouterr().err
+    after = {d.id: (d.content, d.meta, d.embedding) for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    assert after == before

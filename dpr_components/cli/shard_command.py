@@ -15,6 +15,7 @@ from typing import Any
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import nest_inputs, run_pipeline
 from dpr_components.cli.run_inputs import base_inputs
+from dpr_components.indexing.shard_check import find_shards
 from dpr_components.indexing.shard_merge import BATCH_PASSAGES, merge_shards
 from dpr_components.indexing.shard_run import run_shard
 from dpr_components.indexing.shard_spec import parse_shard_spec
@@ -87,6 +88,7 @@ def command_run_shard(args: argparse.Namespace) -> int:
 
 def command_merge_shards(args: argparse.Namespace) -> int:
     """``haystack merge-shards PIPELINE SHARD_DIR``: the shards into the store of PIPELINE's writer."""
+    find_shards(args.shard_dir)  # a wrong shard folder is refused at once, before the pipeline loads
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     writers = [(name, c) for name, c in pipeline.walk() if type(c).__name__.endswith("Writer")]
     if len(writers) != 1:

@@ -15,6 +15,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpr_components.indexing.shard_spec import MAX_SHARDS
+
 _BLOCK = 1 << 20
 
 
@@ -33,9 +35,10 @@ class CorpusSplit:
 
 
 def split_corpus(path: str | Path, count: int) -> CorpusSplit:
-    """The ranges of ``count`` shards of the file at ``path`` (line numbers start at 1)."""
-    if count < 1:
-        raise ValueError(f"shard count must be at least 1, got {count}")
+    """The ranges of ``count`` shards of the file at ``path`` (line numbers start at 1); ``count``
+    may exceed the file's lines (some ranges are then empty) but not :data:`MAX_SHARDS`."""
+    if not 1 <= count <= MAX_SHARDS:
+        raise ValueError(f"shard count must be 1 to {MAX_SHARDS:,}, got {count:,}")
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"corpus file {path} is a directory, not a file")

@@ -66,6 +66,8 @@ def run_shard(
     reader_name, reader = _the_reader(pipeline)
     corpus = check_input_path(corpus, "corpus file")
     split = split_corpus(corpus, spec.count)
+    if spec.count > split.lines:
+        raise ValueError(f"--shard {spec}: {corpus} has {split.lines:,} lines, fewer than the {spec.count:,} shards; give N at most its line count")
     first, end = split.line_range(spec.index)
     sender = _detach_writer(pipeline) if shard_dir is not None else None
     inputs = dict(inputs or {})

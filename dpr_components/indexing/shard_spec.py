@@ -2,7 +2,10 @@
 
 ``auto`` reads, in this order: ``RANK``/``WORLD_SIZE`` (torchrun and most launchers),
 ``SLURM_ARRAY_TASK_ID``/``SLURM_ARRAY_TASK_COUNT`` (a SLURM array, counted from
-``SLURM_ARRAY_TASK_MIN``), ``SLURM_PROCID``/``SLURM_NTASKS`` (``srun`` tasks)."""
+``SLURM_ARRAY_TASK_MIN``), ``SLURM_PROCID``/``SLURM_NTASKS`` (``srun`` tasks).
+
+N is at most :data:`MAX_SHARDS`, checked while parsing, before anything is allocated per shard
+(a shard run also refuses N above the corpus's line count, once it has counted them)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dpr_components.validation import short_repr
+
 SPEC_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 FOLDER_PATTERN = re.compile(r"^shard-(\d+)-of-(\d+)$")
+MAX_SHARDS = 99_999  # five-digit folder names, which sort in shard order; far more processes than any run needs
 _HINT = "expected i/N with 1 <= i <= N (e.g. --shard 2/8) or auto"
+_DIGITS = 18  # a longer number is over the limit anyway (and int() refuses those of over 4,300 digits)
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,8 @@ class ShardSpec:
     def __post_init__(self) -> None:
         if not 1 <= self.index <= self.count:
             raise ValueError(f"--shard: {_HINT}, got {self.index}/{self.count}")
+        if self.count > MAX_SHARDS:
+            raise ValueError(f"--shard {self}: at most {MAX_SHARDS:,} shards (and no more than the corpus has lines)")
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -44,25 +53,30 @@ def parse_shard_spec(text: str, environ: Mapping[str, str] | None = None) -> Sha
         return shard_from_environment(os.environ if environ is None else environ)
     match = SPEC_PATTERN.match(text)
     if match is None:
-        raise ValueError(f"--shard: {_HINT}, got {text!r}")
+        raise ValueError(f"--shard: {_HINT}, got {short_repr(text)}")
+    if any(len(group.lstrip("0")) > _DIGITS for group in match.groups()):
+        raise ValueError(f"--shard {short_repr(text.strip())}: at most {MAX_SHARDS:,} shards (and no more than the corpus has lines)")
     return ShardSpec(int(match.group(1)), int(match.group(2)))
 
 
 def shard_from_folder_name(name: str) -> ShardSpec | None:
-    """The shard a folder named ``shard-00002-of-00008`` holds, or ``None`` for any other name."""
+    """The shard a folder named ``shard-00002-of-00008`` holds, or ``None`` for any other name.
+
+    :raises ValueError: for such a name with numbers no run makes (``shard-00009-of-00008``, or
+        more than :data:`MAX_SHARDS` shards)."""
     match = FOLDER_PATTERN.match(name)
     if match is None:
         return None
-    try:
-        return ShardSpec(int(match.group(1)), int(match.group(2)))
-    except ValueError:
-        return None
+    index, count = int(match.group(1)), int(match.group(2))
+    if not 1 <= index <= count <= MAX_SHARDS:
+        raise ValueError(f"{name}: no run makes shard {index:,} of {count:,} (runs have 1 <= i <= N <= {MAX_SHARDS:,})")
+    return ShardSpec(index, count)
 
 
 def _integer(environ: Mapping[str, str], name: str) -> int:
     value = environ[name].strip()
-    if not value.lstrip("-").isdigit():
-        raise ValueError(f"--shard auto: {name}={environ[name]!r} is not an integer")
+    if not value.lstrip("-").isdecimal() or len(value.lstrip("-0")) > _DIGITS:
+        raise ValueError(f"--shard auto: {name}={short_repr(environ[name])} is not an integer of at most {_DIGITS} digits")
     return int(value)
 
 
