@@ -13,7 +13,8 @@ encoder, absolute positions, exact ``gelu``, no decoder or cross-attention, one
 ``model.safetensors`` with transformers' weight names, and a ``BertTokenizer`` whose
 ``tokenizer.json`` holds only the named special tokens. The same torch operations run in the same
 order, so vectors equal transformers' (tests/test_bert_inference.py). For anything else the
-loaders return ``None`` and the caller uses transformers.
+loaders return ``None`` and the caller uses transformers; weights holding NaN or infinity are an
+error (:func:`dpr_components.model_files.check_finite_weights`), whichever path would load them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from dpr_components.model_files import check_finite_weights
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +255,7 @@ def _load(folder: Path, kind: str, bf16: bool) -> PlainBert:
     for name, size in expected.items():
         if tuple(weights[name].shape) != size or not weights[name].is_floating_point():
             raise Unsupported(f"{name} is {weights[name].dtype} {tuple(weights[name].shape)}, the configuration says {size}")
+    check_finite_weights(folder, {name: weights[name] for name in expected})
     tensors = {name: _as_loaded(weights[name], bf16) for name in expected}
     shape = BertShape(**{**shape.__dict__, "has_pooler": has_pooler})
     return PlainBert(shape, tensors, is_dpr=kind in _DPR_PREFIX)

@@ -25,20 +25,24 @@ from tqdm.auto import tqdm
 
 from dpr_components.bert_inference import PlainBert, load_bert_tokenizer, load_plain_bert
 from dpr_components.model_files import (
+    CONFIG_LIMITS,
     LOAD_ERRORS,
     ModelFileError,
-    check_weight_files,
+    check_finite_weights,
+    check_model_files,
     describe_load_error,
     first_line,
     quiet_transformers,
     weight_files,
 )
+from dpr_components.validation import short_repr
 
 logger = logging.getLogger(__name__)
 
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
 SIDECAR_FILE = "encoder_config.json"
+DEFAULT_MAX_LENGTH = 256  # tokens per input when neither the settings nor the folder say (DPR's length)
 
 Pooling = Literal["auto", "cls", "mean", "pooler"]
 Precision = Literal["auto", "fp32", "bf16"]
@@ -86,13 +90,49 @@ class ModelLayout:
     pooling: Literal["cls", "mean", "pooler"]
     normalize: bool
     max_length: int | None
+    max_positions: int | None = None  # the model's max_position_embeddings, when its config.json gives it
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise EncoderLoadError(f"cannot read {path}: {error}") from error
+
+
+def check_max_length(value: Any, positions: int | None, name: str = "max_length") -> int | None:
+    """``value`` when it is None or a positive integer within the model's ``positions`` (or, when
+    they are unknown, within any model's); otherwise an :class:`EncoderLoadError` naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EncoderLoadError(f"{name} must be a positive integer, got {short_repr(value, 40)}")
+    limit = positions or CONFIG_LIMITS["max_position_embeddings"]
+    if value > limit:
+        bound = f"the model's {positions:,} positions (max_position_embeddings)" if positions else f"{limit:,} tokens"
+        raise EncoderLoadError(f"{name} is {value:,}, more than {bound}")
+    return value
+
+
+def _positions(config: dict[str, Any]) -> int | None:
+    value = config.get("max_position_embeddings")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _read_sidecar(path: Path, positions: int | None) -> dict[str, Any]:
+    """The ``encoder_config.json`` of ``path`` (empty without one), its values checked."""
+    file = path / SIDECAR_FILE
+    if not file.is_file():
+        return {}
+    sidecar = _read_json(file)
+    if not isinstance(sidecar, dict):
+        raise EncoderLoadError(f"{file} is not a JSON object of encoder settings")
+    if sidecar.get("pooling", "cls") not in ("cls", "mean", "pooler"):
+        raise EncoderLoadError(f"{file}: pooling must be cls, mean or pooler, got {short_repr(sidecar['pooling'], 40)}")
+    if not isinstance(sidecar.get("normalize", False), bool):
+        raise EncoderLoadError(f"{file}: normalize must be true or false, got {short_repr(sidecar['normalize'], 40)}")
+    check_max_length(sidecar.get("max_length"), positions, f"{file}: max_length")
+    return sidecar
 
 
 def detect_layout(path: Path) -> ModelLayout:
@@ -101,7 +141,8 @@ def detect_layout(path: Path) -> ModelLayout:
     if not isinstance(config, dict):
         raise EncoderLoadError(f"{path / 'config.json'} is not a JSON object: not a transformers configuration")
     architectures = config.get("architectures") or []
-    sidecar = _read_json(path / SIDECAR_FILE) if (path / SIDECAR_FILE).is_file() else {}
+    positions = _positions(config)
+    sidecar = _read_sidecar(path, positions)
     if "DPRQuestionEncoder" in architectures or "DPRContextEncoder" in architectures:
         kind = "dpr_question" if "DPRQuestionEncoder" in architectures else "dpr_context"
         return ModelLayout(
@@ -110,6 +151,7 @@ def detect_layout(path: Path) -> ModelLayout:
             pooling=sidecar.get("pooling", "pooler"),
             normalize=bool(sidecar.get("normalize", False)),
             max_length=sidecar.get("max_length"),
+            max_positions=positions,
         )
     if config.get("model_type") == "dpr":
         raise EncoderLoadError(
@@ -124,6 +166,7 @@ def detect_layout(path: Path) -> ModelLayout:
         pooling=sidecar.get("pooling", "cls"),
         normalize=bool(sidecar.get("normalize", False)),
         max_length=sidecar.get("max_length"),
+        max_positions=positions,
     )
 
 
@@ -145,22 +188,34 @@ def _sentence_transformers_layout(path: Path, sidecar: dict[str, Any]) -> ModelL
                 raise EncoderLoadError(f"{module_path}: only CLS or mean pooling is supported")
         elif module_type.endswith(".Normalize"):
             normalize = True
-    bert_config = path / "sentence_bert_config.json"
-    max_length = _read_json(bert_config).get("max_seq_length") if bert_config.is_file() else None
+    transformer_config = path / "config.json" if transformer_path == path else transformer_path / "config.json"
+    positions = _positions(_read_json(transformer_config)) if transformer_config.is_file() else None
     return ModelLayout(
         kind="sentence_transformers",
         transformer_path=transformer_path,
         pooling=sidecar.get("pooling", pooling),
         normalize=bool(sidecar.get("normalize", normalize)),
-        max_length=sidecar.get("max_length", max_length),
+        max_length=sidecar.get("max_length", _max_seq_length(path, positions)),
+        max_positions=positions,
     )
+
+
+def _max_seq_length(path: Path, positions: int | None) -> int | None:
+    """``max_seq_length`` of a sentence-transformers folder's ``sentence_bert_config.json``, checked."""
+    file = path / "sentence_bert_config.json"
+    if not file.is_file():
+        return None
+    config = _read_json(file)
+    if not isinstance(config, dict):
+        raise EncoderLoadError(f"{file} is not a JSON object of sentence-transformers settings")
+    return check_max_length(config.get("max_seq_length"), positions, f"{file}: max_seq_length")
 
 
 def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
     from transformers import AutoModel, DPRContextEncoder, DPRQuestionEncoder
 
     folder = layout.transformer_path
-    check_weight_files(folder)
+    check_model_files(folder)
     model_class = {"dpr_question": DPRQuestionEncoder, "dpr_context": DPRContextEncoder}.get(layout.kind, AutoModel)
     try:
         with quiet_transformers():
@@ -175,6 +230,7 @@ def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
             f"its config.json names ({len(missing)} missing, e.g. {sorted(missing)[:3]}); it would run with "
             "random weights"
         )
+    check_finite_weights(folder, model.state_dict())
     return model.eval()
 
 
@@ -267,6 +323,7 @@ class TextEncoder:
             raise ValueError(f"precision must be auto, fp32 or bf16, got {self.settings.precision!r}")
         if self.settings.title_mode not in ("pair", "prefix", "none"):
             raise ValueError(f"title_mode must be pair, prefix or none, got {self.settings.title_mode!r}")
+        check_max_length(self.settings.max_length, None)
         self.batch_size = batch_size
         self.plain_torch = plain_torch
         self._model: Any = None
@@ -283,6 +340,8 @@ class TextEncoder:
                 layout = detect_layout(resolve_model_path(self.settings.model))
                 TextEncoder._shared[key] = self._load_plain(layout) or self._load_transformers(layout)
             self._model, self._tokenizer, self._layout = TextEncoder._shared[key]
+        check_max_length(self.settings.max_length, self._layout.max_positions,
+                         f"max_length (for {self._layout.transformer_path})")
 
     def _load_transformers(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout]:
         model = _load_transformer(layout)
@@ -295,7 +354,7 @@ class TextEncoder:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""
         if not self.plain_torch:
             return None
-        check_weight_files(layout.transformer_path)  # a damaged file is reported as transformers' path reports it
+        check_model_files(layout.transformer_path)  # a damaged file is reported as transformers' path reports it
         pooling = layout.pooling if self.settings.pooling == "auto" else self.settings.pooling
         model = load_plain_bert(layout.transformer_path, layout.kind, self.uses_bf16)
         if model is None or (pooling == "pooler" and not model.is_dpr and not model.config.has_pooler):
@@ -319,7 +378,8 @@ class TextEncoder:
 
     @property
     def max_length(self) -> int:
-        return self.settings.max_length or self.layout.max_length or 256
+        default = min(DEFAULT_MAX_LENGTH, self.layout.max_positions or DEFAULT_MAX_LENGTH)
+        return self.settings.max_length or self.layout.max_length or default
 
     @property
     def uses_bf16(self) -> bool:
@@ -453,6 +513,11 @@ class TextEncoder:
         vectors = pool(self._model, batch, self.pooling).float()
         if self.normalize:
             vectors = torch.nn.functional.normalize(vectors, dim=-1)
+        if not bool(torch.isfinite(vectors).all()):
+            raise EncoderLoadError(
+                f"the encoder {self.layout.transformer_path} computed NaN or infinite vectors: its weights are "
+                "not usable (trained with too high a learning rate?)"
+            )
         return vectors.numpy()
 
     def to_settings_dict(self) -> dict[str, Any]:

@@ -163,3 +163,87 @@ def test_bf16_weights_agree_with_fp32(tiny_st_dir: Path) -> None:
     assert float((a * b).sum(axis=1).min()) >= 0.999
     assert next(bf16._model.parameters()).dtype == torch.bfloat16
     assert fp32.fingerprint() != bf16.fingerprint()
+
+
+# ---- numbers a model folder gets wrong -----------------------------------------------------------
+
+
+def _copy_with_weights(source: Path, target: Path, change) -> Path:  # type: ignore[no-untyped-def]
+    """A copy of ``source`` whose model.safetensors tensors pass through ``change(name, tensor)``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = Path(shutil.copytree(source, target))
+    tensors = load_file(str(folder / "model.safetensors"))
+    save_file({n: change(n, t) for n, t in tensors.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
+
+
+@pytest.mark.parametrize("plain_torch", [True, False], ids=["plain torch", "transformers"])
+def test_nan_weights_are_refused_at_load(tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool) -> None:
+    from dpr_components.model_files import ModelFileError
+
+    folder = _copy_with_weights(tiny_bert_dir, tmp_path / "nan", lambda n, t: t.fill_(float("nan")) if "query.bias" in n else t)
+    encoder = TextEncoder(EncoderSettings(model=str(folder), precision="fp32"), plain_torch=plain_torch)
+    with pytest.raises(ModelFileError, match=rf"weights in {folder} \(model.safetensors\) hold NaN .*encoder.layer.0.attention"):
+        encoder.load()
+
+
+def test_vectors_that_overflow_name_the_model_folder(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    """Finite weights so large that the forward pass overflows: the error names the folder, not the query."""
+    folder = _copy_with_weights(tiny_bert_dir, tmp_path / "huge", lambda n, t: t.fill_(3e38) if "word_embeddings" in n else t)
+    encoder = TextEncoder(EncoderSettings(model=str(folder), precision="fp32"), plain_torch=True)
+    with pytest.raises(EncoderLoadError, match=rf"the encoder {folder} computed NaN or infinite vectors"):
+        encoder.encode_questions(["who wrote hamlet"])
+
+
+@pytest.mark.parametrize("plain_torch", [True, False], ids=["plain torch", "transformers"])
+def test_config_claiming_a_million_layers_is_refused_at_once(tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool) -> None:
+    import shutil
+    import time
+
+    from dpr_components.model_files import ModelFileError
+
+    folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "deep"))
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1_000_000}))
+    start = time.perf_counter()
+    with pytest.raises(ModelFileError, match=rf"{folder / 'config.json'}: num_hidden_layers must be an integer from 1 to 256"):
+        TextEncoder(EncoderSettings(model=str(folder)), plain_torch=plain_torch).load()
+    assert time.perf_counter() - start < 1
+    (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 5}))
+    with pytest.raises(ModelFileError, match=r"num_hidden_layers is 5, the weights hold 2 layers"):
+        TextEncoder(EncoderSettings(model=str(folder)), plain_torch=plain_torch).load()
+
+
+def test_max_length_is_a_positive_integer_within_the_model_positions(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    for value in (-5, 0, 2.5, "256"):
+        with pytest.raises(EncoderLoadError, match="max_length must be a positive integer"):
+            TextEncoder(EncoderSettings(model=str(tiny_bert_dir), max_length=value))  # type: ignore[arg-type]
+    with pytest.raises(EncoderLoadError, match="max_length .* is 129, more than the model's 128 positions"):
+        TextEncoder(EncoderSettings(model=str(tiny_bert_dir), max_length=129)).load()
+    # Unset, the length is DPR's 256 cut to the model's positions (this tiny BERT has 128).
+    assert TextEncoder(EncoderSettings(model=str(tiny_bert_dir))).max_length == 128
+    folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "sidecar"))
+    (folder / "encoder_config.json").write_text(json.dumps({"pooling": "average"}))
+    with pytest.raises(EncoderLoadError, match="encoder_config.json: pooling must be cls, mean or pooler, got 'average'"):
+        detect_layout(folder)
+
+
+def test_config_is_checked_against_pytorch_bin_weights_too(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from dpr_components.model_files import ModelFileError
+
+    folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "bin"))
+    torch.save(load_file(str(folder / "model.safetensors")), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "intermediate_size": 4096}))
+    with pytest.raises(ModelFileError, match=r"\(pytorch_model.bin\) do not fit .*intermediate_size is 4,096, .* has 37"):
+        TextEncoder(EncoderSettings(model=str(folder))).load()

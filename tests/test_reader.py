@@ -389,3 +389,40 @@ def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
     docs = [Document(content="The quick brown fox jumps over the lazy dog.", meta={"title": "Fox"})]
     first = reader.run("what jumps", docs)["answers"]
     assert [a.data for a in first] == [a.data for a in again.run("what jumps", docs)["answers"]]
+
+
+# ---- NaN and infinity ----------------------------------------------------------------------------
+
+
+def test_nan_weights_are_neither_saved_nor_loaded(tiny_encoder_dir: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from dpr_components.model_files import ModelFileError
+
+    reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=5)
+    with torch.no_grad():
+        reader.span_predictor.qa_classifier.bias[0] = 1e6  # finite in float32, infinite in float16
+    with pytest.raises(ModelFileError, match=r"not saved to .*half: its tensor span_predictor.qa_classifier.bias holds"):
+        save_reader(reader, tokenizer, tmp_path / "half", dtype=torch.float16)
+    assert not (tmp_path / "half").exists()
+    save_reader(reader, tokenizer, tmp_path / "reader")
+    weights = load_file(str(tmp_path / "reader" / "model.safetensors"))
+    weights["span_predictor.qa_outputs.weight"][0, 0] = float("nan")
+    save_file(weights, str(tmp_path / "reader" / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ModelFileError, match=r"hold NaN or infinite values \(tensor span_predictor.qa_outputs.weight\)"):
+        load_reader(tmp_path / "reader")
+
+
+def test_nan_logits_are_an_error_naming_the_reader(tiny_reader_dir: Path) -> None:
+    from dpr_components.readers.predict import NonFiniteLogits
+
+    class NanStarts(TargetReader):
+        def forward(self, input_ids: torch.Tensor, **_: object) -> SimpleNamespace:
+            out = super().forward(input_ids)
+            return SimpleNamespace(**{**vars(out), "start_logits": out.start_logits * float("nan")})
+
+    reader = SpanReader(model=str(tiny_reader_dir), precision="fp32")
+    reader.warm_up()
+    reader._reader = NanStarts(0, 0)  # what weights that overflow compute
+    with pytest.raises(NonFiniteLogits, match=rf"^the reader {tiny_reader_dir} computed NaN or infinite scores"):
+        reader.run("who wrote hamlet", [Document(content="Hamlet is a tragedy by William Shakespeare.")])

@@ -256,3 +256,31 @@ def test_train_reader_draws_questions_with_the_data_seed(
     assert code == 130
     assert draws == [expected_draw_seed, expected_draw_seed]  # training file, dev file
     assert trained[0].seed == 3
+
+
+def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dpr_components.training.finite import TrainingDiverged
+    from training import train_reader as cli
+
+    monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
+    monkeypatch.setattr(cli, "mined_questions", lambda *args: [])
+    trained: list[TrainConfig] = []
+
+    def diverging_train(config: TrainConfig, *rest: object) -> None:
+        trained.append(config)
+        raise TrainingDiverged("training stopped at step 3: the loss is nan")
+
+    monkeypatch.setattr(cli, "train", diverging_train)
+    code = cli.main(["--output", str(tmp_path / "run"), "--train", "squad/train.jsonl", "--negatives-from", "bm25",
+                     "--dev", "", "--skip-nonfinite-steps", "4"])
+    assert code == 2 and trained[0].max_nonfinite_steps == 4
+    assert capsys.readouterr().err == "error: training stopped at step 3: the loss is nan\n"
+    with pytest.raises(ValueError, match="max_nonfinite_steps"):
+        _config(tmp_path / "x", tmp_path, max_nonfinite_steps=-1)
+
+
+def test_max_length_beyond_the_encoder_positions_is_refused(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    with pytest.raises(ValueError, match=r"'max_length' 192 exceeds the 128 positions of"):
+        train(_config(tmp_path / "run", tiny_bert_dir, max_length=192), _mined(), [], PassageLookup(DictStore(PASSAGES)))

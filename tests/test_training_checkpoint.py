@@ -124,3 +124,9 @@ def test_dpr_layout_needs_a_bert_encoder(tmp_path: Path) -> None:
     model = DistilBertModel(DistilBertConfig(vocab_size=50, dim=16, n_layers=1, n_heads=2, hidden_dim=20))
     with pytest.raises(ValueError, match="holds BERT encoders"):
         bert_to_dpr(model, "question")
+
+
+def test_max_length_beyond_the_model_positions_is_refused(tiny_bert_dir: Path) -> None:
+    with pytest.raises(ValueError, match=r"training setting 'max_length' \(for .*\) is 256, more than the model's 128 positions"):
+        BiEncoder.from_pretrained(str(tiny_bert_dir), max_length=256)
+    assert BiEncoder.from_pretrained(str(tiny_bert_dir)).max_length == 128  # unset: DPR's 256, cut to the model's

@@ -136,3 +136,52 @@ def test_real_nq_train_first_records(shared_data: Path) -> None:
         pytest.skip(f"{path} is absent")
     loaded = load_training_examples(path, limit=50)
     assert len(loaded.examples) == 50 and all(e.id.startswith("nq-train-") for e in loaded.examples)
+
+
+# ---- sizes -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"question": "q" * 30_001}, r"line 2: field 'question' has 30,001 characters; the limit is 30,000"),
+        ({"positive_ctxs": [{"text": "x" * 100_001}]}, r"line 2: field 'positive_ctxs\[0\].text' has 100,001 characters"),
+        ({"negative_ctxs": [{"title": "t" * 1_001, "text": "x"}]}, r"line 2: field 'negative_ctxs\[0\].title' has 1,001"),
+    ],
+)
+def test_fields_beyond_their_limits_are_refused(tmp_path: Path, change: dict, message: str) -> None:
+    path = _jsonl(tmp_path / "big.jsonl", [DPR_RECORD, {**DPR_RECORD, **change}])
+    with pytest.raises(RecordError, match=message):
+        load_training_examples(path)
+    at_limit = {"question": "q" * 30_000, "positive_ctxs": [{"title": "t" * 1_000, "text": "x" * 100_000}]}
+    assert load_training_examples(_jsonl(tmp_path / "ok.jsonl", [{**DPR_RECORD, **at_limit}])).examples
+
+
+def test_line_and_whole_file_sizes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpr_components.training import data
+
+    monkeypatch.setattr(data, "MAX_LINE_BYTES", 1_000)
+    long_record = {**DPR_RECORD, "question": "why " * 300}
+    for line in (1, 2):
+        records = [DPR_RECORD, DPR_RECORD]
+        records[line - 1] = long_record
+        path = _jsonl(tmp_path / f"long-line-{line}.jsonl", records)
+        with pytest.raises(RecordError, match=rf"{path}:{line}: the line is longer than 1,000 bytes"):
+            load_training_examples(path)
+    # SQuAD's files are one line: a line too long for a record is read as one document.
+    qas = [{"id": "a", "question": "who? " * 300, "answers": [{"text": "me", "answer_start": 0}]}]
+    squad = tmp_path / "squad.json"
+    squad.write_text(json.dumps({"data": [{"title": "T", "paragraphs": [{"context": "me", "qas": qas}]}]}))
+    assert len(load_training_examples(squad).examples) == 1
+    monkeypatch.setattr(data, "MAX_JSON_FILE_BYTES", 1_000)
+    with pytest.raises(RecordError, match=rf"{squad}: a JSON document of 1,\d+ bytes is read whole and may have at most 1,000"):
+        load_training_examples(squad)
+
+
+def test_real_training_files_are_within_the_limits(shared_data: Path) -> None:
+    """The longest SQuAD "question" (25,651 characters) and NQ gold paragraph (34,961) load."""
+    for name, count in (("nq/train.jsonl", 7_167), ("squad/train-v1.1.json", 87_599)):
+        path = shared_data / name
+        if not path.is_file():
+            pytest.skip(f"{path} is absent")
+        assert len(load_training_examples(path).examples) == count

@@ -7,7 +7,9 @@
 
 Settings: --config FILE (JSON object) and --set NAME=VALUE (VALUE parsed as JSON when it
 parses), any field of dpr_components.training.config.TrainingConfig. Interrupted? Run the same
-command again: it resumes from the newest checkpoint in --out."""
+command again: it resumes from the newest checkpoint in --out. A step with a NaN or infinite loss
+or gradient norm stops the run (exit 2), keeping the last good checkpoint; run the same command
+with --skip-nonfinite-steps N to skip up to N such steps without updating the weights."""
 
 from __future__ import annotations
 
@@ -23,7 +25,12 @@ from dpr_components.training.launch import TrainingInputs, train_from_files
 def parse_settings(config_file: str | None, assignments: list[str]) -> dict:
     settings: dict = {}
     if config_file:
-        loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+        try:
+            loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"--config {config_file}: cannot read it ({error})") from None
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--config {config_file}: not JSON ({error.msg} at line {error.lineno})") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"--config {config_file}: expected a JSON object of settings")
         settings.update(loaded)
@@ -48,9 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="JSON file of training settings")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--processes", type=int, default=1, help="DDP processes on this machine")
+    parser.add_argument("--skip-nonfinite-steps", type=int, metavar="N",
+                        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
+                             "before stopping; default 0 (the setting max_nonfinite_steps)")
     args = parser.parse_args(argv)
     try:
-        config = TrainingConfig.from_dict(parse_settings(args.config, args.assignments))
+        settings = parse_settings(args.config, args.assignments)
+        if args.skip_nonfinite_steps is not None:
+            settings["max_nonfinite_steps"] = args.skip_nonfinite_steps
+        config = TrainingConfig.from_dict(settings)
         inputs = TrainingInputs(args.data, args.dev, args.corpus, args.subset)
         result = train_from_files(config, inputs, args.out, processes=args.processes)
     except (ValueError, FileNotFoundError) as error:

@@ -7,7 +7,10 @@ Steps: (1) questions are mined once against the pool store (BM25 and dense top p
 positives/negatives by answer matching) and cached under the cache folder; (2) the reader is
 trained with resumable checkpoints in ``--output`` (run the same command again to resume);
 (3) the best reader by dev exact match is exported in fp16 to ``--output``/export and, with
-``--export-to``, copied there. See training/READER.md for the recipe and its costs."""
+``--export-to``, copied there. See training/READER.md for the recipe and its costs.
+
+A step with a NaN or infinite loss or gradient norm stops the run (exit 2), keeping the last good
+checkpoint; ``--skip-nonfinite-steps N`` skips up to N such steps without updating the weights."""
 
 from __future__ import annotations
 
@@ -145,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="export/ holds the reader with the best dev EM, or the last step's (e.g. when a larger "
                              "evaluation than --dev-limit prefers it); a finished run re-exports on a second call")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--skip-nonfinite-steps", type=int, default=0, metavar="N",
+                        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
+                             "before stopping with an error (default 0)")
     return parser
 
 
@@ -154,6 +160,15 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _run(args, argv)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Mine, train and export as ``args`` say; returns the exit code."""
     if args.threads:
         torch.set_num_threads(args.threads)
     earlier_record(args.init_model)  # a damaged record of the starting reader stops the run before any work
@@ -181,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         bf16=bf16_enabled(args.precision),
         seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
         dev_passages=args.dev_passages, dev_limit=args.dev_limit, export=args.export,
+        max_nonfinite_steps=args.skip_nonfinite_steps,
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)
     command = "python -m training.train_reader " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -193,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command to resume", file=sys.stderr)
         return 130
-    exported = (f"the last step's reader" if args.export == "last"
+    exported = ("the last step's reader" if args.export == "last"
                 else f"the best reader (step {result.position.best_step})")
     print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
           f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}")

@@ -19,6 +19,14 @@ from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.io_utils import atomic_path
+from dpr_components.line_files import numbered_lines
+from dpr_components.training.data import read_json_document
+from dpr_components.training.records import (
+    MAX_TRAINING_PASSAGE_CHARS,
+    MAX_TRAINING_QUESTION_CHARS,
+    MAX_TRAINING_TITLE_CHARS,
+    check_length,
+)
 
 Kind = Literal["gold", "retrieved"]
 
@@ -63,41 +71,51 @@ class MinedQuestion:
 
 
 def read_squad_json(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
-    """Questions of a SQuAD v1.1 JSON file, each with its paragraph as the gold passage."""
+    """Questions of a SQuAD v1.1 JSON file, each with its paragraph as the gold passage (sizes bounded
+    as for DPR training data: :mod:`dpr_components.training.data`)."""
+    document = read_json_document(Path(path))
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a SQuAD JSON file ({error})") from error
-    out: list[SourceQuestion] = []
-    for article in data:
-        title = article.get("title", "").replace("_", " ")
-        for paragraph in article["paragraphs"]:
-            gold = Passage(title, paragraph["context"])
-            for qa in paragraph["qas"]:
-                answers = list(dict.fromkeys(a["text"] for a in qa["answers"] if a["text"].strip()))
-                if answers:
-                    out.append(SourceQuestion(qa["id"], qa["question"], answers, gold))
-                if limit is not None and len(out) >= limit:
-                    return out
+        data = document["data"]  # type: ignore[index]
+        out: list[SourceQuestion] = []
+        for a, article in enumerate(data):
+            title = check_length(article.get("title", ""), f"{path}, data[{a}]", "title", MAX_TRAINING_TITLE_CHARS)
+            for p, paragraph in enumerate(article["paragraphs"]):
+                where = f"{path}, data[{a}].paragraphs[{p}]"
+                gold = Passage(title.replace("_", " "), check_length(paragraph["context"], where, "context",
+                                                                     MAX_TRAINING_PASSAGE_CHARS))
+                for q, qa in enumerate(paragraph["qas"]):
+                    question = check_length(qa["question"], f"{where}.qas[{q}]", "question",
+                                            MAX_TRAINING_QUESTION_CHARS)
+                    answers = list(dict.fromkeys(a["text"] for a in qa["answers"] if a["text"].strip()))
+                    if answers:
+                        out.append(SourceQuestion(qa["id"], question, answers, gold))
+                    if limit is not None and len(out) >= limit:
+                        return out
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: not a SQuAD JSON file ({type(error).__name__}: {error})") from error
     return out
 
 
 def read_jsonl(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
     """Questions of a ``{"id","question","answers","positive_ctxs"}`` JSONL file (gold = first positive)."""
     out: list[SourceQuestion] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                contexts = record.get("positive_ctxs") or []
-                gold = Passage(contexts[0].get("title"), contexts[0]["text"]) if contexts else None
-                out.append(SourceQuestion(str(record["id"]), record["question"], list(record["answers"]), gold))
-            except (json.JSONDecodeError, KeyError, TypeError, IndexError) as error:
-                raise ValueError(f"{path}, line {number}: bad question record ({error})") from error
-            if limit is not None and len(out) >= limit:
-                break
+    for number, line in numbered_lines(path, "question file"):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            record = json.loads(line)
+            contexts = record.get("positive_ctxs") or []
+            gold = None
+            if contexts:
+                text = check_length(contexts[0]["text"], where, "positive_ctxs[0].text", MAX_TRAINING_PASSAGE_CHARS)
+                gold = Passage(contexts[0].get("title"), text)
+            question = check_length(record["question"], where, "question", MAX_TRAINING_QUESTION_CHARS)
+            out.append(SourceQuestion(str(record["id"]), question, list(record["answers"]), gold))
+        except (json.JSONDecodeError, KeyError, TypeError, IndexError, AttributeError) as error:
+            raise ValueError(f"{where}: bad question record ({type(error).__name__}: {error})") from error
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 

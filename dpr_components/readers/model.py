@@ -20,7 +20,9 @@ from dpr_components.io_utils import atomic_directory
 from dpr_components.model_files import (
     LOAD_ERRORS,
     ModelFileError,
-    check_weight_files,
+    check_finite_to_save,
+    check_finite_weights,
+    check_model_files,
     describe_load_error,
     first_line,
     quiet_transformers,
@@ -96,7 +98,7 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
             f"{path} is a {architectures or config.get('model_type', 'unknown')} checkpoint, not a DPRReader: "
             "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
         )
-    check_weight_files(path)
+    check_model_files(path)
     try:
         with quiet_transformers():
             reader, info = DPRReader.from_pretrained(
@@ -111,6 +113,7 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
             f"the weights in {path} ({files}) lack {len(missing)} reader weights (e.g. {missing[:3]}): not a "
             "DPRReader's weights; it would run with random weights"
         )
+    check_finite_weights(path, reader.state_dict())
     return reader.eval(), load_tokenizer(path)
 
 
@@ -141,7 +144,7 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
         layout = detect_layout(resolve_model_path(model))
     except EncoderLoadError as error:
         raise ReaderLoadError(str(error)) from error
-    check_weight_files(layout.transformer_path)
+    check_model_files(layout.transformer_path)
     try:
         with quiet_transformers():
             encoder, info = AutoModel.from_pretrained(
@@ -154,6 +157,7 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
         raise ReaderLoadError(f"{layout.transformer_path} lacks encoder weights (e.g. {sorted(missing)[:3]})")
     if encoder.config.model_type != "bert":
         raise ReaderLoadError(f"a DPRReader needs a BERT encoder; {model!r} is a {encoder.config.model_type!r} model")
+    check_finite_weights(layout.transformer_path, encoder.state_dict())
     settings = {name: getattr(encoder.config, name) for name in _BERT_FIELDS if hasattr(encoder.config, name)}
     config = DPRConfig(**settings, projection_dim=0)
     torch.manual_seed(seed)
@@ -173,7 +177,8 @@ def save_reader(
     reader: torch.nn.Module, tokenizer: Any, path: str | Path, dtype: torch.dtype | None = None,
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a ``DPRReader`` folder atomically (``dtype=torch.float16`` halves it for committing).
+    """Write a ``DPRReader`` folder atomically (``dtype=torch.float16`` halves it for committing); weights
+    holding NaN or infinity (in ``dtype``) are refused before anything is written.
 
     ``info`` (training settings, scores) goes to ``reader_info.json`` beside the weights."""
     from dpr_components.io_utils import atomic_write_text
@@ -181,6 +186,7 @@ def save_reader(
     state = {
         k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()
     }
+    check_finite_to_save(Path(path), state)
     with quiet_transformers(), atomic_directory(path) as tmp:
         reader.config.architectures = [READER_ARCHITECTURE]
         reader.save_pretrained(str(tmp), state_dict=state, safe_serialization=True)

@@ -23,6 +23,14 @@ from dpr_components.readers.spans import best_spans, char_span, extend_to_words
 Ranking = Literal["passage", "combined"]
 
 
+class NonFiniteLogits(ValueError):
+    """The reader computed NaN or infinite logits: no answer it gives would mean anything."""
+
+    def __init__(self, model: str | None = None) -> None:
+        reader = f"the reader {model}" if model else "the reader"
+        super().__init__(f"{reader} computed NaN or infinite scores: its weights are not usable")
+
+
 @dataclass(frozen=True)
 class SpanPrediction:
     """One answer span in passage ``passage_index``; ``start``/``end`` are character offsets."""
@@ -108,6 +116,8 @@ def row_logits(
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             start, end, relevance = reader_logits(reader, batch["input_ids"], batch["attention_mask"])
         start, end, relevance = start.numpy(), end.numpy(), relevance.numpy()
+        if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(relevance).all()):
+            raise NonFiniteLogits()
         for i, row in enumerate(chunk):
             window = slice(row.passage_offset, row.passage_offset + row.n_passage_tokens)
             out.append((start[i, window], end[i, window], float(relevance[i])))

@@ -15,7 +15,7 @@ from dpr_components.legacy_paths import from_dict_any_path
 from dpr_components.model_locks import model_lock
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import load_reader
-from dpr_components.readers.predict import Ranking, ReadSettings, SpanPrediction, read
+from dpr_components.readers.predict import NonFiniteLogits, Ranking, ReadSettings, SpanPrediction, read
 from dpr_components.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"
@@ -159,9 +159,13 @@ class SpanReader:
         self.warm_up()
         passages = [(_title(d, self.title_field), d.content or "") for d in readable]
         with model_lock(("reader", self.model)):
-            return read(
-                self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings, self.uses_bf16
-            )
+            try:
+                return read(
+                    self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings,
+                    self.uses_bf16,
+                )
+            except NonFiniteLogits:
+                raise NonFiniteLogits(self.model) from None
 
     def _finish(self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int) -> dict[str, Any]:
         answers = []

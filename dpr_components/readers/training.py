@@ -5,7 +5,8 @@ position, replaced atomically), ``log.jsonl``, ``best/`` (the reader with the be
 far, fp32 ``DPRReader`` folder) and, at the end, ``export/`` (the best reader in fp16
 safetensors, small enough to commit). Running the same command again resumes from the
 checkpoint; a finished run only re-exports. The run mechanics (run folder, schedule, optimizer,
-generator states, checkpoint files, log) are the DPR loop's, from ``dpr_components.training``."""
+generator states, checkpoint files, log, the handling of NaN or infinite losses) are the DPR
+loop's, from ``dpr_components.training``."""
 
 from __future__ import annotations
 
@@ -29,15 +30,17 @@ from dpr_components.readers.evaluate import dev_cases, evaluate_reader
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import reader_loss
 from dpr_components.readers.model import load_reader, reader_to_train, save_reader
-from dpr_components.readers.predict import ReadSettings
+from dpr_components.readers.predict import NonFiniteLogits, ReadSettings
 from dpr_components.training.checkpoint_files import (
     CheckpointError,
+    check_finite_checkpoint,
     load_tensors,
     restart_hint,
     restore_training,
     resuming,
     write_checkpoint,
 )
+from dpr_components.training.finite import apply_update, diverged
 from dpr_components.training.optimizer import adamw_with_decay_groups
 from dpr_components.training.rng import seed_everything
 from dpr_components.training.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
@@ -46,7 +49,8 @@ from dpr_components.training.schedule import linear_warmup_decay
 from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
-_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress", "export"}
+_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress", "export",
+                      "max_nonfinite_steps"}
 
 
 @dataclass
@@ -77,7 +81,7 @@ class TrainConfig:
     dev_limit: int | None = None
     progress: bool = True
     export: str = "best"  # which reader export/ holds: "best" by dev EM, or the "last" step's
-
+    max_nonfinite_steps: int = 0  # steps with a NaN or infinite loss or gradient norm skipped before stopping
 
     def __post_init__(self) -> None:
         check_setting_types(self, "reader training setting")
@@ -85,6 +89,10 @@ class TrainConfig:
                      "max_answer_length"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"reader training setting {name!r} must be positive, got {getattr(self, name)}")
+        if self.max_nonfinite_steps < 0:
+            raise ValueError(
+                f"reader training setting 'max_nonfinite_steps' must be >= 0, got {self.max_nonfinite_steps}"
+            )
         if self.max_steps is not None and self.max_steps <= 0:
             raise ValueError(f"reader training setting 'max_steps' must be positive, got {self.max_steps}")
         if self.eval_every < 0:
@@ -115,6 +123,7 @@ class Position:
     best_em: float = -1.0
     best_step: int = -1
     last_eval_step: int = -1
+    nonfinite_steps: int = 0  # steps skipped for a NaN or infinite loss or gradient norm
 
 
 @dataclass
@@ -168,6 +177,7 @@ class _Run:
         expected = ("model", "optimizer", "scheduler", "rng", "position", "config", "data")
         if not isinstance(state, dict) or any(key not in state for key in expected):
             raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.hint}")
+        check_finite_checkpoint(path, state["model"], self.hint)
         check_same_run(self.dir, state["config"], asdict(self.config), _RESUMABLE_CHANGES, state["data"],
                        self.fingerprint)
         with resuming(self.checkpoint_dir, self.hint):
@@ -175,6 +185,16 @@ class _Run:
             position = Position(**state["position"])
         self.log = resume_log(self.dir, position.step)
         return position
+
+    def last_good_checkpoint(self) -> str:
+        """The checkpoint a stopped run keeps, for its error message."""
+        marker = self.checkpoint_dir / "position.json"
+        if not marker.is_file():
+            return "none was written before it"
+        try:
+            return f"{self.checkpoint_dir} (step {json.loads(marker.read_text(encoding='utf-8'))['step']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            return str(self.checkpoint_dir)
 
 
 def train(
@@ -190,6 +210,10 @@ def train(
     run = _Run(config, train_questions)
     inputs = config.input_settings()
     reader, tokenizer = reader_to_train(config.init_model, seed=config.seed)
+    positions = getattr(reader.config, "max_position_embeddings", None)
+    if positions is not None and config.max_length > positions:
+        raise ValueError(f"reader training setting 'max_length' {config.max_length} exceeds the {positions} positions "
+                         f"of {config.init_model}")
     optimizer = adamw_with_decay_groups(reader, config.learning_rate, config.weight_decay)
     scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * run.total), run.total, first_step_nonzero=True)
     position = run.resume(reader, optimizer, scheduler)
@@ -225,19 +249,20 @@ def train(
                     continue
                 parts = _backward(reader, tokenizer, optimizer, config, groups)
                 in_update = True
-                optimizer.step()
-                scheduler.step()
+                skipped = apply_update(reader, optimizer, scheduler, parts["loss"], parts["grad_norm"],
+                                       position.step + 1, position.nonfinite_steps, config.max_nonfinite_steps,
+                                       run.last_good_checkpoint)
                 position.index += len(batch_ids)
                 position.step += 1
+                position.nonfinite_steps += 0 if skipped is None else 1
                 rng_after_step = rng_states()
                 in_update = False
-                for key in ("loss", "span_loss", "selection_loss"):
-                    window[key] += parts[key]
-                window["steps"] += 1
-                window["questions"] += len(groups)
-                window["rows"] += sum(len(g.rows) for g in groups)
+                if skipped is None:
+                    _add_to_window(window, parts, groups)
+                else:
+                    run.log.write({"step": position.step, "event": "skipped", "reason": skipped})
                 bar.update(1)
-                if position.step % config.log_every == 0 or position.step == run.total:
+                if (position.step % config.log_every == 0 or position.step == run.total) and window["steps"]:
                     _log_window(run, position, window, scheduler.get_last_lr()[0], bar)
                 if config.eval_every and position.step % config.eval_every == 0 and dev:
                     _evaluate(run, reader, tokenizer, dev, position, config, inputs)
@@ -276,8 +301,17 @@ def _backward(
         batch["passage_mask"], batch["row_mask"], batch["spans"], batch["span_mask"],
     )
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(reader.parameters(), config.max_grad_norm)
-    return {"loss": float(loss.detach()), **parts}
+    grad_norm = torch.nn.utils.clip_grad_norm_(reader.parameters(), config.max_grad_norm)
+    return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), **parts}
+
+
+def _add_to_window(window: dict[str, Any], parts: dict[str, float], groups: list[Group]) -> None:
+    """Count an updating step in the log window."""
+    for key in ("loss", "span_loss", "selection_loss"):
+        window[key] += parts[key]
+    window["steps"] += 1
+    window["questions"] += len(groups)
+    window["rows"] += sum(len(g.rows) for g in groups)
 
 
 def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float, bar: Any) -> None:
@@ -298,8 +332,12 @@ def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float
 def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, position: Position, config: TrainConfig,
               inputs: InputSettings) -> None:
     start = time.perf_counter()
-    scores = evaluate_reader(reader, tokenizer, dev, inputs, ReadSettings(max_answer_length=config.max_answer_length),
-                             bf16=config.bf16)
+    try:
+        scores = evaluate_reader(reader, tokenizer, dev, inputs,
+                                 ReadSettings(max_answer_length=config.max_answer_length), bf16=config.bf16)
+    except NonFiniteLogits:
+        raise diverged(position.step, "the reader computes NaN or infinite scores on dev questions",
+                       run.last_good_checkpoint()) from None
     improved = scores.exact_match > position.best_em
     position.last_eval_step = position.step
     if improved:

@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from dpr_components.encoder_pairing import PAIR_FILE, write_pair_files
 from dpr_components.io_utils import atomic_directory
-from dpr_components.model_files import check_weight_files
+from dpr_components.model_files import check_finite_weights, check_model_files
 
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_FOLDERS = ("question_encoder", "passage_encoder")
@@ -67,8 +67,10 @@ def _load_weights(folder: Path) -> dict[str, torch.Tensor]:
     path = folder / WEIGHTS_FILE
     if not path.is_file():
         raise AveragingError(f"{path} not found: averaging needs safetensors weights in each encoder folder")
-    check_weight_files(folder)
-    return load_file(str(path))
+    check_model_files(folder)
+    weights = load_file(str(path))
+    check_finite_weights(folder, weights)
+    return weights
 
 
 def average_state_dicts(

@@ -20,6 +20,7 @@ import torch
 
 from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_directory
+from dpr_components.model_files import non_finite_tensor
 from dpr_components.process_state import restore_rng_states
 
 
@@ -77,6 +78,17 @@ def load_json(path: Path, restart_hint: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"checkpoint file {path} is damaged ({error}). {restart_hint}") from error
+
+
+def check_finite_checkpoint(path: Path, weights: Any, restart_hint: str) -> None:
+    """Refuse model weights (``path`` holds them) with NaN or infinity: training would go on from a
+    broken model and every later checkpoint and export would be broken too."""
+    name = non_finite_tensor(weights) if isinstance(weights, Mapping) else None
+    if name is not None:
+        raise CheckpointError(
+            f"checkpoint file {path} holds NaN or infinite weights (tensor {name}): it was saved from a run "
+            f"that diverged. {restart_hint}"
+        )
 
 
 @contextlib.contextmanager

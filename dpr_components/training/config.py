@@ -20,7 +20,9 @@ from dpr_components.training.losses.similarity import SIMILARITIES
 from dpr_components.training.setting_types import check_setting_types
 
 # Settings that may change when a run is resumed (they do not change what is computed).
-RESUMABLE_CHANGES = frozenset({"threads", "checkpoint_every", "keep_checkpoints", "log_every", "fp16_export"})
+RESUMABLE_CHANGES = frozenset(
+    {"threads", "checkpoint_every", "keep_checkpoints", "log_every", "fp16_export", "max_nonfinite_steps"}
+)
 _METRIC = re.compile(r"^(avg_rank|mrr|top\d+)$")
 
 
@@ -35,7 +37,9 @@ class TrainingConfig:
     ``selection_metric``: ``mrr``, ``top<k>`` or ``avg_rank`` (lower is better) picks ``best/``;
     ``patience``: validations without improvement before stopping early.
     ``train_passage_encoder``: false trains E_Q alone against fixed E_P vectors
-    (``frozen_passages.py``): an index built with E_P stays valid."""
+    (``frozen_passages.py``): an index built with E_P stays valid.
+    ``max_nonfinite_steps``: steps whose loss or gradient norm is NaN or infinite that are skipped
+    (weights not updated) before the run stops with an error; 0 stops at the first (``finite.py``)."""
 
     # model
     model: str = BUNDLED_MINILM
@@ -68,6 +72,7 @@ class TrainingConfig:
     warmup_ratio: float = 0.1
     warmup_steps: int | None = None
     max_grad_norm: float = 2.0
+    max_nonfinite_steps: int = 0
     seed: int = 12345
     threads: int | None = None
     # checkpoints, logs, validation
@@ -99,7 +104,7 @@ class TrainingConfig:
             smallest = 0 if name == "warmup_steps" else 1
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < smallest):
                 raise ValueError(f"training setting {name!r} must be an integer >= {smallest} or null, got {value!r}")
-        for name in ("negatives", "val_hard_negatives", "val_pool_size"):
+        for name in ("negatives", "val_hard_negatives", "val_pool_size", "max_nonfinite_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"training setting {name!r} must be an integer >= 0, got {getattr(self, name)!r}")
         if self.loss not in LOSSES:

@@ -29,7 +29,13 @@ from dpr_components.encoders import (
     resolve_model_path,
 )
 from dpr_components.io_utils import atomic_directory
-from dpr_components.model_files import LOAD_ERRORS, check_weight_files, describe_load_error, quiet_transformers
+from dpr_components.model_files import (
+    LOAD_ERRORS,
+    check_finite_weights,
+    check_model_files,
+    describe_load_error,
+    quiet_transformers,
+)
 from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
 from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_question_pair_file
 from dpr_components.training.export import export_dpr, save_encoder_folder, save_weights
@@ -74,7 +80,7 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
 
     layout = detect_layout(resolve_model_path(source))
     folder = layout.transformer_path
-    check_weight_files(folder)
+    check_model_files(folder)
     try:
         with quiet_transformers():
             if layout.kind in ("dpr_question", "dpr_context"):
@@ -85,6 +91,7 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
                 bert = AutoModel.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
     except LOAD_ERRORS as error:
         raise EncoderLoadError(describe_load_error(folder, error)) from error
+    check_finite_weights(folder, bert.state_dict())
     if layout.kind in ("dpr_question", "dpr_context"):
         pooling = "cls" if layout.pooling == "pooler" else layout.pooling
     else:

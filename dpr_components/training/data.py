@@ -7,7 +7,13 @@
 * ``hf:<hub id or path>``, a local parquet/arrow file or a folder: Hugging Face ``datasets``.
 
 Malformed records raise :class:`RecordError` naming the file, line (or index) and field.
-Records without a positive passage are skipped and counted in the result."""
+Records without a positive passage are skipped and counted in the result.
+
+Sizes are bounded before anything large is held: a JSON line at ``MAX_LINE_BYTES`` (8 MiB, as
+corpus lines; a DPR record with 100 passages is about 100 KB), a file parsed as a whole (a JSON
+array, SQuAD JSON) at ``MAX_JSON_FILE_BYTES`` (256 MiB, eight times SQuAD v1.1 train; JSON
+lines are read one line at a time and have no file limit), and questions, passages and titles
+at the limits of :mod:`records`."""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ import os
 import re
 from pathlib import Path
 
+from dpr_components.input_files import input_root, open_input_file
+from dpr_components.line_files import MAX_LINE_BYTES, numbered_lines
 from dpr_components.training.examples import LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.hf_source import load_hf_examples
 from dpr_components.training.records import RecordError, example_from_record
@@ -24,6 +32,7 @@ from dpr_components.training.squad import examples_from_squad, looks_like_squad
 HF_PREFIX = "hf:"
 _DATASETS_SUFFIXES = {".parquet", ".arrow"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+MAX_JSON_FILE_BYTES = 256 * 1024 * 1024
 
 
 def load_training_examples(
@@ -33,9 +42,15 @@ def load_training_examples(
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     text = os.fspath(source)
+    path = Path(text)
+    if input_root() is not None and not (path.is_file() and path.suffix.lower() not in _DATASETS_SUFFIXES):
+        # `datasets` opens files by name, which cannot be checked once opened: a served pipeline reads JSON files only.
+        raise ValueError(
+            f"training data {text!r}: under an input root (a served pipeline) training data must be a JSON or JSON lines "
+            "file inside it, not a folder, a parquet/arrow file or a datasets hub id"
+        )
     if text.startswith(HF_PREFIX):
         return load_hf_examples(text[len(HF_PREFIX) :], split, limit)
-    path = Path(text)
     if path.is_dir() or (path.is_file() and path.suffix.lower() in _DATASETS_SUFFIXES):
         return load_hf_examples(text, split, limit)
     if path.is_file():
@@ -46,7 +61,7 @@ def load_training_examples(
 
 
 def _first_char(path: Path) -> str:
-    with open(path, "rb") as handle:
+    with open_input_file(path, "training data file") as handle:
         head = handle.read(4096).decode("utf-8-sig", errors="replace").lstrip()
     if not head:
         raise RecordError(f"{path}: the file is empty")
@@ -56,26 +71,66 @@ def _first_char(path: Path) -> str:
 def _load_json_file(path: Path, limit: int | None) -> LoadedExamples:
     first = _first_char(path)
     if first == "[":
-        return _from_records(_load_whole(path), path, limit)
+        return _from_records(read_json_document(path), path, limit)
     if first != "{":
         raise RecordError(f"{path}, line 1: expected JSON (an array, an object per line, or SQuAD JSON)")
-    with open(path, encoding="utf-8-sig") as handle:
-        first_line = handle.readline()
+    first_line = _first_line(path)
+    first_record = _json_or_none(first_line)
+    if first_record is not None and not looks_like_squad(first_record):
+        return _load_json_lines(path, limit)
+    # One JSON document: SQuAD JSON on one line, pretty-printed, or a first line too long for a record.
+    if first_record is not None:
+        document = first_record
+    else:
+        document = read_json_document(path) if first_line is not None else _load_one_long_line(path)
+    if looks_like_squad(document):
+        return examples_from_squad(document, str(path), limit)
+    raise RecordError(f"{path}: a JSON object that is not SQuAD JSON; expected JSON lines or an array")
+
+
+def _json_or_none(line: str | None) -> object:
+    """``line`` parsed, or None when there is none or it is not a JSON document on its own."""
+    if line is None:
+        return None
     try:
-        first_record = json.loads(first_line)
+        return json.loads(line)
     except json.JSONDecodeError:
-        first_record = None  # a pretty-printed JSON document spanning several lines
-    if first_record is None or looks_like_squad(first_record):
-        document = _load_whole(path) if first_record is None else first_record
-        if looks_like_squad(document):
-            return examples_from_squad(document, str(path), limit)
-        raise RecordError(f"{path}: a JSON object that is not SQuAD JSON; expected JSON lines or an array")
-    return _load_json_lines(path, limit)
+        return None
 
 
-def _load_whole(path: Path) -> object:
+def _first_line(path: Path) -> str | None:
+    """The first line of ``path``, or None when it is longer than ``MAX_LINE_BYTES`` (no JSON line may
+    be: a whole JSON document on one line, as SQuAD's files are)."""
+    with open_input_file(path, "training data file") as handle:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+    return None if len(raw) > MAX_LINE_BYTES else raw.decode("utf-8-sig", errors="replace")
+
+
+def _load_one_long_line(path: Path) -> object:
+    """A file whose first line is longer than any JSON line may be: a whole JSON document."""
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return read_json_document(path)
+    except RecordError as error:
+        if isinstance(error.__cause__, json.JSONDecodeError) and error.__cause__.msg == "Extra data":
+            # More documents follow: JSON lines, the first of them too long.
+            raise RecordError(f"{path}:1: the line is longer than {MAX_LINE_BYTES:,} bytes") from None
+        raise
+
+
+def read_json_document(path: Path) -> object:
+    """The JSON document in ``path``, parsed at once: files over ``MAX_JSON_FILE_BYTES`` are refused."""
+    with open_input_file(path, "training data file") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_JSON_FILE_BYTES:
+            raise RecordError(
+                f"{path}: a JSON document of {size:,} bytes is read whole and may have at most {MAX_JSON_FILE_BYTES:,}; "
+                "convert it to JSON lines (one record per line), which are read a line at a time"
+            )
+        raw = handle.read(MAX_JSON_FILE_BYTES + 1)  # the file may have grown since
+    if len(raw) > MAX_JSON_FILE_BYTES:
+        raise RecordError(f"{path}: the JSON document grew past {MAX_JSON_FILE_BYTES:,} bytes while it was read")
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
     except json.JSONDecodeError as error:
         raise RecordError(f"{path}, line {error.lineno}: bad JSON: {error.msg} (column {error.colno})") from error
     except UnicodeDecodeError as error:
@@ -94,29 +149,26 @@ def _load_json_lines(path: Path, limit: int | None) -> LoadedExamples:
     examples: list[TrainingExample] = []
     skipped = 0
     seen: dict[str, int] = {}
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = f"{path}, line {number}"
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise RecordError(f"{where}: not valid UTF-8 (byte {error.start})") from error
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise RecordError(f"{where}: bad JSON: {error.msg} (column {error.colno})") from error
-            example = example_from_record(record, where, f"line-{number}")
-            if example is None:
-                skipped += 1
-                continue
-            if example.id in seen:
-                raise RecordError(f"{where}: field 'id': {example.id!r} already used on line {seen[example.id]}")
-            seen[example.id] = number
-            examples.append(example)
-            if limit is not None and len(examples) >= limit:
-                break
+    for number, line in numbered_lines(path, "training data file", MAX_LINE_BYTES, RecordError):
+        where = f"{path}, line {number}"
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RecordError(f"{where}: bad JSON: {error.msg} (column {error.colno})") from error
+        example = example_from_record(record, where, f"line-{number}")
+        if example is None:
+            skipped += 1
+            continue
+        if example.id in seen:
+            raise RecordError(f"{where}: field 'id': {example.id!r} already used on line {seen[example.id]}")
+        seen[example.id] = number
+        examples.append(example)
+        if limit is not None and len(examples) >= limit:
+            break
     return _checked(LoadedExamples(examples, str(path), skipped))
 
 

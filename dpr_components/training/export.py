@@ -27,6 +27,7 @@ from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_pair
 from dpr_components.encoders import SIDECAR_FILE
 from dpr_components.fault_points import fault_point
 from dpr_components.io_utils import atomic_directory
+from dpr_components.model_files import check_finite_to_save
 from dpr_components.training.dpr_layout import dpr_to_dpr
 from dpr_components.training.model import BiEncoder
 
@@ -57,9 +58,17 @@ def save_encoder_folder(
     (folder / SIDECAR_FILE).write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
 
 
+def stored_weights(model: torch.nn.Module, fp16: bool) -> dict[str, torch.Tensor]:
+    """The tensors of ``model`` as an export stores them (float16 with ``fp16``)."""
+    state = model.state_dict()
+    return {name: t.to(torch.float16) if fp16 and t.is_floating_point() else t for name, t in state.items()}
+
+
 def export_dpr(model: BiEncoder, out: str | Path, fp16: bool = False, metadata: dict[str, Any] | None = None) -> Path:
-    """Write ``model`` to ``out`` (replaced atomically) and return ``out``."""
+    """Write ``model`` to ``out`` (replaced atomically) and return ``out``; weights holding NaN or
+    infinity as stored are refused before anything is written."""
     out = Path(out)
+    check_finite_to_save(out, stored_weights(model, fp16))
     sidecar = model.encoder_metadata()
     with atomic_directory(out) as tmp:
         save_encoder_folder(model.question_model, model.question_tokenizer, tmp / QUESTION_DIR, sidecar, fp16)

@@ -12,7 +12,16 @@ from typing import Any
 
 from dpr_components.settings import hf_offline
 from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample, collect_examples
-from dpr_components.training.records import RecordError, check_answers, check_question, example_from_record, record_id
+from dpr_components.training.records import (
+    MAX_TRAINING_PASSAGE_CHARS,
+    MAX_TRAINING_TITLE_CHARS,
+    RecordError,
+    check_answers,
+    check_length,
+    check_question,
+    example_from_record,
+    record_id,
+)
 
 _BUILDERS = {".parquet": "parquet", ".arrow": "arrow", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 
@@ -47,6 +56,7 @@ def _squad_row(row: Mapping[str, Any], where: str, default_id: str) -> TrainingE
     context = row.get("context")
     if not isinstance(context, str) or not context.strip():
         raise RecordError(f"{where}: field 'context': expected a non-empty string")
+    check_length(context, where, "context", MAX_TRAINING_PASSAGE_CHARS)
     answers = row.get("answers", [])
     if isinstance(answers, Mapping):
         answers = answers.get("text", [])
@@ -56,6 +66,7 @@ def _squad_row(row: Mapping[str, Any], where: str, default_id: str) -> TrainingE
     title = row.get("title") or ""
     if not isinstance(title, str):
         raise RecordError(f"{where}: field 'title': expected a string")
+    check_length(title, where, "title", MAX_TRAINING_TITLE_CHARS)
     return TrainingExample(
         question=question,
         answers=answers,

@@ -1,10 +1,14 @@
 """Start training from files, in this process or in several DDP processes on this machine
-(gloo backend; each process encodes its share of every batch, see ``distributed.py``)."""
+(gloo backend; each process encodes its share of every batch, see ``distributed.py``). A
+``ValueError`` in a DDP process (bad data, a run that diverged) reaches the caller as the same
+one-line ``ValueError``, not as the process's traceback."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,20 +63,33 @@ def train_from_files(
     if config.batch_size % processes:
         raise ValueError(f"batch_size {config.batch_size} must be a multiple of processes ({processes})")
     port = distributed.free_port()
-    torch.multiprocessing.spawn(
-        _worker, args=(processes, port, config.to_dict(), inputs, str(output_dir), show_progress), nprocs=processes
-    )
+    with tempfile.TemporaryDirectory(prefix="dpr-ddp-errors-") as errors:
+        try:
+            torch.multiprocessing.spawn(
+                _worker, args=(processes, port, config.to_dict(), inputs, str(output_dir), show_progress, errors),
+                nprocs=processes,
+            )
+        except (torch.multiprocessing.ProcessExitedException, torch.multiprocessing.ProcessRaisedException):
+            reported = sorted(Path(errors).glob("rank-*.txt"))
+            if not reported:
+                raise
+            raise ValueError(reported[0].read_text(encoding="utf-8")) from None
     return TrainingResult(**json.loads((Path(output_dir) / RESULT_FILE).read_text(encoding="utf-8")))
 
 
 def _worker(
-    rank: int, world: int, port: int, config: dict, inputs: TrainingInputs, output_dir: str, show_progress: bool
+    rank: int, world: int, port: int, config: dict, inputs: TrainingInputs, output_dir: str, show_progress: bool,
+    errors: str,
 ) -> None:
+    """One DDP process; a ``ValueError`` is written to ``errors/rank-<rank>.txt`` for the parent to report."""
     settings = TrainingConfig.from_dict(config)
     torch.set_num_threads(settings.threads or max(1, (os.cpu_count() or 1) // world))
     distributed.init_process_group(rank, world, port)
     try:
         examples, dev, corpus = inputs.load()
         train(settings, examples, output_dir, dev, corpus, show_progress=show_progress)
+    except ValueError as error:
+        (Path(errors) / f"rank-{rank}.txt").write_text(str(error), encoding="utf-8")
+        sys.exit(2)
     finally:
         distributed.destroy_process_group()

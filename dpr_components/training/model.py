@@ -17,11 +17,18 @@ from dpr_components.encoders import (
     EncoderLoadError,
     ModelLayout,
     _load_tokenizer,
+    check_max_length,
     detect_layout,
     pool,
     resolve_model_path,
 )
-from dpr_components.model_files import LOAD_ERRORS, check_weight_files, describe_load_error, quiet_transformers
+from dpr_components.model_files import (
+    LOAD_ERRORS,
+    check_finite_weights,
+    check_model_files,
+    describe_load_error,
+    quiet_transformers,
+)
 from dpr_components.training.dpr_layout import Role, bert_to_dpr, dpr_class, dpr_to_dpr
 from dpr_components.training.examples import Ctx
 
@@ -33,7 +40,7 @@ def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[to
 
     layout = detect_layout(resolve_model_path(model))
     folder = layout.transformer_path
-    check_weight_files(folder)
+    check_model_files(folder)
     overrides = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     try:
         with quiet_transformers():
@@ -56,6 +63,7 @@ def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[to
             f"the weights in {folder} are not those of the architecture its config.json names ({len(missing)} "
             f"missing, e.g. {sorted(missing)[:3]}); training would start from random weights"
         )
+    check_finite_weights(folder, encoder.state_dict())
     return encoder, _load_tokenizer(layout), layout
 
 
@@ -109,10 +117,17 @@ class BiEncoder(torch.nn.Module):
         if tie and passage_model is not None:
             raise ValueError("a tied bi-encoder has one encoder: give no passage_model")
         question, question_tokenizer, layout = _load_dpr_encoder(model, "question", dropout)
+        positions = [layout.max_positions]
         if tie:
             passage, passage_tokenizer = question, question_tokenizer
         else:
-            passage, passage_tokenizer, _ = _load_dpr_encoder(passage_model or model, "context", dropout)
+            passage, passage_tokenizer, passage_layout = _load_dpr_encoder(passage_model or model, "context", dropout)
+            positions.append(passage_layout.max_positions)
+        fewest = min((p for p in positions if p), default=None)
+        if max_length is not None:
+            models = model if tie or passage_model is None else f"{model} and {passage_model}"
+            check_max_length(max_length, fewest, f"training setting 'max_length' (for {models})")
+        default = min(layout.max_length or DEFAULT_MAX_LENGTH, fewest or DEFAULT_MAX_LENGTH)
         return cls(
             question,
             passage,
@@ -120,7 +135,7 @@ class BiEncoder(torch.nn.Module):
             passage_tokenizer,
             pooling=layout.pooling if pooling == "auto" else pooling,
             normalize=layout.normalize if normalize is None else normalize,
-            max_length=max_length or layout.max_length or DEFAULT_MAX_LENGTH,
+            max_length=max_length or default,
             bf16=bf16,
         )
 

@@ -4,7 +4,12 @@
 Our own JSONL (``nq/train.jsonl``: ``id``, ``question``, ``answers``, ``positive_ctxs``) is the
 same shape without negatives. Contexts are ``{"title", "text", ...}``; extra keys (``score``,
 ``passage_id``, ``psg_id``) are ignored. A Hugging Face ``datasets`` row may hold contexts as a
-mapping of columns (``{"title": [...], "text": [...]}``); that is accepted too."""
+mapping of columns (``{"title": [...], "text": [...]}``); that is accepted too.
+
+Questions, passage texts and titles are bounded (``MAX_TRAINING_*_CHARS``): encoders read a few
+hundred tokens of each, and one pasted megabyte would cost gigabytes of memory to tokenise. The
+limits lie well above the real data's longest: SQuAD v1.1 train's longest "question" (a pasted
+paragraph) has 25,651 characters, NQ train's longest gold paragraph 34,961, titles under 100."""
 
 from __future__ import annotations
 
@@ -15,15 +20,42 @@ from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.validation import check_question_field
 
 CTX_FIELDS = ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs")
+MAX_TRAINING_QUESTION_CHARS = 30_000
+MAX_TRAINING_PASSAGE_CHARS = 100_000
+MAX_TRAINING_TITLE_CHARS = 1_000
 
 
 class RecordError(ValueError):
     """A training record is malformed; the message names the file, line or index, and field."""
 
 
+def check_length(text: str, where: str, field: str, limit: int) -> str:
+    """``text`` itself when it has at most ``limit`` characters, else a ``RecordError`` naming ``where``, ``field``."""
+    if len(text) > limit:
+        raise RecordError(f"{where}: field '{field}' has {len(text):,} characters; the limit is {limit:,}")
+    return text
+
+
 def check_question(value: Any, where: str) -> str:
-    """The question of a training record, stripped; a ``RecordError`` when it is not non-empty text."""
-    return check_question_field(value, where, RecordError)
+    """The question of a training record, stripped; a ``RecordError`` when it is not non-empty text
+    of at most ``MAX_TRAINING_QUESTION_CHARS``."""
+    question = check_question_field(value, where, RecordError)
+    return check_length(question, where, "question", MAX_TRAINING_QUESTION_CHARS)
+
+
+def check_passage(text: Any, title: Any, where: str, field: str) -> tuple[str, str]:
+    """A passage's text (non-empty) and title (``None`` is empty), stripped and within their limits."""
+    if not isinstance(text, str):
+        kind = "missing" if text is None else f"a {type(text).__name__}, expected a string"
+        raise RecordError(f"{where}: field '{field}.text': {kind}")
+    if not text.strip():
+        raise RecordError(f"{where}: field '{field}.text' is empty")
+    title = "" if title is None else title
+    if not isinstance(title, str):
+        raise RecordError(f"{where}: field '{field}.title': expected a string, got {type(title).__name__}")
+    check_length(text, where, f"{field}.text", MAX_TRAINING_PASSAGE_CHARS)
+    check_length(title, where, f"{field}.title", MAX_TRAINING_TITLE_CHARS)
+    return text.strip(), title.strip()
 
 
 def check_answers(value: Any, where: str) -> list[str]:
@@ -61,18 +93,8 @@ def parse_ctxs(value: Any, where: str, name: str) -> list[Ctx]:
         field = f"{name}[{index}]"
         if not isinstance(item, Mapping):
             raise RecordError(f"{where}: field '{field}': expected an object with 'title' and 'text'")
-        text = item.get("text")
-        if not isinstance(text, str):
-            kind = "missing" if text is None else f"a {type(text).__name__}, expected a string"
-            raise RecordError(f"{where}: field '{field}.text': {kind}")
-        if not text.strip():
-            raise RecordError(f"{where}: field '{field}.text' is empty")
-        title = item.get("title")
-        if title is None:
-            title = ""
-        if not isinstance(title, str):
-            raise RecordError(f"{where}: field '{field}.title': expected a string, got {type(title).__name__}")
-        ctxs.append(Ctx(title=title.strip(), text=text.strip()))
+        text, title = check_passage(item.get("text"), item.get("title"), where, field)
+        ctxs.append(Ctx(title=title, text=text))
     return ctxs
 
 

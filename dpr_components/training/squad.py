@@ -10,7 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample
-from dpr_components.training.records import RecordError, check_question
+from dpr_components.training.records import (
+    MAX_TRAINING_PASSAGE_CHARS,
+    MAX_TRAINING_TITLE_CHARS,
+    RecordError,
+    check_length,
+    check_question,
+)
 
 
 def looks_like_squad(data: Any) -> bool:
@@ -44,7 +50,7 @@ def examples_from_squad(data: Any, source: str, limit: int | None = None) -> Loa
         title = article.get("title", "")
         if not isinstance(title, str):
             raise RecordError(f"{where_article}: field 'title': expected a string")
-        title = title.replace("_", " ").strip()
+        title = check_length(title, where_article, "title", MAX_TRAINING_TITLE_CHARS).replace("_", " ").strip()
         for p, paragraph in enumerate(article["paragraphs"]):
             where_paragraph = f"{where_article}.paragraphs[{p}]"
             if not isinstance(paragraph, Mapping):
@@ -52,6 +58,7 @@ def examples_from_squad(data: Any, source: str, limit: int | None = None) -> Loa
             context = paragraph.get("context")
             if not isinstance(context, str) or not context.strip():
                 raise RecordError(f"{where_paragraph}: field 'context': expected a non-empty string")
+            check_length(context, where_paragraph, "context", MAX_TRAINING_PASSAGE_CHARS)
             qas = paragraph.get("qas")
             if not isinstance(qas, list):
                 raise RecordError(f"{where_paragraph}: field 'qas': expected a list")

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from dpr_components.training.checkpoint_files import (
+    check_finite_checkpoint,
     load_json,
     load_tensors,
     restart_hint,
@@ -52,6 +53,7 @@ class TrainerState:
     stopped_early: bool = False
     elapsed_seconds: float = 0.0
     last_validation: dict[str, float] | None = None
+    nonfinite_steps: int = 0  # steps skipped for a NaN or infinite loss or gradient norm
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -115,6 +117,7 @@ def load_checkpoint(
     saved_rng = read_rng_file(path, hint)
     state_data = load_json(path / STATE_FILE, hint)
     weights = load_tensors(path / "model.pt", hint)
+    check_finite_checkpoint(path / "model.pt", weights, hint)
     saved = load_tensors(path / "optimizer.pt", hint)
     with resuming(path, hint):
         state = TrainerState(**state_data)

@@ -12,7 +12,9 @@ Output folder::
     result.json            summary (paths, steps, metrics, speed)
 
 Run the same call again after a kill and training continues from the newest checkpoint; run
-it after completion and it returns the stored result."""
+it after completion and it returns the stored result. A step whose loss or gradient norm is NaN
+or infinite is skipped (up to ``max_nonfinite_steps``) or stops the run, keeping the last good
+checkpoint (``finite.py``); a checkpoint holding such weights is never resumed."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.export import export_dpr
+from dpr_components.training.finite import NonFiniteScores, apply_update, diverged
 from dpr_components.training.frozen_passages import FrozenPassageVectors
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
@@ -203,7 +206,9 @@ class Trainer:
 
     # ---- one step ----------------------------------------------------------------------
 
-    def _step(self, state: TrainerState, order: np.ndarray) -> tuple[float, float]:
+    def _step(self, state: TrainerState, order: np.ndarray) -> tuple[float, float, str | None]:
+        """One optimizer step; returns the loss, the gradient norm and, for a step skipped because
+        one of them is not finite, what was not."""
         config = self.config
         self.optimizer.zero_grad(set_to_none=True)
         loss = 0.0
@@ -217,11 +222,16 @@ class Trainer:
             state.batch_in_epoch += 1
         distributed.sum_gradients(self.model.parameters())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm))
-        self.optimizer.step()
-        self.scheduler.step()
+        skipped = apply_update(self.model, self.optimizer, self.scheduler, loss, grad_norm, state.step + 1,
+                               state.nonfinite_steps, config.max_nonfinite_steps, self._last_good_checkpoint)
+        state.nonfinite_steps += 0 if skipped is None else 1
         state.step += 1
         state.examples_seen += config.batch_size * config.accumulation_steps
-        return loss, grad_norm
+        return loss, grad_norm, skipped
+
+    def _last_good_checkpoint(self) -> str:
+        found = latest_checkpoint(self.output_dir / "checkpoints")
+        return str(found) if found is not None else "none was written before it"
 
     # ---- validation, checkpoints -------------------------------------------------------
 
@@ -229,7 +239,10 @@ class Trainer:
         config = self.config
         if self.rank == 0 and self.validation is not None:
             lookup = self.frozen_passages.lookup if self.frozen_passages is not None else None
-            metrics = validate(self.model, self.validation, score=config.similarity, passage_vectors=lookup)
+            try:
+                metrics = validate(self.model, self.validation, score=config.similarity, passage_vectors=lookup)
+            except NonFiniteScores as error:
+                raise diverged(state.step, str(error), self._last_good_checkpoint()) from None
             name = config.selection_metric
             if name not in metrics:
                 raise ValueError(f"selection metric {name!r} is not computed; metrics are {sorted(metrics)}")
@@ -292,42 +305,50 @@ class Trainer:
                    disable=not self.show_progress or self.rank != 0, smoothing=0.1)
         segment_start, segment_examples, elapsed_before = time.perf_counter(), 0, state.elapsed_seconds
         window_losses: list[float] = []
+        window_grad_norm = 0.0  # of the window's last updating step
         window_start, window_examples = time.perf_counter(), 0
         order = epoch_order(config.seed, state.epoch, len(self.examples))
-        while state.step < self.total_steps and not state.stopped_early:
-            loss, grad_norm = self._step(state, order)
-            step_examples = config.batch_size * config.accumulation_steps
-            segment_examples += step_examples
-            window_examples += step_examples
-            window_losses.append(loss)
-            epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
-            if epoch_done:
-                state.epoch += 1
-                state.batch_in_epoch = 0
-                order = epoch_order(config.seed, state.epoch, len(self.examples))
-            last = state.step >= self.total_steps
-            now = time.perf_counter()
-            speed = window_examples / max(now - window_start, 1e-9)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", ex_s=f"{speed:.1f}", epoch=state.epoch)
-            if state.step % config.log_every == 0 or last:
-                if log is not None:
-                    log.write({
-                        "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window_losses)),
-                        "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm, "examples_per_s": speed,
-                        "elapsed_s": elapsed_before + now - segment_start, "peak_rss_mb": peak_rss_mb(),
-                    })
-                window_losses, window_start, window_examples = [], now, 0
-            due = (state.step % config.validate_every == 0) if config.validate_every else epoch_done
-            if self.dev_examples and (due or last):
-                self._validate(state, log)
-            if state.step % config.checkpoint_every == 0 or epoch_done or last or state.stopped_early:
-                state.elapsed_seconds = elapsed_before + time.perf_counter() - segment_start
-                self._checkpoint(state)
-            if self.on_step is not None:
-                self.on_step(state)
-            fault_point("training.step")
-        bar.close()
+        try:
+            while state.step < self.total_steps and not state.stopped_early:
+                loss, grad_norm, skipped = self._step(state, order)
+                step_examples = config.batch_size * config.accumulation_steps
+                segment_examples += step_examples
+                window_examples += step_examples
+                if skipped is None:
+                    window_losses.append(loss)
+                    window_grad_norm = grad_norm
+                elif log is not None:
+                    log.write({"step": state.step, "epoch": state.epoch, "event": "skipped", "reason": skipped})
+                epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
+                if epoch_done:
+                    state.epoch += 1
+                    state.batch_in_epoch = 0
+                    order = epoch_order(config.seed, state.epoch, len(self.examples))
+                last = state.step >= self.total_steps
+                now = time.perf_counter()
+                speed = window_examples / max(now - window_start, 1e-9)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", ex_s=f"{speed:.1f}", epoch=state.epoch)
+                if state.step % config.log_every == 0 or last:
+                    if log is not None and window_losses:  # a window of skipped steps only has their events
+                        log.write({
+                            "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window_losses)),
+                            "lr": self.scheduler.get_last_lr()[0], "grad_norm": window_grad_norm,
+                            "examples_per_s": speed,
+                            "elapsed_s": elapsed_before + now - segment_start, "peak_rss_mb": peak_rss_mb(),
+                        })
+                    window_losses, window_start, window_examples = [], now, 0
+                due = (state.step % config.validate_every == 0) if config.validate_every else epoch_done
+                if self.dev_examples and (due or last):
+                    self._validate(state, log)
+                if state.step % config.checkpoint_every == 0 or epoch_done or last or state.stopped_early:
+                    state.elapsed_seconds = elapsed_before + time.perf_counter() - segment_start
+                    self._checkpoint(state)
+                if self.on_step is not None:
+                    self.on_step(state)
+                fault_point("training.step")
+        finally:
+            bar.close()  # before any error is printed: the bar's line ends first
         segment_seconds = time.perf_counter() - segment_start
         state.elapsed_seconds = elapsed_before + segment_seconds
         return self._finish(state, segment_examples / segment_seconds if segment_examples else 0.0)

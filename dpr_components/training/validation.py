@@ -20,6 +20,7 @@ import torch
 
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.training.finite import NonFiniteScores
 from dpr_components.training.losses.similarity import similarity_matrix
 from dpr_components.training.model import BiEncoder
 
@@ -107,6 +108,8 @@ def validate(
     finally:
         model.train(was_training)
     scores = similarity_matrix(questions, passages, score)  # type: ignore[arg-type]
+    if not bool(torch.isfinite(scores).all()):  # NaN compares false: every positive would rank first
+        raise NonFiniteScores("the model computes NaN or infinite validation scores")
     # Passages are unique by text (see build_validation_set), so no candidate duplicates a positive.
     positive_scores = scores[torch.arange(len(data.positive_index)), torch.tensor(data.positive_index)]
     ranks = (1 + (scores > positive_scores[:, None]).sum(1)).tolist()

@@ -108,3 +108,21 @@ def test_record_with_a_lone_surrogate(tmp_path: Path) -> None:
     """An index request whose record text holds a broken \\u escape (a lone surrogate)"""
     with pytest.raises(ValueError, match=r"records\[0\]: document 'a' has in field 'text' a lone surrogate U\+D800"):
         CorpusReader().run(records=json.loads('[{"id": "a", "text": "broken \\ud800 escape"}]'))
+
+
+@pytest.mark.reliability(category="input root", expect="clear error")
+def test_training_data_read_through_a_link_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training data named through a symlink in the input root that points outside (every open is checked)"""
+    from dpr_components.training.data import load_training_examples
+
+    root, outside = tmp_path / "served", tmp_path / "secret.jsonl"
+    root.mkdir()
+    outside.write_text(json.dumps({"question": "q", "answers": ["a"], "positive_ctxs": [{"title": "t", "text": SECRET}]}) + "\n")
+    (root / "train.jsonl").symlink_to(outside)
+    assert load_training_examples(root / "train.jsonl").examples  # no root: the command line reads any file
+    monkeypatch.setenv(INPUT_ROOT_ENV, str(root))
+    with pytest.raises(ValueError, match="training data file .* is outside the input root"):
+        load_training_examples(root / "train.jsonl")
+    (root / "folder").mkdir()
+    with pytest.raises(ValueError, match="must be a JSON or JSON lines file inside it"):
+        load_training_examples(root / "folder")

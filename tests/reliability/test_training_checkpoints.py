@@ -1,6 +1,7 @@
 """Checkpoints: resuming training never runs code stored in a checkpoint file. A replaced
 ``optimizer.pt``, an old-format generator file, a reader ``state.pt`` that would create a file
-when unpickled, or a damaged checkpoint is refused with one line saying what to do."""
+when unpickled, a damaged checkpoint, or one holding NaN weights is refused with one line saying
+what to do."""
 
 from __future__ import annotations
 
@@ -98,3 +99,39 @@ def test_malicious_reader_state(tmp_path: Path, tiny_encoder_dir: Path) -> None:
 
 def _interrupt(step: int) -> None:
     raise KeyboardInterrupt
+
+
+def _poison(tensors: dict) -> str:
+    """Fill the word embeddings of a checkpoint's model state with NaN; returns the tensor's name."""
+    name = next(n for n in sorted(tensors) if n.endswith("word_embeddings.weight"))
+    tensors[name] = torch.full_like(tensors[name], float("nan"))
+    return name
+
+
+@pytest.mark.reliability(category="checkpoints", expect="clear error")
+def test_nan_weights_in_model_checkpoint(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """Resuming DPR training from a checkpoint whose model.pt holds NaN weights (saved by a run that diverged)"""
+    run, data = _copy_run(finished_run, tmp_path)
+    (run / "result.json").unlink()
+    weights_file = _latest_checkpoint(run) / "model.pt"
+    weights = torch.load(weights_file, weights_only=True)
+    tensor = _poison(weights)
+    torch.save(weights, weights_file)
+    final_before = {p: p.read_bytes() for p in (run / "final").rglob("*.safetensors")}
+    result = train_command(train_args(data, run, tiny_bert_dir))
+    assert_clear_error(result, str(weights_file), tensor, "NaN", "Delete")
+    assert {p: p.read_bytes() for p in (run / "final").rglob("*.safetensors")} == final_before, "the export changed"
+
+
+@pytest.mark.reliability(category="checkpoints", expect="clear error")
+def test_nan_weights_in_reader_checkpoint(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+    """Resuming reader training from a checkpoint whose state.pt holds NaN weights"""
+    with pytest.raises(KeyboardInterrupt):  # stopped at step 1: a checkpoint is saved
+        train_reader(tmp_path / "run", tiny_encoder_dir, after_step=_interrupt)
+    state_file = tmp_path / "run" / "checkpoint" / "state.pt"
+    state = torch.load(state_file, weights_only=True)
+    tensor = _poison(state["model"])
+    torch.save(state, state_file)
+    result = as_command(lambda: train_reader(tmp_path / "run", tiny_encoder_dir))
+    assert_clear_error(result, str(state_file), tensor, "NaN", "Delete")
+    assert not (tmp_path / "run" / "export").exists()

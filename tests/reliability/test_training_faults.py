@@ -1,6 +1,8 @@
 """Training faults: DPR and reader training killed with SIGKILL mid-epoch, while saving a
 checkpoint and while exporting the model; running the same training again completes, and the
-result is identical to an uninterrupted run."""
+result is identical to an uninterrupted run. A loss that becomes NaN (or weights that overflow)
+stops training with one line naming the step, keeping the last good checkpoint and exporting
+nothing; run again with a budget of skipped steps, training completes."""
 
 from __future__ import annotations
 
@@ -13,8 +15,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.reliability.harness import REPO, assert_success
-from tests.reliability.training_checks import same_weights, train_args, train_command, train_process, write_training_data
+from dpr_components.encoders import EncoderSettings, TextEncoder
+from dpr_components.readers.model import load_reader
+from dpr_components.training.run_log import read_log
+from dpr_components.training.trainer import RESULT_FILE
+from tests.reliability.harness import REPO, assert_clear_error, assert_success
+from tests.reliability.training_checks import (
+    as_command,
+    same_weights,
+    train_args,
+    train_command,
+    train_process,
+    write_training_data,
+)
 from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
 from tests.test_reader_training import _assert_same_state, _state
 from tests.test_reader_training import _train as train_reader
@@ -113,3 +126,156 @@ def test_reader_training_killed(
 def _leftovers(run: Path) -> list[str]:
     """Half-written folders of interrupted atomic writes."""
     return sorted(p.name for p in run.rglob("*") if p.name.endswith((".tmp", ".old")))
+
+
+# ---- losses that become NaN ----------------------------------------------------------------------
+
+# In the 6-step DPR run (batch 4, seed 12345) this question is in step 3 and step 4; in the 6-step
+# reader run (batch 2, seed 0) question q0 is in step 3 and step 5.
+POISONED_QUESTION = "what is fact number 10 about subject 0"
+POISONED_READER_QUESTION = "q0"
+# learning rate -> what the error says: a NaN loss at the next step, or an update beyond float32
+DIVERGING_RATES = {"1e30": "the loss is nan", "1e39": "overflows float32"}
+
+
+class _NanLoss(torch.nn.Module):
+    """A loss whose value and gradients are NaN, as in a run that diverged."""
+
+    def __init__(self, loss: torch.nn.Module) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, *args: object) -> torch.Tensor:
+        return self.loss(*args) * float("nan")
+
+
+@pytest.fixture()
+def nan_loss_on_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DPR steps whose batch holds POISONED_QUESTION compute a NaN loss (and NaN gradients)."""
+    from dpr_components.training import trainer
+
+    original = trainer.backward_batch
+
+    def backward(model, loss_fn, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if POISONED_QUESTION in batch.questions:
+            loss_fn = _NanLoss(loss_fn)
+        return original(model, loss_fn, batch, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "backward_batch", backward)
+
+
+@pytest.fixture()
+def nan_reader_loss_on_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reader steps whose batch holds question POISONED_READER_QUESTION get a NaN loss and gradients."""
+    from dpr_components.readers import training
+
+    build, backward = training.build_group, training._backward
+
+    def build_group(question, *args, **kwargs):  # type: ignore[no-untyped-def]
+        group = build(question, *args, **kwargs)
+        if group is not None:
+            group.poisoned = question.id == POISONED_READER_QUESTION
+        return group
+
+    def poisoned_backward(reader, tokenizer, optimizer, config, groups):  # type: ignore[no-untyped-def]
+        parts = backward(reader, tokenizer, optimizer, config, groups)
+        if any(group.poisoned for group in groups):
+            for parameter in reader.parameters():
+                if parameter.grad is not None:
+                    parameter.grad.fill_(float("nan"))
+            parts.update(loss=float("nan"), grad_norm=float("nan"))
+        return parts
+
+    monkeypatch.setattr(training, "build_group", build_group)
+    monkeypatch.setattr(training, "_backward", poisoned_backward)
+
+
+def _checkpoints(run: Path) -> list[str]:
+    return sorted(p.name for p in (run / "checkpoints").iterdir()) if (run / "checkpoints").is_dir() else []
+
+
+def _finite(path: Path) -> bool:
+    state = torch.load(path, weights_only=True)
+    tensors = state["model"] if "model" in state else state
+    return all(torch.isfinite(t).all() for t in tensors.values() if t.is_floating_point())
+
+
+@pytest.mark.reliability(category="training faults", expect="clear error")
+def test_dpr_training_loss_becomes_nan(
+    tmp_path: Path, tiny_bert_dir: Path, nan_loss_on_question: None, record_property: pytest.RecordProperty
+) -> None:
+    """DPR training (python -m training.train) computes a NaN loss at step 3"""
+    data = write_training_data(tmp_path / "train.jsonl")
+    run = tmp_path / "run"
+    result = train_command(train_args(data, run, tiny_bert_dir))
+    kept = run / "checkpoints" / "step-00000002"
+    assert_clear_error(result, "training stopped at step 3", "the loss is nan", f"last good checkpoint is kept: {kept}",
+                       "--skip-nonfinite-steps")
+    assert _checkpoints(run) == ["step-00000002"] and _finite(kept / "model.pt")
+    assert not (run / "final").exists() and not (run / RESULT_FILE).exists(), "a model was exported"
+    record_property("checkpoints kept", ", ".join(_checkpoints(run)))
+
+
+@pytest.mark.reliability(category="training faults", expect="correct result")
+def test_dpr_training_resumed_with_a_skip_budget(tmp_path: Path, tiny_bert_dir: Path, nan_loss_on_question: None) -> None:
+    """DPR training stopped by a NaN loss is run again with --skip-nonfinite-steps 2"""
+    data = write_training_data(tmp_path / "train.jsonl")
+    run = tmp_path / "run"
+    args = train_args(data, run, tiny_bert_dir, "--set", "keep_checkpoints=10")
+    assert train_command(args).code == 2
+    assert_success(train_command([*args, "--skip-nonfinite-steps", "2"]))
+    skipped = [e["step"] for e in read_log(run / "log.jsonl") if e.get("event") == "skipped"]
+    assert skipped == [3, 4]
+    before, after = (torch.load(run / "checkpoints" / f"step-0000000{n}" / "model.pt", weights_only=True) for n in (2, 3))
+    assert all(torch.equal(before[k], after[k]) for k in before), "a skipped step changed the weights"
+    assert _finite(run / "checkpoints" / "step-00000006" / "model.pt")
+    for encoder in ("question_encoder", "passage_encoder"):  # loading refuses NaN or infinite weights
+        TextEncoder(EncoderSettings(model=str(run / "final" / encoder))).encode_questions(["who wrote hamlet"])
+
+
+@pytest.mark.parametrize("rate, problem", list(DIVERGING_RATES.items()), ids=list(DIVERGING_RATES))
+@pytest.mark.reliability(category="training faults", expect="clear error")
+def test_dpr_training_diverges(tmp_path: Path, tiny_bert_dir: Path, rate: str, problem: str) -> None:
+    """DPR training with a learning rate so high that training diverges (--set learning_rate=1e30)"""
+    data = write_training_data(tmp_path / "train.jsonl")
+    run = tmp_path / "run"
+    result = train_command(train_args(data, run, tiny_bert_dir, "--set", f"learning_rate={rate}"))
+    assert_clear_error(result, "training stopped at step", problem, "last good checkpoint is kept")
+    assert not (run / "final").exists() and not (run / "best").exists(), "a model was exported"
+    assert all(_finite(run / "checkpoints" / name / "model.pt") for name in _checkpoints(run))
+
+
+@pytest.mark.reliability(category="training faults", expect="clear error")
+def test_ddp_training_diverges(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """DDP training (python -m training.train --processes 2) with a learning rate so high that training diverges"""
+    data = write_training_data(tmp_path / "train.jsonl")
+    run = tmp_path / "run"
+    result = train_command(train_args(data, run, tiny_bert_dir, "--set", "learning_rate=1e30", "--processes", "2"))
+    assert_clear_error(result, "training stopped at step 2", "the loss is nan", "last good checkpoint is kept")
+    assert not (run / "final").exists(), "a model was exported"
+
+
+@pytest.mark.reliability(category="training faults", expect="clear error")
+def test_reader_training_loss_becomes_nan(
+    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None  # noqa: F811
+) -> None:
+    """Reader training computes a NaN loss at step 3"""
+    run = tmp_path / "run"
+    result = as_command(lambda: train_reader(run, tiny_encoder_dir))
+    assert_clear_error(result, "training stopped at step 3", "the loss is nan",
+                       f"last good checkpoint is kept: {run / 'checkpoint'} (step 2)")
+    assert _state(run)["position"]["step"] == 2 and _finite(run / "checkpoint" / "state.pt")
+    assert not (run / "export").exists(), "a reader was exported"
+
+
+@pytest.mark.reliability(category="training faults", expect="correct result")
+def test_reader_training_resumed_with_a_skip_budget(
+    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None  # noqa: F811
+) -> None:
+    """Reader training stopped by a NaN loss is run again allowing 2 skipped steps (--skip-nonfinite-steps 2)"""
+    run = tmp_path / "run"
+    assert as_command(lambda: train_reader(run, tiny_encoder_dir)).code == 2
+    result = train_reader(run, tiny_encoder_dir, max_nonfinite_steps=2)
+    assert result.position.step == result.total_steps and result.position.nonfinite_steps == 2
+    assert [e["step"] for e in read_log(run / "log.jsonl") if e.get("event") == "skipped"] == [3, 5]
+    load_reader(result.export_dir)  # refuses NaN or infinite weights

@@ -102,3 +102,23 @@ def same_weights(folder_a: Path, folder_b: Path) -> bool:
         if a.keys() != b.keys() or not all(torch.equal(a[k], b[k]) for k in a):
             return False
     return True
+
+
+def poison_weights(folder: Path, value: float = float("nan")) -> str:
+    """Fill the word embeddings in ``folder``'s model.safetensors with ``value`` (read by every forward
+    pass: what a diverged run leaves); returns the tensor's name."""
+    from safetensors.torch import save_file
+
+    path = folder / "model.safetensors"
+    tensors = load_file(str(path))
+    name = next(n for n in sorted(tensors) if n.endswith("word_embeddings.weight"))
+    tensors[name] = torch.full_like(tensors[name], value)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    return name
+
+
+def edit_json(path: Path, **changes: Any) -> None:
+    """Set keys of the JSON object in ``path`` (a config file of a model folder)."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data.update(changes)
+    path.write_text(json.dumps(data), encoding="utf-8")
