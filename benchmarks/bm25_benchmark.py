@@ -25,8 +25,8 @@ from pathlib import Path
 from benchmarks import analyzer_parity, bm25_data, lucene_lengths
 from benchmarks.retrieval_metrics import CUTOFFS, first_hit_rank, ranking_agreement, top_k_accuracy
 from dpr_components.document_stores.analyzer import EnglishAnalyzer
-from dpr_components.io_utils import atomic_write_text
-from dpr_components.settings import cache_dir, data_dir
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.settings import cache_dir, data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = REPO_ROOT / "benchmarks"
@@ -125,7 +125,7 @@ def parity(data: bm25_data.BenchmarkData, python: Path, folder: Path, stemmers: 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", type=Path, default=None, help="default: dpr_components.settings.data_dir()")
+    parser.add_argument("--data-dir", type=Path, default=None, help="default: dpr_components.utils.settings.data_dir()")
     parser.add_argument("--work-dir", type=Path, default=None, help="default: <cache dir>/bm25_benchmark")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "bm25.md",
                         help="Markdown report; the JSON goes next to it with a .json suffix")  # fmt: skip

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.pool import pool_passages
-from dpr_components.io_utils import atomic_write_text
-from dpr_components.settings import data_dir
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.settings import data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT = REPO_ROOT / "docs" / "benchmarks" / "bm25_incremental.md"

@@ -9,9 +9,9 @@ import argparse
 import time
 
 from benchmarks.pool import pool_passages
-from dpr_components.encoders import EncoderSettings, TextEncoder
-from dpr_components.indexing.embedding import cache_for, encode_passages_cached
-from dpr_components.settings import cache_dir
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.utils.settings import cache_dir
 
 
 def main() -> None:

@@ -29,11 +29,11 @@ import numpy as np
 import torch
 
 from benchmarks.pool import pool_passages, pool_path
-from dpr_components.encoders import EncoderSettings, TextEncoder, bf16_supported, resolve_model_path
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, bf16_supported, resolve_model_path
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
-from dpr_components.io_utils import atomic_write_text
-from dpr_components.settings import cache_dir, data_dir
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.settings import cache_dir, data_dir
 
 MODEL = "bundled:all-MiniLM-L6-v2"
 Encode = Callable[[], np.ndarray]

@@ -26,7 +26,7 @@ from dpr_components.evaluation.eval_spec import evaluation_spec
 from dpr_components.evaluation.pipeline_eval import evaluate_outputs, run_system
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 
 KS = (1, 5, 20, 100)
 EVAL_FILES = ("pipelines/eval_nq.yml", "pipelines/eval_squad.yml")

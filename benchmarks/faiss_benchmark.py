@@ -32,10 +32,10 @@ import numpy as np
 
 from benchmarks.pool import pool_passages
 from dpr_components.document_stores.dense_index import DenseIndex
-from dpr_components.encoders import EncoderSettings, TextEncoder
-from dpr_components.indexing.embedding import cache_for, encode_passages_cached
-from dpr_components.io_utils import atomic_path, atomic_write_text
-from dpr_components.settings import cache_dir, data_dir
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.utils.settings import cache_dir, data_dir
 
 TOP_K = 100
 REAL_CONFIGS = (

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 
 QUESTION = "who wrote hamlet"
 

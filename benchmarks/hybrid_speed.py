@@ -26,10 +26,10 @@ from haystack import Pipeline
 
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.rankers import HybridRanker
 from dpr_components.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
-from dpr_components.settings import data_dir
+from dpr_components.utils.settings import data_dir
 
 TOP_K = 100
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dpr_components.indexing.passages import Passage, split_documents
-from dpr_components.settings import data_dir
+from dpr_components.utils.settings import data_dir
 
 
 def pool_path() -> Path:

@@ -33,16 +33,16 @@ from haystack import Document
 from tqdm.auto import tqdm
 
 from benchmarks.encoding_benchmark import cpu_name
-from dpr_components.encoders import bf16_enabled
+from dpr_components.encoders.text_encoder import bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.evaluate import ReadingCase, evaluate_reader
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, SpanPrediction, read
-from dpr_components.settings import data_dir
+from dpr_components.utils.settings import data_dir
 
 KS = (1, 5, 10, 20)
 # Answer rankings compared (ReadSettings.ranking, rank_prior): DPR's best passage first, every

@@ -16,7 +16,7 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = "python -m benchmarks.reliability_report"

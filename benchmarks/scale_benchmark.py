@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.worker_common import write_json_atomic
-from dpr_components.settings import cache_dir, data_dir
+from dpr_components.utils.settings import cache_dir, data_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS = REPO_ROOT / "docs" / "benchmarks" / "scale.json"
@@ -201,7 +201,7 @@ def step_prep() -> dict:
     """Real pool vectors (read from an existing embedding cache, never encoded here: that takes
     hours) and the NQ dev questions with their vectors (encoded once, seconds)."""
     from benchmarks.pool import pool_passages
-    from dpr_components.encoders import EncoderSettings, TextEncoder
+    from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 
     encoder = TextEncoder(EncoderSettings(), batch_size=64)
     keys = [passage_key(p.title, p.text) for p in pool_passages()]
@@ -217,7 +217,7 @@ def step_prep() -> dict:
 
 
 def passage_key(title: str, text: str) -> str:
-    from dpr_components.indexing.embedding_cache import passage_key as key
+    from dpr_components.encoders.embedding_cache import passage_key as key
 
     return key(title, text)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.worker_common import write_json_atomic
-from dpr_components.document_stores.document_table import _COUNTER_TRIGGERS, DocumentRow, DocumentTable
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.document_stores.document_table import COUNTER_TRIGGERS, DocumentRow, DocumentTable
+from dpr_components.utils.atomic_files import atomic_write_text
 
 OUT = Path("docs/benchmarks")
 DIM = 768
@@ -48,7 +48,7 @@ def measure(rows: int, rounds: int) -> dict[str, list[float]]:
             for kind in timings:
                 table = _table(Path(tmp), f"{kind.replace(' ', '_')}{round_}", rows)
                 if kind == "no triggers":
-                    for name in _COUNTER_TRIGGERS:
+                    for name in COUNTER_TRIGGERS:
                         table._db.execute(f"DROP TRIGGER {name}")
                 action = _delete_keeping_triggers if kind == "triggers kept" else DocumentTable.delete_all
                 start = time.perf_counter()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dpr_components.io_utils import atomic_path, atomic_write_text
+from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs" / "benchmarks"

@@ -16,7 +16,7 @@ for _name, _value in {
 
 import pytest  # noqa: E402
 
-from dpr_components.settings import data_dir  # noqa: E402
+from dpr_components.utils.settings import data_dir  # noqa: E402
 
 TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, max_position_embeddings=128)
 

@@ -1,4 +1,4 @@
-"""Question encoding in plain torch (dpr_components.bert_inference) against transformers."""
+"""Question encoding in plain torch (dpr_components.encoders.plain_bert) against transformers."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpr_components.bert_inference import PlainBert, load_bert_tokenizer, load_plain_bert
-from dpr_components.encoders import EncoderSettings, TextEncoder, detect_layout, resolve_model_path
+from dpr_components.encoders.plain_bert import PlainBert, load_bert_tokenizer, load_plain_bert
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout, resolve_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINED_QUESTION_ENCODER = ROOT / "models" / "dpr-minilm-multi" / "question_encoder"

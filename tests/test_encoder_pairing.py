@@ -10,7 +10,7 @@ import pytest
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder
-from dpr_components.encoder_pairing import (
+from dpr_components.encoders.pairing import (
     META_FIELD,
     PAIR_FILE,
     expected_passage_digest,
@@ -134,7 +134,7 @@ def test_committed_question_encoder_records_its_passage_encoder() -> None:
 def test_encoder_models_names_both_sides(tmp_path: Path, tiny_bert_dir: Path) -> None:
     import shutil
 
-    from dpr_components.encoder_pairing import encoder_models, write_question_pair_file
+    from dpr_components.encoders.pairing import encoder_models, write_question_pair_file
 
     pair = tmp_path / "pair"
     for side in ("question_encoder", "passage_encoder"):

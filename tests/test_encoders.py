@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from dpr_components.encoders import EncoderLoadError, EncoderSettings, TextEncoder, detect_layout, resolve_model_path
-from dpr_components.indexing.embedding import cache_for, encode_passages_cached
+from dpr_components.encoders.text_encoder import EncoderLoadError, EncoderSettings, TextEncoder, detect_layout, resolve_model_path
+from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 
 
 def test_plain_bert_defaults_to_cls_pooling(tiny_bert_dir: Path) -> None:
@@ -138,7 +138,7 @@ def test_bundled_minilm_matches_sentence_transformers() -> None:
 
 def test_length_bucketing_returns_input_order(tiny_st_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Token-length bucketing (windows of 2 batches here) gives the vectors of unsorted, unpadded encoding."""
-    import dpr_components.encoders as encoders
+    import dpr_components.encoders.text_encoder as encoders
 
     monkeypatch.setattr(encoders, "BUCKET_BATCHES", 2)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
@@ -182,7 +182,7 @@ def _copy_with_weights(source: Path, target: Path, change) -> Path:  # type: ign
 
 @pytest.mark.parametrize("plain_torch", [True, False], ids=["plain torch", "transformers"])
 def test_nan_weights_are_refused_at_load(tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool) -> None:
-    from dpr_components.model_files import ModelFileError
+    from dpr_components.encoders.model_files import ModelFileError
 
     folder = _copy_with_weights(tiny_bert_dir, tmp_path / "nan", lambda n, t: t.fill_(float("nan")) if "query.bias" in n else t)
     encoder = TextEncoder(EncoderSettings(model=str(folder), precision="fp32"), plain_torch=plain_torch)
@@ -203,7 +203,7 @@ def test_config_claiming_a_million_layers_is_refused_at_once(tiny_bert_dir: Path
     import shutil
     import time
 
-    from dpr_components.model_files import ModelFileError
+    from dpr_components.encoders.model_files import ModelFileError
 
     folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "deep"))
     config = json.loads((folder / "config.json").read_text())
@@ -238,7 +238,7 @@ def test_config_is_checked_against_pytorch_bin_weights_too(tiny_bert_dir: Path, 
 
     from safetensors.torch import load_file
 
-    from dpr_components.model_files import ModelFileError
+    from dpr_components.encoders.model_files import ModelFileError
 
     folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "bin"))
     torch.save(load_file(str(folder / "model.safetensors")), folder / "pytorch_model.bin")

@@ -23,7 +23,7 @@ from dpr_components.evaluation.retrieval_metrics import (
     mean_reciprocal_rank,
     top_k_accuracy,
 )
-from dpr_components.settings import data_dir
+from dpr_components.utils.settings import data_dir
 
 # ---- answer matching -----------------------------------------------------------------------
 

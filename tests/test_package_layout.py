@@ -11,7 +11,7 @@ import pytest
 import yaml
 from haystack import Pipeline
 
-from dpr_components.legacy_paths import LEGACY_TYPE_PATHS
+from dpr_components.legacy.type_paths import LEGACY_TYPE_PATHS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,3 +116,29 @@ def test_command_line_runs_as_a_module() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage: haystack" in done.stdout
+
+
+IMPORT_COST = """
+import sys
+import dpr_components.retrievers.bm25
+from dpr_components.retrievers import BM25Retriever
+heavy = sorted({name.split(".")[0] for name in sys.modules} & {"faiss", "transformers", "sentence_transformers"})
+print(heavy)
+sys.exit(1 if heavy else 0)
+"""
+
+
+def test_bm25_retriever_loads_neither_faiss_nor_transformers() -> None:
+    done = subprocess.run([sys.executable, "-c", IMPORT_COST], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, f"importing BM25Retriever loaded {done.stdout.strip()}\n{done.stderr[-2000:]}"
+
+
+def test_old_type_paths_load_nothing_until_used() -> None:
+    """Registering the old paths of a package face builds none of its classes."""
+    check = (
+        "import sys; from haystack import component; import dpr_components.retrievers; "
+        "assert 'dpr_components.retrievers.DenseRetriever' in component.registry; "
+        "sys.exit(1 if 'dpr_components.retrievers.dense' in sys.modules else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

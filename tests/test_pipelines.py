@@ -226,7 +226,7 @@ def test_json_output_refuses_non_finite_numbers() -> None:
 def test_parameter_type_checks() -> None:
     from typing import Any, Literal
 
-    from dpr_components.type_checks import type_mismatch
+    from dpr_components.utils.type_checks import type_mismatch
 
     assert type_mismatch(3, int | None) is None and type_mismatch(None, int | None) is None
     assert type_mismatch(True, int) == "expected an integer, got True"

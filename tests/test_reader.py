@@ -397,7 +397,7 @@ def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
 def test_nan_weights_are_neither_saved_nor_loaded(tiny_encoder_dir: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file, save_file
 
-    from dpr_components.model_files import ModelFileError
+    from dpr_components.encoders.model_files import ModelFileError
 
     reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=5)
     with torch.no_grad():

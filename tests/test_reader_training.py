@@ -18,7 +18,7 @@ from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import reader_loss, selection_log_likelihood, span_log_likelihood
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.training import TrainConfig, train
-from dpr_components.training.run_log import read_log
+from dpr_components.runs.run_log import read_log
 from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
 
 SETTINGS = InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8)
@@ -261,7 +261,7 @@ def test_train_reader_draws_questions_with_the_data_seed(
 def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dpr_components.training.finite import TrainingDiverged
+    from dpr_components.runs.finite import TrainingDiverged
     from training import train_reader as cli
 
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)

@@ -23,7 +23,7 @@ from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
 
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.indexing.components import CorpusReader
-from dpr_components.input_files import INPUT_ROOT_ENV, check_input_path
+from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from dpr_components.cli.server_security import (
     ServerPolicy, check_bind_address, host_header_name, is_loopback, json_body_problem, normalize_host_name,
     normalize_origin,

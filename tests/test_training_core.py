@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpr_components.process_state import rng_states
-from dpr_components.training.checkpoint_files import (
+from dpr_components.runs.process_state import rng_states
+from dpr_components.runs.checkpoint_files import (
     CheckpointError,
     load_tensors,
     restart_hint,
@@ -19,8 +19,8 @@ from dpr_components.training.checkpoint_files import (
     resuming,
     write_checkpoint,
 )
-from dpr_components.training.rng import RNG_FILE, read_rng_file, rng_json, seed_everything, states_of_process
-from dpr_components.training.run_folder import (
+from dpr_components.runs.rng import RNG_FILE, read_rng_file, rng_json, seed_everything, states_of_process
+from dpr_components.runs.run_folder import (
     changed_settings,
     check_same_run,
     clean_run_folder,
@@ -29,8 +29,8 @@ from dpr_components.training.run_folder import (
     resume_log,
     write_settings,
 )
-from dpr_components.training.run_log import read_log
-from dpr_components.training.schedule import linear_warmup_decay
+from dpr_components.runs.run_log import read_log
+from dpr_components.runs.schedule import linear_warmup_decay
 from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
 from tests.test_reader_training import _train as train_reader
 

@@ -17,7 +17,7 @@ from dpr_components.training.config import TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
-from dpr_components.training.run_log import read_log
+from dpr_components.runs.run_log import read_log
 from dpr_components.training.step import backward_batch
 from dpr_components.training.trainer import train
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from dpr_components.encoders import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx
@@ -102,7 +102,7 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
 
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
     from dpr_components.embedders.passage import PassageEmbedder
-    from dpr_components.encoder_pairing import expected_passage_digest, weights_digest
+    from dpr_components.encoders.pairing import expected_passage_digest, weights_digest
     from dpr_components.retrievers.dense import DenseRetriever
     from dpr_components.training.convert import question_encoder_only
 

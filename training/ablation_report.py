@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dpr_components.io_utils import atomic_write_bytes, atomic_write_text
-from training.report import ABLATIONS, ablation_groups, collect_sampled
+from dpr_components.utils.atomic_files import atomic_write_bytes, atomic_write_text
+from training.run_records import ABLATIONS, ablation_groups, collect_sampled
 
 KS = (1, 5, 20, 100)
 SETTINGS = ("subset", "batch_size", "negatives", "epochs", "learning_rate", "grad_cache_chunk")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpr_components.encoders import EncoderLoadError
+from dpr_components.encoders.text_encoder import EncoderLoadError
 from dpr_components.training.convert import question_encoder_only, to_bert, to_dpr, to_sentence_transformers
 
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 from training.model_card import read_json
 
 KS = ("1", "5", "20", "100")

@@ -18,16 +18,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 
 
 def _one(args: argparse.Namespace) -> None:
     import torch
 
-    from dpr_components.process_state import peak_rss_mb
+    from dpr_components.runs.process_state import peak_rss_mb
     from dpr_components.training.config import TrainingConfig
     from dpr_components.training.data import load_training_examples, resolve_data_source
-    from dpr_components.training.run_log import read_log
+    from dpr_components.runs.run_log import read_log
     from dpr_components.training.trainer import train
 
     torch.set_num_threads(args.threads)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dpr_components.encoders import BUNDLED_MINILM
-from dpr_components.settings import cache_dir
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.utils.settings import cache_dir
 from dpr_components.training.dense_mining import DenseSearchIndex
 from dpr_components.training.data import load_training_examples, resolve_data_source
 from dpr_components.training.examples import TrainingExample

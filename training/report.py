@@ -14,33 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
+from training.ablation_report import write_ablation_report
+from training.run_records import ABLATIONS, LATER_FIELDS, ablation_groups, carry_over, collect, collect_sampled, load_json
 
 KS = ("1", "5", "20", "100")
 DATASETS = ("nq/dev.jsonl", "squad/dev.jsonl")
-ABLATIONS = {
-    "negatives": "BM25 hard negatives per question",
-    "batch_size": "batch size (questions)",
-    "subset": "NQ training questions (sample efficiency)",
-    "squad_questions": "SQuAD questions added",
-    "question_side": "question encoder alone (passage encoder fixed)",
-    "dense_negatives": "dense hard negatives added to BM25's",
-}
 
 
-def _load(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
-# Settings that do not change what is learned (or only how fast), ignored when grouping ablations.
-NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16", "seed")
-# Variant fields added after earlier runs were recorded, with the value those runs had.
-LATER_FIELDS = {"multi": False, "question_side": False, "dense_negatives": False, "seed": 12345}
 ARCHIVED_MARK = " †"
 ARCHIVED_NOTE = (
     "† A run whose folder is no longer kept: its row is carried over from the previous report "
@@ -50,85 +35,9 @@ ARCHIVED_NOTE = (
 )
 
 
-def carry_over(current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of the previous report whose runs are not among ``current`` (their folders are gone),
-    marked archived, followed by ``current``."""
-    names = {r["name"] for r in current}
-    return [{**r, "archived": True} for r in previous if r["name"] not in names] + current
-
-
-def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Baselines, trained runs and weight averages of runs (``train_dpr_nq --soup``), with their evaluations."""
-    baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))
-                 if not p.name.startswith("sampled-")]
-    runs, soups = [], []
-    for evaluation in sorted(root.glob("*/eval.json"), key=_natural_key):
-        run = json.loads(evaluation.read_text(encoding="utf-8"))
-        if "soup" in run:
-            soups.append(run)
-            continue
-        run["training"] = _training(evaluation.parent)
-        runs.append(run)
-    return baselines, runs, soups
-
-
-def _natural_key(path: Path) -> list[Any]:
-    """Order run folders with their numbers as numbers (squad7000 before squad14000)."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
-
-
 def _group_title(title: str, group: list[dict[str, Any]]) -> str:
     # The multi setting and the continuation both vary squad_questions: name which one a table is.
     return f"{title} (multi setting)" if group[0]["variant"].get("multi") else title
-
-
-def _training(folder: Path) -> dict[str, Any]:
-    result = _load(folder / "result.json") or {}
-    return {
-        "steps": result.get("steps"),
-        "best_step": result.get("best_step"),
-        "examples": result.get("examples"),
-        "hours": _training_hours(folder / "log.jsonl"),
-        "examples_per_second": result.get("examples_per_second"),
-        "peak_rss_mb": result.get("peak_rss_mb"),
-    }
-
-
-def collect_sampled(root: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Zero-shot and trained runs scored against the sampled pool (training/sampled_pool_eval.py)."""
-    baseline = _load(root / "baselines" / "sampled-minilm-zero-shot.json")
-    runs = []
-    for path in sorted(root.glob("*/sampled_eval.json")):
-        run = json.loads(path.read_text(encoding="utf-8"))
-        run["variant"] = _load(path.parent / "variant.json") or {}
-        run["training"] = _training(path.parent)
-        runs.append(run)
-    return baseline, runs
-
-
-def ablation_groups(runs: list[dict[str, Any]], field: str) -> list[list[dict[str, Any]]]:
-    """Runs that differ in ``field`` only (settings in NOT_ABLATED aside), two or more per group."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        variant = {**LATER_FIELDS, **run["variant"]}
-        rest = {k: v for k, v in variant.items() if k != field and k not in NOT_ABLATED}
-        groups.setdefault(json.dumps(rest, sort_keys=True), []).append(run)
-    ordered = []
-    for group in groups.values():
-        values = [{**LATER_FIELDS, **r["variant"]}[field] for r in group]
-        if len({json.dumps(v) for v in values}) >= 2:
-            # subset None means all questions: sort it last
-            order = sorted(range(len(group)), key=lambda i: 10**9 if values[i] is None else values[i])
-            ordered.append([group[i] for i in order])
-    return ordered
-
-
-def _training_hours(log: Path) -> float | None:
-    if not log.is_file():
-        return None
-    elapsed = [json.loads(line).get("elapsed_s") for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    elapsed = [e for e in elapsed if e is not None]
-    return max(elapsed) / 3600 if elapsed else None
 
 
 def _accuracy_cells(run: dict[str, Any]) -> list[str]:
@@ -241,7 +150,7 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
 
 def write_report(root: Path, out: Path, command: str) -> Path | None:
     baselines, runs, soups = collect(root)
-    previous = _load(out / "dpr_nq.json") or {}
+    previous = load_json(out / "dpr_nq.json") or {}
     runs = carry_over(runs, previous.get("runs", []))
     soups = carry_over(soups, previous.get("soups", []))
     if not baselines and not runs and not collect_sampled(root)[1]:
@@ -256,8 +165,6 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
                "soups": [strip(s) for s in soups]}
     atomic_write_text(out / "dpr_nq.json", json.dumps(payload, indent=1))
     print(f"wrote {out / 'dpr_nq.md'}", file=sys.stderr)
-    from training.ablation_report import write_ablation_report  # imports this module
-
     if write_ablation_report(root, out, command):
         print(f"wrote {out / 'ablations.md'}", file=sys.stderr)
     return out / "dpr_nq.md"

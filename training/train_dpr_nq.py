@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpr_components.encoders import BUNDLED_MINILM
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.training.averaging import average_models
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.encoders import BUNDLED_MINILM, bf16_enabled
-from dpr_components.io_utils import atomic_directory, atomic_write_text
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM, bf16_enabled
+from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.readers.data import (
     Kind,
     MinedQuestion,
@@ -39,8 +39,8 @@ from dpr_components.readers.data import (
     write_mined,
 )
 from dpr_components.readers.training import TrainConfig, train
-from dpr_components.settings import cache_dir, data_dir
-from dpr_components.validation import MAX_QUERY_CHARS
+from dpr_components.utils.settings import cache_dir, data_dir
+from dpr_components.utils.validation import MAX_QUERY_CHARS
 from training.reader_record import earlier_record, record_provenance
 
 

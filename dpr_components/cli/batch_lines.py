@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from dpr_components.line_files import numbered_lines
-from dpr_components.validation import load_json_text
+from dpr_components.utils.line_files import numbered_lines
+from dpr_components.utils.validation import load_json_text
 
 
 def _batch_item(text: str, where: str) -> dict[str, Any]:

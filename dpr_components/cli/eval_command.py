@@ -20,7 +20,7 @@ from dpr_components.evaluation.eval_spec import EvaluationSpec, evaluation_spec,
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
-from dpr_components.output_files import prepare_output_folder
+from dpr_components.utils.output_files import prepare_output_folder
 
 DEFAULT_TOP_K = 100
 

@@ -7,9 +7,9 @@ from typing import Any
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
-from dpr_components.output_files import describe_os_error
-from dpr_components.pipeline_graph import leaf_components
-from dpr_components.type_checks import type_mismatch
+from dpr_components.utils.output_files import describe_os_error
+from dpr_components.utils.pipeline_graph import leaf_components
+from dpr_components.utils.type_checks import type_mismatch
 
 
 def check_top_k_option(top_k: int) -> int:

@@ -8,8 +8,8 @@ from typing import Any
 
 from dpr_components.cli.pipeline_loading import parse_value
 from dpr_components.cli.pipeline_runner import top_k_inputs
-from dpr_components.output_files import describe_os_error
-from dpr_components.validation import load_json_text
+from dpr_components.utils.output_files import describe_os_error
+from dpr_components.utils.validation import load_json_text
 
 
 def _set_input(data: dict[str, Any], name: str, value: Any) -> None:

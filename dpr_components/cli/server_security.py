@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from dpr_components.validation import describe_lone_surrogate
+from dpr_components.utils.validation import describe_lone_surrogate
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 MIN_API_KEY_CHARS = 16

@@ -42,7 +42,7 @@ from dpr_components.cli.pipeline_policy import NetworkNotAllowedError, check_loc
 from dpr_components.cli.pipeline_runner import one_line, user_error_cause
 from dpr_components.cli.server_guards import OriginGuard, RequestGuard
 from dpr_components.cli.server_security import CORS_HEADERS, CORS_METHODS, ServerPolicy, configure_server_logs
-from dpr_components.input_files import INPUT_ROOT_ENV
+from dpr_components.utils.input_files import INPUT_ROOT_ENV
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import faiss
 import numpy as np
 
 from dpr_components.document_stores.index_files import verified_state, write_index_directory
-from dpr_components.fault_points import fault_point
+from dpr_components.utils.fault_points import fault_point
 
 Similarity = Literal["dot_product", "cosine", "l2"]
 SIMILARITIES = ("dot_product", "cosine", "l2")

@@ -30,7 +30,7 @@ import numpy as np
 from haystack.errors import FilterError
 
 from dpr_components.document_stores.sql_filters import ERROR_FUNCTION, INDEXED_META_FIELDS, filter_to_sql
-from dpr_components.fault_points import fault_point
+from dpr_components.utils.fault_points import fault_point
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -54,7 +54,7 @@ CREATE INDEX IF NOT EXISTS row_changes_by_generation ON row_changes (generation)
 # no scan of the table (reading every row to test ``embedding IS NOT NULL`` took 3.3 s at 2M
 # passages). A database written before the counter gets it at the first count (one scan).
 VECTOR_COUNT_KEY = "vector_count"
-_COUNTER_TRIGGERS = {
+COUNTER_TRIGGERS = {
     "count_vectors_inserted": ("AFTER INSERT ON documents WHEN NEW.embedding IS NOT NULL", "1"),
     "count_vectors_deleted": ("AFTER DELETE ON documents WHEN OLD.embedding IS NOT NULL", "-1"),
     "count_vectors_updated": (
@@ -260,7 +260,7 @@ class DocumentTable:
 
     def _has_vector_counter(self) -> bool:
         names = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        return set(_COUNTER_TRIGGERS) <= names
+        return set(COUNTER_TRIGGERS) <= names
 
     def _add_vector_counter(self) -> None:
         """Count the vectors once and create the triggers that keep the count from now on."""
@@ -272,7 +272,7 @@ class DocumentTable:
             self._create_counter_triggers()
 
     def _create_counter_triggers(self) -> None:
-        for name, (event, delta) in _COUNTER_TRIGGERS.items():
+        for name, (event, delta) in COUNTER_TRIGGERS.items():
             self._db.execute(
                 f"CREATE TRIGGER IF NOT EXISTS {name} {event} BEGIN UPDATE store_info "
                 f"SET value = CAST(value AS INTEGER) + {delta} WHERE key = '{VECTOR_COUNT_KEY}'; END"
@@ -449,7 +449,7 @@ class DocumentTable:
                 # A table with triggers is emptied row by row (SQLite's truncate optimisation is off):
                 # 2.4x slower at 100k rows (docs/benchmarks/scale_delete_all.md). Dropped and
                 # recreated in this transaction, the count reset with them.
-                for name in _COUNTER_TRIGGERS:
+                for name in COUNTER_TRIGGERS:
                     self._db.execute(f"DROP TRIGGER {name}")
             deleted = self._db.execute("DELETE FROM documents").rowcount
             if counted:

@@ -53,8 +53,8 @@ from dpr_components.document_stores.store_backend import (
     check_before_opening,
     holds_database,
 )
-from dpr_components.fault_points import fault_point
-from dpr_components.validation import check_positive_int, check_query
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.validation import check_positive_int, check_query
 
 logger = logging.getLogger(__name__)
 

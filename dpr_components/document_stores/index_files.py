@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dpr_components.io_utils import atomic_directory, atomic_write_text
+from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 
 logger = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from dpr_components.document_stores.dense_layers import LayeredDenseIndex, main_
 from dpr_components.document_stores.document_table import DocumentTable, folder_is_writable
 from dpr_components.document_stores.index_files import recorded_state, write_index_directory
 from dpr_components.document_stores.store_lock import StoreLock
-from dpr_components.io_utils import remove_stale_temporaries
+from dpr_components.utils.atomic_files import remove_stale_temporaries
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpr_components.settings import DATA_DIR_ENV, data_dir
+from dpr_components.utils.settings import DATA_DIR_ENV, data_dir
 
 DATA_DIR_VARIABLE = "${" + DATA_DIR_ENV + "}"
 _KEYS = {"questions", "top_k", "systems", "split"}

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.evaluation.questions import QAExample
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
-from dpr_components.pipeline_graph import leaf_components
+from dpr_components.utils.pipeline_graph import leaf_components
 
 RunFunction = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpr_components.settings import hf_offline
-from dpr_components.validation import check_question_field
+from dpr_components.utils.settings import hf_offline
+from dpr_components.utils.validation import check_question_field
 
 HF_PREFIX = "hf:"
 _DATASETS_SUFFIXES = {".parquet": "parquet", ".arrow": "arrow"}

@@ -9,8 +9,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from dpr_components.indexing.corpus import CorpusFormat, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
-from dpr_components.input_files import check_input_path
-from dpr_components.validation import MAX_PASSAGE_CHARS, describe_long_word, find_long_word
+from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.validation import MAX_PASSAGE_CHARS, describe_long_word, find_long_word
 
 
 @component

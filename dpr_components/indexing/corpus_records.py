@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from dpr_components.indexing.corpus import CorpusError, CorpusRecord, text_problem
-from dpr_components.line_files import MAX_LINE_BYTES
+from dpr_components.utils.line_files import MAX_LINE_BYTES
 
 RECORDS = "records"
 

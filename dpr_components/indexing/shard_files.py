@@ -9,7 +9,7 @@ A shard folder ``shard-00002-of-00008/`` holds:
   they are written).
 
 A shard run writes into a temporary folder and renames it into place when complete (see
-:func:`dpr_components.io_utils.atomic_directory`), so a folder with that name is a finished
+:func:`dpr_components.utils.atomic_files.atomic_directory`), so a folder with that name is a finished
 shard. Reading a shard checks the sizes at once (:func:`read_manifest`) and every passage,
 every vector and both digests while streaming (:func:`shard_passages`), so a file truncated,
 zeroed or edited afterwards, even to the same size, is refused."""
@@ -27,8 +27,8 @@ from typing import IO, Any
 import numpy as np
 from haystack import Document
 
-from dpr_components.io_utils import atomic_write_text
-from dpr_components.validation import short_repr, strict_json_loads
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.validation import short_repr, strict_json_loads
 
 PASSAGES = "passages.jsonl"
 VECTORS = "vectors.f32"

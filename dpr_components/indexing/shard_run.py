@@ -30,8 +30,8 @@ from dpr_components.indexing.corpus import CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.shard_files import ShardFolderWriter
 from dpr_components.indexing.shard_spec import ShardSpec
-from dpr_components.input_files import check_input_path
-from dpr_components.io_utils import atomic_directory
+from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.atomic_files import atomic_directory
 
 CHUNK_CHARS = 1_000_000  # about 1,500 passages of 100 words: one pipeline run's worth
 _NO_EFFECT = {"progress_bar", "cache_dir", "batch_size"}  # parameters that do not change the passages or vectors

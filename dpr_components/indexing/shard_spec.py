@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dpr_components.validation import short_repr
+from dpr_components.utils.validation import short_repr
 
 SPEC_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 FOLDER_PATTERN = re.compile(r"^shard-(\d+)-of-(\d+)$")

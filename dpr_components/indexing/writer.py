@@ -16,7 +16,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
-from dpr_components.document_stores.async_calls import call_store
+from dpr_components.store_access.async_calls import call_store
 
 DOCUMENT_ID = "document_id"
 _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits terms queries)

@@ -14,10 +14,10 @@ from typing import Any, Literal, NamedTuple, cast
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.document_stores.search_backend import ScoringSearchBackend, search_backend
-from dpr_components.legacy_paths import from_dict_any_path
-from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
-from dpr_components.validation import check_finite, check_positive_int
+from dpr_components.store_access.search_backend import ScoringSearchBackend, search_backend
+from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.utils.validation import check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]
 

@@ -1,8 +1,9 @@
-"""Old home of ``SpanReader``, kept so pipeline files naming it still load."""
+"""Old home of ``SpanReader``, kept so pipeline files naming it still load (removed in 0.3.0:
+``dpr_components.legacy.type_paths.REMOVED_IN``)."""
 
-from dpr_components.legacy_paths import register_legacy_paths
+from dpr_components.legacy.type_paths import register_legacy_paths
 from dpr_components.readers.span_reader import SpanReader
 
 __all__ = ["SpanReader"]
 
-register_legacy_paths(SpanReader)
+register_legacy_paths(__name__)

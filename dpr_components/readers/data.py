@@ -18,8 +18,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_matching import has_answer
-from dpr_components.io_utils import atomic_path
-from dpr_components.line_files import numbered_lines
+from dpr_components.utils.atomic_files import atomic_path
+from dpr_components.utils.line_files import numbered_lines
 from dpr_components.training.data import read_json_document
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,

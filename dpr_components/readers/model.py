@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders import BUNDLED_PREFIX, EncoderLoadError, resolve_model_path
-from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_directory
-from dpr_components.model_files import (
+from dpr_components.encoders.text_encoder import BUNDLED_PREFIX, EncoderLoadError, resolve_model_path
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     ModelFileError,
     check_finite_to_save,
@@ -138,7 +138,7 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
     ``model`` is ``bundled:all-MiniLM-L6-v2`` or a BERT / sentence-transformers folder."""
     from transformers import AutoModel, DPRConfig, DPRReader
 
-    from dpr_components.encoders import detect_layout
+    from dpr_components.encoders.text_encoder import detect_layout
 
     try:
         layout = detect_layout(resolve_model_path(model))
@@ -181,7 +181,7 @@ def save_reader(
     holding NaN or infinity (in ``dtype``) are refused before anything is written.
 
     ``info`` (training settings, scores) goes to ``reader_info.json`` beside the weights."""
-    from dpr_components.io_utils import atomic_write_text
+    from dpr_components.utils.atomic_files import atomic_write_text
 
     state = {
         k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()

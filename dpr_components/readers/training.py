@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpr_components.encoders import BUNDLED_MINILM
-from dpr_components.fault_points import fault_point
-from dpr_components.process_state import peak_rss_mb, rng_states
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.runs.process_state import peak_rss_mb, rng_states
 from dpr_components.readers.batches import Group, build_group, collate_groups
 from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.readers.evaluate import dev_cases, evaluate_reader
@@ -31,7 +31,7 @@ from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import reader_loss
 from dpr_components.readers.model import load_reader, reader_to_train, save_reader
 from dpr_components.readers.predict import NonFiniteLogits, ReadSettings
-from dpr_components.training.checkpoint_files import (
+from dpr_components.runs.checkpoint_files import (
     CheckpointError,
     check_finite_checkpoint,
     load_tensors,
@@ -40,13 +40,13 @@ from dpr_components.training.checkpoint_files import (
     resuming,
     write_checkpoint,
 )
-from dpr_components.training.finite import apply_update, diverged
-from dpr_components.training.optimizer import adamw_with_decay_groups
-from dpr_components.training.rng import seed_everything
-from dpr_components.training.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
-from dpr_components.training.run_log import RunLog, read_log
-from dpr_components.training.schedule import linear_warmup_decay
-from dpr_components.training.setting_types import check_setting_types
+from dpr_components.runs.finite import apply_update, diverged
+from dpr_components.runs.optimizer import adamw_with_decay_groups
+from dpr_components.runs.rng import seed_everything
+from dpr_components.runs.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
+from dpr_components.runs.run_log import RunLog, read_log
+from dpr_components.runs.schedule import linear_warmup_decay
+from dpr_components.runs.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
 _RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress", "export",

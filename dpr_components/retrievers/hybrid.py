@@ -8,15 +8,15 @@ from typing import Any, NamedTuple
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
-from dpr_components.encoders import BUNDLED_MINILM, Pooling, Precision
-from dpr_components.legacy_paths import from_dict_any_path
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.bm25 import BM25Retriever
 from dpr_components.retrievers.dense import DenseRetriever
-from dpr_components.retrievers.filter_settings import effective_filters, parse_filter_policy
-from dpr_components.document_stores.store_serialization import store_from_dict, store_to_dict
-from dpr_components.validation import check_finite, check_positive_int, check_query
+from dpr_components.store_access.filter_settings import effective_filters, parse_filter_policy
+from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.utils.validation import check_finite, check_positive_int, check_query
 
 
 class _Request(NamedTuple):

@@ -20,16 +20,16 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders import (
+from dpr_components.encoders.text_encoder import (
     SIDECAR_FILE,
     EncoderLoadError,
     ModelLayout,
-    _load_tokenizer,
+    load_tokenizer,
     detect_layout,
     resolve_model_path,
 )
-from dpr_components.io_utils import atomic_directory
-from dpr_components.model_files import (
+from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     check_finite_weights,
     check_model_files,
@@ -37,7 +37,7 @@ from dpr_components.model_files import (
     quiet_transformers,
 )
 from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
-from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_question_pair_file
+from dpr_components.encoders.pairing import PASSAGE_DIR, QUESTION_DIR, write_question_pair_file
 from dpr_components.training.export import export_dpr, save_encoder_folder, save_weights
 from dpr_components.training.frozen_passages import check_same_vectors
 from dpr_components.training.model import BiEncoder
@@ -98,7 +98,7 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
         pooling = layout.pooling
         if pooling == "pooler":
             raise ValueError(f"{source}: BERT's pooler (dense + tanh) output has no equivalent outside its own layout")
-    return bert, _load_tokenizer(layout), layout, pooling
+    return bert, load_tokenizer(layout), layout, pooling
 
 
 def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:

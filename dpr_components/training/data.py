@@ -22,8 +22,8 @@ import os
 import re
 from pathlib import Path
 
-from dpr_components.input_files import input_root, open_input_file
-from dpr_components.line_files import MAX_LINE_BYTES, numbered_lines
+from dpr_components.utils.input_files import input_root, open_input_file
+from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
 from dpr_components.training.examples import LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.hf_source import load_hf_examples
 from dpr_components.training.records import RecordError, example_from_record
@@ -180,8 +180,8 @@ def _checked(loaded: LoadedExamples) -> LoadedExamples:
 
 def resolve_data_source(source: str | os.PathLike[str]) -> str:
     """``source`` itself if it exists (or is ``hf:``/a hub id), else the same relative path inside
-    the shared data folder (:func:`dpr_components.settings.data_dir`) when it exists there."""
-    from dpr_components.settings import data_dir
+    the shared data folder (:func:`dpr_components.utils.settings.data_dir`) when it exists there."""
+    from dpr_components.utils.settings import data_dir
 
     text = os.fspath(source)
     if text.startswith(HF_PREFIX) or Path(text).exists() or Path(text).is_absolute():

@@ -7,7 +7,7 @@
 
 ``encoder_pair.json`` records each folder's role and the weights digest of the pair's passage
 encoder, so ``DenseRetriever`` can check its store even for a question encoder copied elsewhere
-(see :mod:`dpr_components.encoder_pairing`).
+(see :mod:`dpr_components.encoders.pairing`).
 
 The ``encoder_config.json`` sidecar records pooling, normalisation and maximum length, which
 the DPR classes themselves cannot express (e.g. a mean-pooled MiniLM). With ``fp16`` the
@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoder_pairing import PASSAGE_DIR, QUESTION_DIR, write_pair_files
-from dpr_components.encoders import SIDECAR_FILE
-from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_directory
-from dpr_components.model_files import check_finite_to_save
+from dpr_components.encoders.pairing import PASSAGE_DIR, QUESTION_DIR, write_pair_files
+from dpr_components.encoders.text_encoder import SIDECAR_FILE
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.encoders.model_files import check_finite_to_save
 from dpr_components.training.dpr_layout import dpr_to_dpr
 from dpr_components.training.model import BiEncoder
 

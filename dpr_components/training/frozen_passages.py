@@ -1,7 +1,7 @@
 """Fixed passage vectors for training the question encoder alone ("query-side fine-tuning").
 
 With ``train_passage_encoder: false`` the passage encoder E_P keeps its weights: every passage a
-batch holds is encoded by :class:`~dpr_components.encoders.TextEncoder` — the code that indexes a
+batch holds is encoded by :class:`~dpr_components.encoders.text_encoder.TextEncoder` — the code that indexes a
 store, so training sees exactly the vectors the index holds — once, before the first step, and the
 steps look the vectors up. Why it is worth a mode of its own:
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpr_components.encoders import EncoderSettings, TextEncoder
-from dpr_components.indexing.embedding import cache_for, encode_passages_cached
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.training.examples import Ctx, TrainingExample
 
 

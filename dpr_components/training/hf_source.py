@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpr_components.settings import hf_offline
+from dpr_components.utils.settings import hf_offline
 from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample, collect_examples
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,

@@ -1,10 +1,10 @@
 """The bi-encoder being trained: a question encoder E_Q and a passage encoder E_P (independent
 by default, as in DPR; optionally one shared encoder), held as Hugging Face DPR models so that
-a checkpoint is saved in the layout :class:`~dpr_components.encoders.TextEncoder` loads.
+a checkpoint is saved in the layout :class:`~dpr_components.encoders.text_encoder.TextEncoder` loads.
 
 Inputs and pooling are exactly those of ``TextEncoder``: questions alone, passages as the pair
 ``[CLS] title [SEP] text [SEP]`` (the text alone when the title is empty), truncated to
-``max_length`` tokens, pooled by :func:`dpr_components.encoders.pool`."""
+``max_length`` tokens, pooled by :func:`dpr_components.encoders.text_encoder.pool`."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders import (
+from dpr_components.encoders.text_encoder import (
     EncoderLoadError,
     ModelLayout,
-    _load_tokenizer,
+    load_tokenizer,
     check_max_length,
     detect_layout,
     pool,
     resolve_model_path,
 )
-from dpr_components.model_files import (
+from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     check_finite_weights,
     check_model_files,
@@ -64,7 +64,7 @@ def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[to
             f"missing, e.g. {sorted(missing)[:3]}); training would start from random weights"
         )
     check_finite_weights(folder, encoder.state_dict())
-    return encoder, _load_tokenizer(layout), layout
+    return encoder, load_tokenizer(layout), layout
 
 
 def _pad(tokenizer: Any, features: list[dict[str, list[int]]]) -> Any:

@@ -35,7 +35,7 @@ from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.indexing.corpus import read_corpus
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, Passage, split_document, split_text
-from dpr_components.io_utils import atomic_path, atomic_write_text
+from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 from dpr_components.training.examples import Ctx, TrainingExample
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.validation import check_question_field
+from dpr_components.utils.validation import check_question_field
 
 CTX_FIELDS = ("positive_ctxs", "negative_ctxs", "hard_negative_ctxs")
 MAX_TRAINING_QUESTION_CHARS = 30_000

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from dpr_components.training.checkpoint_files import (
+from dpr_components.runs.checkpoint_files import (
     check_finite_checkpoint,
     load_json,
     load_tensors,
@@ -33,7 +33,7 @@ from dpr_components.training.checkpoint_files import (
     resuming,
     write_checkpoint,
 )
-from dpr_components.training.rng import RNG_FILE, read_rng_file, rng_json, states_of_process
+from dpr_components.runs.rng import RNG_FILE, read_rng_file, rng_json, states_of_process
 
 STATE_FILE = "state.json"
 _STEP_DIR = re.compile(r"^step-(\d+)$")

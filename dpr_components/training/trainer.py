@@ -30,23 +30,23 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpr_components.encoders import EncoderSettings
-from dpr_components.fault_points import fault_point
-from dpr_components.io_utils import atomic_write_text
-from dpr_components.process_state import peak_rss_mb, rng_states
-from dpr_components.settings import cache_dir
+from dpr_components.encoders.text_encoder import EncoderSettings
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.runs.process_state import peak_rss_mb, rng_states
+from dpr_components.utils.settings import cache_dir
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.export import export_dpr
-from dpr_components.training.finite import NonFiniteScores, apply_update, diverged
+from dpr_components.runs.finite import NonFiniteScores, apply_update, diverged
 from dpr_components.training.frozen_passages import FrozenPassageVectors
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
-from dpr_components.training.optimizer import adamw_with_decay_groups
-from dpr_components.training.rng import seed_everything
-from dpr_components.training.run_folder import (
+from dpr_components.runs.optimizer import adamw_with_decay_groups
+from dpr_components.runs.rng import seed_everything
+from dpr_components.runs.run_folder import (
     check_same_run,
     clean_run_folder,
     data_fingerprint,
@@ -54,8 +54,8 @@ from dpr_components.training.run_folder import (
     resume_log,
     write_settings,
 )
-from dpr_components.training.run_log import RunLog
-from dpr_components.training.schedule import linear_warmup_decay
+from dpr_components.runs.run_log import RunLog
+from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.training.state import (
     TrainerState,
     latest_checkpoint,

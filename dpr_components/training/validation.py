@@ -20,7 +20,7 @@ import torch
 
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
 from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
-from dpr_components.training.finite import NonFiniteScores
+from dpr_components.runs.finite import NonFiniteScores
 from dpr_components.training.losses.similarity import similarity_matrix
 from dpr_components.training.model import BiEncoder
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dpr_components.indexing.components import CorpusReader
-from dpr_components.input_files import INPUT_ROOT_ENV, open_input_file
+from dpr_components.utils.input_files import INPUT_ROOT_ENV, open_input_file
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
 
 SECRET = "the secret passage outside the root"
@@ -78,7 +78,7 @@ def test_symlink_swapped_between_open_and_check(
     root_with_link: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The symlink points outside when the file is opened and inside again when its path is resolved"""
-    import dpr_components.input_files as input_files
+    import dpr_components.utils.input_files as input_files
 
     link, inside, outside = root_with_link
     _point(link, outside)  # what open() follows

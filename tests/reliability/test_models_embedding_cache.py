@@ -46,7 +46,7 @@ def _cached_rows(cache: Path) -> int:
 @pytest.fixture()
 def count_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Number of passages each call of the encoder encodes (in this process)."""
-    from dpr_components.encoders import TextEncoder
+    from dpr_components.encoders.text_encoder import TextEncoder
 
     counts: list[int] = []
     original = TextEncoder.encode_passages

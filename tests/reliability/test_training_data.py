@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.line_files import MAX_LINE_BYTES
+from dpr_components.utils.line_files import MAX_LINE_BYTES
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_QUESTION_CHARS,

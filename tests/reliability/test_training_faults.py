@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpr_components.encoders import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.readers.model import load_reader
-from dpr_components.training.run_log import read_log
+from dpr_components.runs.run_log import read_log
 from dpr_components.training.trainer import RESULT_FILE
 from tests.reliability.harness import REPO, assert_clear_error, assert_success
 from tests.reliability.training_checks import (

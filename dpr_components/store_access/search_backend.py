@@ -10,14 +10,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from haystack import Document
 
-from dpr_components.document_stores.async_calls import async_method
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from dpr_components.store_access.async_calls import async_method
+
+if TYPE_CHECKING:
+    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+
+EMBEDDED_STORE_MODULE = "dpr_components.document_stores.embedded"
 
 logger = logging.getLogger(__name__)
 
@@ -244,9 +249,16 @@ def _accepts(method: Any, parameter: str) -> bool:
     return parameter in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
+def is_embedded_store(store: Any) -> bool:
+    """Whether ``store`` is an ``EmbeddedDocumentStore``, without importing the store (and FAISS) when
+    no such store was ever built: then ``store`` cannot be one."""
+    module = sys.modules.get(EMBEDDED_STORE_MODULE)
+    return module is not None and isinstance(store, module.EmbeddedDocumentStore)
+
+
 def warn_if_empty(store: Any) -> None:
     """An empty embedded store almost always means the index was never built (or a wrong path)."""
-    if isinstance(store, EmbeddedDocumentStore) and store.count_documents() == 0:
+    if is_embedded_store(store) and store.count_documents() == 0:
         logger.warning(
             "document store %s is empty: index a corpus first, e.g. "
             "haystack run pipelines/index.yml --input path=examples/corpus.jsonl",
@@ -262,7 +274,7 @@ def search_backend(store: Any, required: Sequence[str] = ()) -> SearchBackend:
     :raises ValueError: naming the store class and what it lacks.
     """
     backend: SearchBackend
-    if isinstance(store, EmbeddedDocumentStore):
+    if is_embedded_store(store):
         backend = EmbeddedSearch(store)
     elif type(store).__name__ == "ElasticsearchDocumentStore":
         similarity = getattr(store, "_embedding_similarity_function", "dot_product")

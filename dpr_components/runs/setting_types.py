@@ -10,7 +10,7 @@ import dataclasses
 import typing
 from typing import Any
 
-from dpr_components.type_checks import type_mismatch
+from dpr_components.utils.type_checks import type_mismatch
 
 
 def check_setting_types(settings: Any, what: str) -> None:

@@ -1,7 +1,7 @@
 """Random generators of a training run: seeding at the start, and their states in a checkpoint
 as plain JSON (``rng.json``), so a resumed run draws the same numbers as an uninterrupted one.
 
-The states themselves are captured and put back by :mod:`dpr_components.process_state`."""
+The states themselves are captured and put back by :mod:`dpr_components.runs.process_state`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.process_state import rng_states
-from dpr_components.training.checkpoint_files import CheckpointError, load_json
+from dpr_components.runs.process_state import rng_states
+from dpr_components.runs.checkpoint_files import CheckpointError, load_json
 
 RNG_FILE = "rng.json"
 _OLD_RNG_FILE = "rng.pt"

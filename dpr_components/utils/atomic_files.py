@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from dpr_components.fault_points import fault_point
+from dpr_components.utils.fault_points import fault_point
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -26,8 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from dpr_components.encoders import EncoderLoadError, detect_layout, file_digest, resolve_model_path
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.encoders.text_encoder import EncoderLoadError, detect_layout, file_digest, resolve_model_path
+from dpr_components.utils.atomic_files import atomic_write_text
 
 META_FIELD = "passage_encoder"
 PAIR_FILE = "encoder_pair.json"

@@ -1,19 +1,26 @@
-"""Type paths that components had before the package was laid out by role, kept loadable.
+"""Type paths that components had before the package was laid out by role, kept loadable until
+``REMOVED_IN``.
 
 A pipeline file names each component by its type path. Haystack's ``Pipeline.from_dict``
 imports the module of the path and then looks the full path up in its component registry,
 and ``default_from_dict`` refuses data whose ``type`` is not the class's own path. So each old
-module imports the class from its new home and registers the old path, and the components'
-``from_dict`` accept either path."""
+module registers its old paths (:func:`register_legacy_paths`) with a stand-in that imports the
+class from its new home only when a pipeline names it, and the components' ``from_dict`` accept
+either path. The old modules are ``dpr_components.ranker``, ``dpr_components.reader``,
+``dpr_components.evaluation.evaluators`` and the package faces ``dpr_components.retrievers`` and
+``dpr_components.embedders`` (for ``<package>.<Class>`` paths)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, TypeVar
 
 from haystack import component, default_from_dict
 from haystack.core.serialization import generate_qualified_class_name
 
 T = TypeVar("T")
+
+REMOVED_IN = "0.3.0"  # the release that drops the old paths; saved pipelines name the current ones
 
 # old type path -> current type path
 LEGACY_TYPE_PATHS: dict[str, str] = {
@@ -30,13 +37,30 @@ LEGACY_TYPE_PATHS: dict[str, str] = {
 }
 
 
-def register_legacy_paths(*classes: type) -> None:
-    """Register every old type path of ``classes`` in Haystack's component registry."""
-    for cls in classes:
-        current = generate_qualified_class_name(cls)
-        for old, new in LEGACY_TYPE_PATHS.items():
-            if new == current:
-                component.registry[old] = cls
+def _import_type(type_path: str) -> type:
+    module_name, class_name = type_path.rsplit(".", 1)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def _stand_in(old: str, current: str) -> type:
+    """A registry entry for ``old`` that builds the class at ``current`` from pipeline data."""
+
+    class LegacyComponent:
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> Any:
+            return from_dict_any_path(_import_type(current), data)
+
+    LegacyComponent.__name__ = LegacyComponent.__qualname__ = current.rsplit(".", 1)[1]
+    LegacyComponent.__doc__ = f"Stands for {current} under its old path {old} (removed in {REMOVED_IN})."
+    return LegacyComponent
+
+
+def register_legacy_paths(module_name: str) -> None:
+    """Register the old type paths of module ``module_name`` in Haystack's component registry,
+    without importing the classes they name."""
+    for old, current in LEGACY_TYPE_PATHS.items():
+        if old.rsplit(".", 1)[0] == module_name and old not in component.registry:
+            component.registry[old] = _stand_in(old, current)
 
 
 def from_dict_any_path(cls: type[T], data: dict[str, Any]) -> T:

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpr_components.bert_inference import PlainBert, load_bert_tokenizer, load_plain_bert
-from dpr_components.model_files import (
+from dpr_components.encoders.plain_bert import PlainBert, load_bert_tokenizer, load_plain_bert
+from dpr_components.encoders.model_files import (
     CONFIG_LIMITS,
     LOAD_ERRORS,
     ModelFileError,
@@ -35,7 +35,7 @@ from dpr_components.model_files import (
     quiet_transformers,
     weight_files,
 )
-from dpr_components.validation import short_repr
+from dpr_components.utils.validation import short_repr
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +234,8 @@ def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
     return model.eval()
 
 
-def _load_tokenizer(layout: ModelLayout) -> Any:
+def load_tokenizer(layout: ModelLayout) -> Any:
+    """The tokenizer of the transformer in ``layout``; ``EncoderLoadError`` naming the folder when it cannot be loaded."""
     from transformers import AutoTokenizer
 
     folder = layout.transformer_path
@@ -306,7 +307,7 @@ class TextEncoder:
     Loading is lazy and shared: encoders with the same settings in one process share one model.
 
     With ``plain_torch`` (query-time encoders) a BERT checkpoint runs through
-    :mod:`dpr_components.bert_inference`, giving the same vectors without importing transformers
+    :mod:`dpr_components.encoders.plain_bert`, giving the same vectors without importing transformers
     (half of a one-question command line's time); checkpoints it does not support load through
     transformers."""
 
@@ -348,7 +349,7 @@ class TextEncoder:
         if self.uses_bf16:
             # Cast once instead of autocasting every call: about 1.3x faster than autocast.
             model = model.to(torch.bfloat16)
-        return model, _load_tokenizer(layout), layout
+        return model, load_tokenizer(layout), layout
 
     def _load_plain(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout] | None:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from dpr_components.validation import short_repr
+from dpr_components.utils.validation import short_repr
 
 # Exceptions transformers and safetensors raise for unreadable or mismatched model files.
 LOAD_ERRORS: tuple[type[BaseException], ...] = (

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dpr_components.io_utils import atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
 
 
 def read_log(path: str | Path) -> list[dict[str, Any]]:

@@ -6,8 +6,6 @@ from typing import Any
 
 from haystack.core.serialization import import_class_by_name
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-
 
 def store_to_dict(store: Any) -> dict[str, Any]:
     return store.to_dict()
@@ -19,6 +17,8 @@ def store_from_dict(data: dict[str, Any]) -> Any:
         raise ValueError(f"document_store must be a dict with a 'type', got {data!r}")
     if data["type"] == "dpr_components.document_stores.embedded.EmbeddedDocumentStore":
         # Our own store needs no allowlist entry; any other class goes through Haystack's allowlist.
+        from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+
         return EmbeddedDocumentStore.from_dict(data)
     try:
         store_class = import_class_by_name(data["type"])

@@ -14,7 +14,7 @@ encoder, absolute positions, exact ``gelu``, no decoder or cross-attention, one
 ``tokenizer.json`` holds only the named special tokens. The same torch operations run in the same
 order, so vectors equal transformers' (tests/test_bert_inference.py). For anything else the
 loaders return ``None`` and the caller uses transformers; weights holding NaN or infinity are an
-error (:func:`dpr_components.model_files.check_finite_weights`), whichever path would load them.
+error (:func:`dpr_components.encoders.model_files.check_finite_weights`), whichever path would load them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dpr_components.model_files import check_finite_weights
+from dpr_components.encoders.model_files import check_finite_weights
 
 logger = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ def load_bert_tokenizer(folder: Path) -> BertTokenizer | None:
     """The tokenizer of ``folder`` when transformers would build it as a WordPiece ``BertTokenizer``
     from its ``tokenizer.json``, else None."""
     try:
-        return _load_tokenizer(Path(folder))
+        return load_tokenizer(Path(folder))
     except Unsupported as reason:
         logger.debug("%s: tokenizing with transformers (%s)", folder, reason)
         return None
@@ -321,7 +321,7 @@ def _check_tokenizer_settings(config: dict[str, Any], specials: set[str]) -> Non
         raise Unsupported(f"tokenizer settings {unsupported}")
 
 
-def _load_tokenizer(folder: Path) -> BertTokenizer:
+def load_tokenizer(folder: Path) -> BertTokenizer:
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
 
     config = _read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}

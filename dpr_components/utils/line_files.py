@@ -3,14 +3,14 @@
 Lines are read with a length cap, so a file with one gigantic line (a 50 MB word, a binary
 file) is refused before the line is held in memory, and bytes that are not UTF-8 are
 reported with their line instead of as a decoding traceback. Files are opened through
-:func:`~dpr_components.input_files.open_input_file`, so a server's input root holds here too."""
+:func:`~dpr_components.utils.input_files.open_input_file`, so a server's input root holds here too."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from dpr_components.input_files import open_input_file
+from dpr_components.utils.input_files import open_input_file
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from dpr_components.model_files import non_finite_tensor
+from dpr_components.encoders.model_files import non_finite_tensor
 
 logger = logging.getLogger(__name__)
 

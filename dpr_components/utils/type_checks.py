@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Literal, Union
 
-from dpr_components.validation import short_repr
+from dpr_components.utils.validation import short_repr
 
 _LISTS = (list, collections.abc.Sequence, collections.abc.Iterable, collections.abc.MutableSequence)
 _DICTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
