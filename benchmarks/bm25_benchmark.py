@@ -23,8 +23,9 @@ from datetime import date
 from pathlib import Path
 
 from benchmarks import analyzer_parity, bm25_data, lucene_lengths
-from benchmarks.retrieval_metrics import CUTOFFS, first_hit_rank, ranking_agreement, top_k_accuracy
+from benchmarks.retrieval_metrics import CUTOFFS, ranking_agreement, top_k_accuracy
 from dpr_components.document_stores.analyzer import EnglishAnalyzer
+from dpr_components.evaluation.retrieval_metrics import first_hit_rank_for
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 
@@ -88,7 +89,10 @@ def evaluate(result: dict, data: bm25_data.BenchmarkData) -> dict:
     by_dataset: dict[str, list[int | None]] = {}
     for question in data.questions:
         ranked = result["ranked"][question.qid]
-        by_dataset.setdefault(question.dataset, []).append(first_hit_rank(ranked, question.answers, text_of))
+        # The first passage whose text (not title) contains an answer.
+        by_dataset.setdefault(question.dataset, []).append(
+            first_hit_rank_for(question.answers, (text_of[passage_id] for passage_id in ranked))
+        )
     accuracy = {dataset: top_k_accuracy(hits) for dataset, hits in by_dataset.items()}
     accuracy["all"] = top_k_accuracy([hit for hits in by_dataset.values() for hit in hits])
     return {

@@ -14,7 +14,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from worker_common import peak_rss_mb, read_jsonl, rss_mb, time_queries, write_json_atomic  # noqa: E402
+from worker_common import (  # noqa: E402
+    peak_rss_mb,
+    read_jsonl,
+    rss_mb,
+    time_queries,
+    write_json_atomic,
+)
 
 
 def build_ours(ids: list[str], texts: list[str], args: argparse.Namespace) -> tuple[Callable[[str], list[str]], dict]:

@@ -29,7 +29,12 @@ import numpy as np
 import torch
 
 from benchmarks.pool import pool_passages, pool_path
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, bf16_supported, resolve_model_path
+from dpr_components.encoders.text_encoder import (
+    EncoderSettings,
+    TextEncoder,
+    bf16_supported,
+    resolve_model_path,
+)
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
 from dpr_components.utils.atomic_files import atomic_write_text

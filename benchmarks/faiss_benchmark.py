@@ -32,8 +32,8 @@ import numpy as np
 
 from benchmarks.pool import pool_passages
 from dpr_components.document_stores.dense_index import DenseIndex
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 

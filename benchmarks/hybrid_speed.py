@@ -21,14 +21,13 @@ from pathlib import Path
 
 import faiss
 import torch
-
 from haystack import Pipeline
 
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.rankers import HybridRanker
 from dpr_components.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import data_dir
 
 TOP_K = 100

@@ -24,8 +24,8 @@ import shlex
 import statistics
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,15 +33,15 @@ from haystack import Document
 from tqdm.auto import tqdm
 
 from benchmarks.encoding_benchmark import cpu_name
+from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.encoders.text_encoder import bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
-from dpr_components.utils.atomic_files import atomic_write_text
-from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.evaluate import ReadingCase, evaluate_reader
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, SpanPrediction, read
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import data_dir
 
 KS = (1, 5, 10, 20)

@@ -24,10 +24,10 @@ from tqdm.auto import tqdm
 import dpr_components.readers.predict as predict
 from benchmarks.reader_benchmark import qa_pipeline
 from dpr_components.evaluation.answer_metrics import exact_match
-from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, read
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import data_dir
 
 

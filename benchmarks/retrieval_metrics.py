@@ -1,17 +1,13 @@
-"""Top-k answer accuracy of ranked passage lists, and how much two rankings agree."""
+"""Top-k answer accuracy from first-hit ranks (``dpr_components.evaluation.retrieval_metrics``), and how much
+two rankings agree."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dpr_components.evaluation.retrieval_metrics import first_hit_rank_for, top_k_accuracy_from_ranks
+from dpr_components.evaluation.retrieval_metrics import top_k_accuracy_from_ranks
 
 CUTOFFS = (1, 5, 20, 100)
-
-
-def first_hit_rank(ranked_ids: Sequence[str], answers: Sequence[str], passage_text: Mapping[str, str]) -> int | None:
-    """1-based rank of the first passage whose text (not title) contains an answer, or None."""
-    return first_hit_rank_for(answers, (passage_text[passage_id] for passage_id in ranked_ids))
 
 
 def top_k_accuracy(first_hits: Sequence[int | None], cutoffs: Sequence[int] = CUTOFFS) -> dict[str, float]:

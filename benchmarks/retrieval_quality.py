@@ -30,17 +30,23 @@ from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.report import write_retrieval_report
-from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
+from dpr_components.evaluation.retrieval_metrics import (
+    RetrievalResult,
+    answer_hits,
+    first_hit_rank,
+)
+from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.rankers.hybrid_fit import (
     Candidates,
     best_weight,
     collect_candidates,
-    first_hit_rank as hybrid_rank,
     lambda_curve,
     union_from_lists,
 )
+from dpr_components.rankers.hybrid_fit import (
+    hybrid_first_hit_rank as hybrid_rank,
+)
 from dpr_components.utils.atomic_files import atomic_write_text
-from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.utils.settings import cache_dir, data_dir
 
 KS = (1, 5, 20, 100)

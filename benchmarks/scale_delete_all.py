@@ -21,7 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.worker_common import write_json_atomic
-from dpr_components.document_stores.document_table import COUNTER_TRIGGERS, DocumentRow, DocumentTable
+from dpr_components.document_stores.document_table import (
+    COUNTER_TRIGGERS,
+    DocumentRow,
+    DocumentTable,
+)
 from dpr_components.utils.atomic_files import atomic_write_text
 
 OUT = Path("docs/benchmarks")

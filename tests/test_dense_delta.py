@@ -17,7 +17,11 @@ from haystack.document_stores.types import DuplicatePolicy
 from dpr_components.document_stores.dense_index import DenseIndex
 from dpr_components.document_stores.dense_layers import LayeredDenseIndex
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.document_stores.store_backend import DELTA_DIR, DENSE_DIR, StoreBackend
+from dpr_components.document_stores.store_backend import (
+    DELTA_DIR,
+    DENSE_DIR,
+    StoreBackend,
+)
 
 DIM = 16
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]

@@ -27,7 +27,9 @@ PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 
 @pytest.fixture()
 def es_index(small_corpus_file: Path, tiny_st_dir: Path):
-    from haystack_integrations.document_stores.elasticsearch import ElasticsearchDocumentStore
+    from haystack_integrations.document_stores.elasticsearch import (
+        ElasticsearchDocumentStore,
+    )
 
     index = f"dpr-test-{uuid.uuid4().hex[:8]}"
     code = main([
@@ -58,7 +60,9 @@ def test_hybrid_search_on_elasticsearch(es_index: str, tiny_st_dir: Path, capsys
 
 
 def test_bm25_retriever_on_elasticsearch(es_index: str) -> None:
-    from haystack_integrations.document_stores.elasticsearch import ElasticsearchDocumentStore
+    from haystack_integrations.document_stores.elasticsearch import (
+        ElasticsearchDocumentStore,
+    )
 
     from dpr_components.retrievers import BM25Retriever
 

@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from dpr_components.encoders.text_encoder import EncoderLoadError, EncoderSettings, TextEncoder, detect_layout, resolve_model_path
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.encoders.text_encoder import (
+    EncoderLoadError,
+    EncoderSettings,
+    TextEncoder,
+    detect_layout,
+    resolve_model_path,
+)
 
 
 def test_plain_bert_defaults_to_cls_pooling(tiny_bert_dir: Path) -> None:

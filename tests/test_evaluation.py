@@ -12,7 +12,6 @@ from haystack import Document, Pipeline
 from dpr_components.evaluation import questions as questions_module
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match, f1, normalize_answer
-from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.report import ReportTable, write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import (
@@ -22,6 +21,10 @@ from dpr_components.evaluation.retrieval_metrics import (
     first_hit_rank,
     mean_reciprocal_rank,
     top_k_accuracy,
+)
+from dpr_components.evaluators import (
+    AnswerExactMatchF1Evaluator,
+    RetrievalAccuracyEvaluator,
 )
 from dpr_components.utils.settings import data_dir
 
@@ -233,7 +236,16 @@ def test_loader_errors_name_file_line_and_field(tmp_path: Path, name: str, conte
 def test_loader_reports_undecodable_bytes(tmp_path: Path) -> None:
     content = b'{"question": "q", "answers": ["a"]}\n{"question": "caf\xe9", "answers": ["a"]}\n'
     source = _write(tmp_path / "bad.jsonl", content)
-    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: not valid UTF-8"):
+    # The shared line reader's `file:line` format, as for training data, corpora and --batch files.
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid UTF-8"):
+        load_questions(source)
+
+
+def test_loader_refuses_overlong_lines(tmp_path: Path) -> None:
+    from dpr_components.utils.line_files import MAX_LINE_BYTES
+
+    source = _write(tmp_path / "long.jsonl", '{"question": "q", "answers": ["a"]}\n' + "x" * (MAX_LINE_BYTES + 1))
+    with pytest.raises(ValueError, match=r"long.jsonl:2: the line is longer than"):
         load_questions(source)
 
 

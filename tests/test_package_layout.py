@@ -91,7 +91,10 @@ def test_pipeline_files_name_current_paths_only() -> None:
 def test_packages_re_export_their_components() -> None:
     from dpr_components.document_stores import EmbeddedDocumentStore
     from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
-    from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
+    from dpr_components.evaluators import (
+        AnswerExactMatchF1Evaluator,
+        RetrievalAccuracyEvaluator,
+    )
     from dpr_components.rankers import HybridRanker
     from dpr_components.readers import SpanReader
     from dpr_components.retrievers import BM25Retriever, DenseRetriever

@@ -9,10 +9,10 @@ import pytest
 from haystack import Document, Pipeline
 
 from dpr_components.cli.main import main
+from dpr_components.cli.pipeline_loading import ALLOWED_MODULES, load_pipeline
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.indexing.components import CorpusReader, DPRPassageSplitter
-from dpr_components.cli.pipeline_loading import ALLOWED_MODULES, load_pipeline
 from dpr_components.rankers import HybridRanker
 from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.retrievers import BM25Retriever, DenseRetriever

@@ -11,9 +11,25 @@ import pytest
 import torch
 from haystack import Document
 
-from dpr_components.readers.inputs import InputSettings, build_rows, collate, tokenize_passage
-from dpr_components.readers.model import ReaderLoadError, load_reader, reader_from_encoder, save_reader
-from dpr_components.readers.predict import ReadSettings, SpanPrediction, rank_weight, read, row_logits
+from dpr_components.readers.inputs import (
+    InputSettings,
+    build_rows,
+    collate,
+    tokenize_passage,
+)
+from dpr_components.readers.model import (
+    ReaderLoadError,
+    load_reader,
+    reader_from_encoder,
+    save_reader,
+)
+from dpr_components.readers.predict import (
+    ReadSettings,
+    SpanPrediction,
+    rank_weight,
+    read,
+    row_logits,
+)
 from dpr_components.readers.span_reader import SpanReader
 from dpr_components.readers.spans import (
     answer_char_spans,

@@ -13,9 +13,20 @@ from haystack import Document
 from safetensors import safe_open
 
 from dpr_components.readers.batches import build_group, collate_groups
-from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup, mine, read_mined, write_mined
+from dpr_components.readers.data import (
+    MinedQuestion,
+    Passage,
+    PassageLookup,
+    mine,
+    read_mined,
+    write_mined,
+)
 from dpr_components.readers.inputs import InputSettings
-from dpr_components.readers.loss import reader_loss, selection_log_likelihood, span_log_likelihood
+from dpr_components.readers.loss import (
+    reader_loss,
+    selection_log_likelihood,
+    span_log_likelihood,
+)
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.runs.run_log import read_log

@@ -18,18 +18,28 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from haystack.core.serialization import allow_deserialization_module
 from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
+from haystack.core.serialization import allow_deserialization_module
 
 from dpr_components.cli.pipeline_loading import load_pipeline
-from dpr_components.indexing.components import CorpusReader
-from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from dpr_components.cli.server_security import (
-    ServerPolicy, check_bind_address, host_header_name, is_loopback, json_body_problem, normalize_host_name,
+    ServerPolicy,
+    check_bind_address,
+    host_header_name,
+    is_loopback,
+    json_body_problem,
+    normalize_host_name,
     normalize_origin,
 )
-from dpr_components.cli.serving import ELASTICSEARCH_URL_ENV, network_overrides, pipeline_files, validation_detail
+from dpr_components.cli.serving import (
+    ELASTICSEARCH_URL_ENV,
+    network_overrides,
+    pipeline_files,
+    validation_detail,
+)
+from dpr_components.indexing.components import CorpusReader
 from dpr_components.training.component import DPRTrainer
+from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]

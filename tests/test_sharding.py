@@ -23,9 +23,20 @@ from dpr_components.indexing import shard_check
 from dpr_components.indexing.corpus import read_corpus
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.shard_check import find_shards
-from dpr_components.indexing.shard_files import PASSAGES, VECTORS, ShardError, ShardFolderWriter, read_manifest, shard_passages
+from dpr_components.indexing.shard_files import (
+    PASSAGES,
+    VECTORS,
+    ShardError,
+    ShardFolderWriter,
+    read_manifest,
+    shard_passages,
+)
 from dpr_components.indexing.shard_merge import document_batches, merge_shards
-from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec, shard_from_folder_name
+from dpr_components.indexing.shard_spec import (
+    ShardSpec,
+    parse_shard_spec,
+    shard_from_folder_name,
+)
 from dpr_components.indexing.writer import PassageWriter
 from tests.conftest import SMALL_CORPUS
 from tests.reliability.shard_checks import edit_manifest, rehash

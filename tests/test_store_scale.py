@@ -15,9 +15,16 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from dpr_components.document_stores import index_files
 from dpr_components.document_stores.dense_index import DenseIndex
-from dpr_components.document_stores.document_table import VECTOR_COUNT_KEY, DocumentTable
+from dpr_components.document_stores.document_table import (
+    VECTOR_COUNT_KEY,
+    DocumentTable,
+)
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.document_stores.index_files import IndexFilesError, verified_state, write_index_directory
+from dpr_components.document_stores.index_files import (
+    IndexFilesError,
+    verified_state,
+    write_index_directory,
+)
 
 DIM = 8
 

@@ -66,7 +66,11 @@ def test_training_outputs_are_averaged_encoder_by_encoder_with_weights(tiny_bert
     torch.testing.assert_close(question, load_file(str(tiny_bert_dir / "model.safetensors"))[key])
     assert json.loads((out / "averaging.json").read_text())["weights"] == [0.75, 0.25]
     # The averaged pair records its own passage encoder, not an ingredient's.
-    from dpr_components.encoders.pairing import PAIR_FILE, weights_digest, write_pair_files
+    from dpr_components.encoders.pairing import (
+        PAIR_FILE,
+        weights_digest,
+        write_pair_files,
+    )
 
     write_pair_files(runs[0] / "question_encoder", runs[0] / "passage_encoder")
     out = average_models(runs, tmp_path / "soup", weights=[3, 1])

@@ -12,7 +12,11 @@ import torch
 from haystack import Document
 
 from dpr_components.embedders import PassageEmbedder
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout
+from dpr_components.encoders.text_encoder import (
+    EncoderSettings,
+    TextEncoder,
+    detect_layout,
+)
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.export import export_dpr

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpr_components.runs.process_state import rng_states
 from dpr_components.runs.checkpoint_files import (
     CheckpointError,
     load_tensors,
@@ -19,7 +18,14 @@ from dpr_components.runs.checkpoint_files import (
     resuming,
     write_checkpoint,
 )
-from dpr_components.runs.rng import RNG_FILE, read_rng_file, rng_json, seed_everything, states_of_process
+from dpr_components.runs.process_state import rng_states
+from dpr_components.runs.rng import (
+    RNG_FILE,
+    read_rng_file,
+    rng_json,
+    seed_everything,
+    states_of_process,
+)
 from dpr_components.runs.run_folder import (
     changed_settings,
     check_same_run,

@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from dpr_components.runs.run_log import read_log
 from dpr_components.training import distributed
 from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.losses import build_loss
 from dpr_components.training.model import BiEncoder
-from dpr_components.runs.run_log import read_log
 from dpr_components.training.step import backward_batch
 from dpr_components.training.trainer import train
 

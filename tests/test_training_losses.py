@@ -9,7 +9,12 @@ import torch
 
 from dpr_components.training.batching import BatchBuilder, BatchSettings
 from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.losses import NLLLoss, TripletLoss, build_loss, similarity_matrix
+from dpr_components.training.losses import (
+    NLLLoss,
+    TripletLoss,
+    build_loss,
+    similarity_matrix,
+)
 
 Q = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
 P = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])

@@ -14,8 +14,8 @@ from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.negatives import (
-    MiningSettings,
     NegativeMiner,
+    NegativeMiningSettings,
     best_positive_block,
     bm25_for,
     load_corpus_passages,
@@ -45,7 +45,7 @@ def miner(tmp_path: Path) -> NegativeMiner:
     corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS), encoding="utf-8")
     passages = load_corpus_passages(corpus)
     index = bm25_for(passages, tmp_path / "cache", show_progress=False)
-    return NegativeMiner(passages, index, MiningSettings(num_negatives=2, depth=5))
+    return NegativeMiner(passages, index, NegativeMiningSettings(num_negatives=2, depth=5))
 
 
 def test_negatives_contain_no_answer_and_are_not_the_positive(miner: NegativeMiner) -> None:
@@ -141,7 +141,7 @@ class _FixedRanking:
 def test_several_retrievers_are_interleaved_rank_by_rank(miner: NegativeMiner) -> None:
     passages = miner.passages  # d1..d5; q2's answer "Everest" is only in d5
     both = NegativeMiner(passages, [_FixedRanking(5, [2, 3, 0]), _FixedRanking(5, [1, 3, 4])],
-                         MiningSettings(num_negatives=4, depth=4))
+                         NegativeMiningSettings(num_negatives=4, depth=4))
     record = both.mine(EXAMPLES[1])
     assert [n["passage_id"] for n in record["hard_negative_ctxs"]] == [
         passages[2].id, passages[1].id, passages[3].id, passages[0].id
@@ -168,5 +168,5 @@ def test_dense_index_ranks_by_inner_product_and_skips_the_top(tiny_bert_dir: Pat
     skipped = DenseSearchIndex(index.question_encoder, index.passage_vectors, skip_top=2)
     assert skipped.search("who wrote hamlet", 2)[0].tolist() == positions[2:4].tolist()
     mined = NegativeMiner(passages, [bm25_for(passages, None, show_progress=False), index],
-                          MiningSettings(num_negatives=3, depth=5)).mine(EXAMPLES[0])
+                          NegativeMiningSettings(num_negatives=3, depth=5)).mine(EXAMPLES[0])
     assert all("William Shakespeare" not in n["text"] for n in mined["hard_negative_ctxs"])

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from dpr_components.encoders.model_files import ModelFileError
+from dpr_components.runs.finite import TrainingDiverged, apply_update
+from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
 from dpr_components.training.export import export_dpr
-from dpr_components.runs.finite import TrainingDiverged, apply_update
 from dpr_components.training.model import BiEncoder
-from dpr_components.runs.schedule import linear_warmup_decay
 
 NAN = float("nan")
 

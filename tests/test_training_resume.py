@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from dpr_components.runs.run_log import read_log
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples
-from dpr_components.runs.run_log import read_log
 from dpr_components.training.trainer import train
 
 KILLED_RUN = """

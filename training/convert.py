@@ -17,7 +17,12 @@ import argparse
 import sys
 
 from dpr_components.encoders.text_encoder import EncoderLoadError
-from dpr_components.training.convert import question_encoder_only, to_bert, to_dpr, to_sentence_transformers
+from dpr_components.training.convert import (
+    question_encoder_only,
+    to_bert,
+    to_dpr,
+    to_sentence_transformers,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,10 +25,11 @@ def _one(args: argparse.Namespace) -> None:
     import torch
 
     from dpr_components.runs.process_state import peak_rss_mb
-    from dpr_components.training.config import TrainingConfig
-    from dpr_components.training.data import load_training_examples, resolve_data_source
     from dpr_components.runs.run_log import read_log
+    from dpr_components.training.config import TrainingConfig
+    from dpr_components.training.data import load_training_examples
     from dpr_components.training.trainer import train
+    from dpr_components.utils.sources import resolve_data_source
 
     torch.set_num_threads(args.threads)
     examples = load_training_examples(resolve_data_source(args.data)).examples

@@ -26,19 +26,20 @@ from pathlib import Path
 import numpy as np
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.utils.settings import cache_dir
+from dpr_components.training.data import load_training_examples
 from dpr_components.training.dense_mining import DenseSearchIndex
-from dpr_components.training.data import load_training_examples, resolve_data_source
 from dpr_components.training.examples import TrainingExample
 from dpr_components.training.negatives import (
-    NegativeMiner,
-    SearchIndex,
     MiningReport,
-    MiningSettings,
+    NegativeMiner,
+    NegativeMiningSettings,
+    SearchIndex,
     bm25_for,
     load_corpus_passages,
     mine_to_file,
 )
+from dpr_components.utils.settings import cache_dir
+from dpr_components.utils.sources import resolve_data_source
 
 DEFAULT_CORPUS = "wiki/documents.jsonl"
 
@@ -55,7 +56,7 @@ def mine(
     data: str,
     out: str | Path,
     corpus: str = DEFAULT_CORPUS,
-    settings: MiningSettings | None = None,
+    settings: NegativeMiningSettings | None = None,
     limit: int | None = None,
     shuffle_seed: int | None = None,
     retrievers: tuple[str, ...] = ("bm25",),
@@ -67,7 +68,7 @@ def mine(
     if out.exists():
         print(f"{out} exists: already mined (delete it to mine again)", file=sys.stderr)
         return None
-    settings = settings or MiningSettings()
+    settings = settings or NegativeMiningSettings()
     loaded = load_training_examples(resolve_data_source(data))
     print(loaded.summary(), file=sys.stderr)
     examples = select(loaded.examples, limit, shuffle_seed)
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle-seed", type=int, help="shuffle the questions with this seed before --limit")
     args = parser.parse_args(argv)
     try:
-        settings = MiningSettings(
+        settings = NegativeMiningSettings(
             num_negatives=args.num_negatives, depth=args.depth, split_positives=not args.no_split_positives
         )
         mine(args.data, args.out, args.corpus, settings, args.limit, args.shuffle_seed,

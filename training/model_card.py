@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.runs.run_log import read_log
+from dpr_components.utils.atomic_files import atomic_write_text
 from training.reader_record import training_cost
 
 BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"

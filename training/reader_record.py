@@ -9,8 +9,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.runs.run_log import read_log
+from dpr_components.utils.atomic_files import atomic_write_text
 
 
 def training_cost(run_dir: Path) -> dict[str, float] | None:

@@ -20,7 +20,15 @@ from typing import Any
 
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.ablation_report import write_ablation_report
-from training.run_records import ABLATIONS, LATER_FIELDS, ablation_groups, carry_over, collect, collect_sampled, load_json
+from training.run_records import (
+    ABLATIONS,
+    LATER_FIELDS,
+    ablation_groups,
+    carry_over,
+    collect,
+    collect_sampled,
+    load_json,
+)
 
 KS = ("1", "5", "20", "100")
 DATASETS = ("nq/dev.jsonl", "squad/dev.jsonl")

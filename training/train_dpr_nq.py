@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.training.averaging import average_models
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
-from dpr_components.training.negatives import MiningSettings
+from dpr_components.training.negatives import NegativeMiningSettings
+from dpr_components.utils.atomic_files import atomic_write_text
 from training import evaluate as pool_eval
 from training import report, sampled_pool_eval
 from training.mine_negatives import mine
@@ -182,7 +182,7 @@ def nq_replay_file(questions: int) -> Path:
 
 
 def stage_mine(variants: list[Variant]) -> None:
-    settings = MiningSettings(num_negatives=30, depth=100)
+    settings = NegativeMiningSettings(num_negatives=30, depth=100)
     mine(NQ_TRAIN, nq_train_file(), settings=settings)
     mine(NQ_DEV, DATA / "nq-dev-bm25.jsonl", settings=settings)
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):

@@ -27,18 +27,18 @@ import numpy as np
 import torch
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, bf16_enabled
-from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.readers.data import (
     Kind,
     MinedQuestion,
-    MiningSettings,
     PassageLookup,
+    ReaderMiningSettings,
     mine,
     read_mined,
     read_questions,
     write_mined,
 )
 from dpr_components.readers.training import TrainConfig, train
+from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 from dpr_components.utils.validation import MAX_QUERY_CHARS
 from training.reader_record import earlier_record, record_provenance
@@ -79,7 +79,7 @@ def _retrievers(store: Any, questions: list, names: list[str], depth: int, encod
 
 
 def mined_questions(
-    path: Path, store: Any, store_path: Path, names: list[str], settings: MiningSettings, limit: int | None,
+    path: Path, store: Any, store_path: Path, names: list[str], settings: ReaderMiningSettings, limit: int | None,
     encoder: str, keep_all: bool, sample: int | None = None, seed: int = 0,
 ) -> list[MinedQuestion]:
     """Mined questions of one file (the first ``limit``, or ``sample`` drawn at random), from the
@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     dense = "dense" in names
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
     store = _store(store_path, args.encoder if dense else None)
-    settings = MiningSettings(depth=args.depth)
+    settings = ReaderMiningSettings(depth=args.depth)
     data_seed = args.seed if args.data_seed is None else args.data_seed
     train_questions: list[MinedQuestion] = []
     data_record: dict[str, int] = {}

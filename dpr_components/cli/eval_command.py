@@ -13,13 +13,24 @@ from typing import Any
 from haystack import Pipeline
 
 from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
-from dpr_components.cli.pipeline_runner import check_top_k_option, run_pipeline, top_k_inputs
+from dpr_components.cli.pipeline_runner import (
+    check_top_k_option,
+    run_pipeline,
+    top_k_inputs,
+)
 from dpr_components.evaluation.answer_matching import check_answer_pattern
 from dpr_components.evaluation.eval_report import write_evaluation_report
-from dpr_components.evaluation.eval_spec import EvaluationSpec, evaluation_spec, is_evaluation_spec
+from dpr_components.evaluation.eval_spec import (
+    EvaluationSpec,
+    evaluation_spec,
+    is_evaluation_spec,
+)
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
 from dpr_components.evaluation.questions import QAExample, load_questions
-from dpr_components.evaluators import AnswerExactMatchF1Evaluator, RetrievalAccuracyEvaluator
+from dpr_components.evaluators import (
+    AnswerExactMatchF1Evaluator,
+    RetrievalAccuracyEvaluator,
+)
 from dpr_components.utils.output_files import prepare_output_folder
 
 DEFAULT_TOP_K = 100

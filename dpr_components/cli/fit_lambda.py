@@ -12,11 +12,19 @@ from tqdm.auto import tqdm
 from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import run_pipeline
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
-from dpr_components.utils.output_files import prepare_output_folder, reporting_write_errors
 from dpr_components.rankers.hybrid import HybridRanker
-from dpr_components.rankers.hybrid_fit import best_weight, collect_candidates, lambda_curve, union_from_lists
+from dpr_components.rankers.hybrid_fit import (
+    best_weight,
+    collect_candidates,
+    lambda_curve,
+    union_from_lists,
+)
 from dpr_components.retrievers.hybrid import HybridRetriever
+from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.utils.output_files import (
+    prepare_output_folder,
+    reporting_write_errors,
+)
 
 
 def write_lambda_report(

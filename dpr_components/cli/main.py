@@ -24,10 +24,20 @@ from collections.abc import Iterator
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, result_text, to_json_line
 from dpr_components.cli.pipeline_loading import load_pipeline
-from dpr_components.cli.pipeline_runner import one_line, run_pipeline, user_error_cause, user_errors
+from dpr_components.cli.pipeline_runner import (
+    one_line,
+    run_pipeline,
+    user_error_cause,
+    user_errors,
+)
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.cli.serve_command import add_serve_parser, command_serve
-from dpr_components.cli.shard_command import add_merge_parser, add_shard_options, command_merge_shards, command_run_shard
+from dpr_components.cli.shard_command import (
+    add_merge_parser,
+    add_shard_options,
+    command_merge_shards,
+    command_run_shard,
+)
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:

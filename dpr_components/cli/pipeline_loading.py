@@ -17,7 +17,11 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.cli.pipeline_policy import check_local_only, is_local_type, network_allowed_by_environment
+from dpr_components.cli.pipeline_policy import (
+    check_local_only,
+    is_local_type,
+    network_allowed_by_environment,
+)
 from dpr_components.cli.safe_yaml import read_yaml_file
 from dpr_components.utils.type_checks import init_hints, type_mismatch
 from dpr_components.utils.validation import short_repr, strict_json_loads

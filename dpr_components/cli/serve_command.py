@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 
 from dpr_components.cli.server_security import (
-    DEFAULT_MAX_BODY_BYTES, ServerPolicy, check_bind_address, is_loopback, normalize_host_name, normalize_origin,
+    DEFAULT_MAX_BODY_BYTES,
+    ServerPolicy,
+    check_bind_address,
+    is_loopback,
+    normalize_host_name,
+    normalize_origin,
     read_api_key,
 )
 

@@ -12,7 +12,11 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from dpr_components.cli.server_security import ServerPolicy, host_header_name, json_body_problem
+from dpr_components.cli.server_security import (
+    ServerPolicy,
+    host_header_name,
+    json_body_problem,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -38,10 +38,19 @@ from haystack.errors import FilterError
 from pydantic import TypeAdapter
 
 from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
-from dpr_components.cli.pipeline_policy import NetworkNotAllowedError, check_local_only, network_allowed_by_environment
+from dpr_components.cli.pipeline_policy import (
+    NetworkNotAllowedError,
+    check_local_only,
+    network_allowed_by_environment,
+)
 from dpr_components.cli.pipeline_runner import one_line, user_error_cause
 from dpr_components.cli.server_guards import OriginGuard, RequestGuard
-from dpr_components.cli.server_security import CORS_HEADERS, CORS_METHODS, ServerPolicy, configure_server_logs
+from dpr_components.cli.server_security import (
+    CORS_HEADERS,
+    CORS_METHODS,
+    ServerPolicy,
+    configure_server_logs,
+)
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 
 logger = logging.getLogger(__name__)

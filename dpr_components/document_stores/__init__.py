@@ -11,6 +11,8 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore as EmbeddedDocumentStore
+    from dpr_components.document_stores.embedded import (
+        EmbeddedDocumentStore as EmbeddedDocumentStore,
+    )
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

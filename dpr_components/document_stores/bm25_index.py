@@ -20,9 +20,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.document_stores import bm25_scoring
-from dpr_components.document_stores.analyzer import ANALYZER_VERSION, STOP_WORD_SETS, EnglishAnalyzer
-from dpr_components.document_stores.bm25_segments import Segment, empty_segment, merge_segments, segment_from_terms
-from dpr_components.document_stores.index_files import IndexFilesError, verified_state, write_index_directory
+from dpr_components.document_stores.analyzer import (
+    ANALYZER_VERSION,
+    STOP_WORD_SETS,
+    EnglishAnalyzer,
+)
+from dpr_components.document_stores.bm25_segments import (
+    Segment,
+    empty_segment,
+    merge_segments,
+    segment_from_terms,
+)
+from dpr_components.document_stores.index_files import (
+    IndexFilesError,
+    verified_state,
+    write_index_directory,
+)
 from dpr_components.utils.fault_points import fault_point
 
 METHODS = bm25_scoring.METHODS

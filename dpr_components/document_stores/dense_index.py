@@ -23,7 +23,10 @@ from typing import Any, BinaryIO, Literal
 import faiss
 import numpy as np
 
-from dpr_components.document_stores.index_files import verified_state, write_index_directory
+from dpr_components.document_stores.index_files import (
+    verified_state,
+    write_index_directory,
+)
 from dpr_components.utils.fault_points import fault_point
 
 Similarity = Literal["dot_product", "cosine", "l2"]

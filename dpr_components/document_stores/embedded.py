@@ -43,7 +43,10 @@ from dpr_components.document_stores.document_table import (
     VectorBatch,
     folder_is_writable,
 )
-from dpr_components.document_stores.hybrid_scoring import exact_dense_scores, hybrid_candidates
+from dpr_components.document_stores.hybrid_scoring import (
+    exact_dense_scores,
+    hybrid_candidates,
+)
 from dpr_components.document_stores.store_backend import (
     DELTA_FRACTION,
     StoreBackend,

@@ -1,5 +1,6 @@
 """The DPR paper's exact hybrid inside the store (Karpukhin et al. 2020, section 5.1): the union of
-the BM25 and dense top-N lists, every member scored both ways, ``BM25 + λ·sim``.
+the BM25 and dense top-N lists, every member scored both ways, ``BM25 + λ·sim`` (the fusion rules
+are :mod:`dpr_components.hybrid_fusion`'s, shared with ``HybridRanker`` and the λ fit).
 
 Done on arrays of row ids and scores, with no document built until the final top k: passing
 thousands of Documents between pipeline components costs far more than the search itself
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpr_components.document_stores.store_backend import bm25_positions_in
+from dpr_components.hybrid_fusion import fused_order, fused_scores, union_rowids
 
 if TYPE_CHECKING:
     from dpr_components.document_stores.store_backend import StoreBackend
@@ -30,11 +32,11 @@ class HybridCandidates:
 
     def fused(self, weight: float) -> np.ndarray:
         """``BM25 + weight · sim`` per row, in float64 (a row without a vector ranks on BM25 alone)."""
-        return self.bm25 + weight * self.dense
+        return fused_scores(self.bm25, self.dense, weight)
 
     def ranking(self, weight: float, top_k: int) -> np.ndarray:
         """Positions of the best ``top_k`` rows; equal scores keep the union order."""
-        return np.argsort(-self.fused(weight), kind="stable")[:top_k]
+        return fused_order(self.fused(weight), top_k)
 
 
 def dense_similarities(vectors: np.ndarray, query: np.ndarray, similarity: str) -> np.ndarray:
@@ -100,7 +102,7 @@ def hybrid_candidates(
             dense_index.search(query_vector, candidates, allowed_rowids)[0] if dense_index is not None
             else np.zeros(0, dtype=np.int64)
         )
-    union = np.concatenate([dense_rowids, bm25_list[~np.isin(bm25_list, dense_rowids)]]).astype(np.int64)
+    union = union_rowids(dense_rowids, bm25_list)
     union_positions = bm25_positions_in(bm25_index, bm25_rowids, union)  # the same index as the scores
     bm25 = np.where(union_positions >= 0, all_bm25[np.maximum(union_positions, 0)], 0.0).astype(np.float64)
     dense, has_vector = exact_dense_scores(backend, union, query_vector, similarity)

@@ -47,8 +47,14 @@ import numpy as np
 from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
 from dpr_components.document_stores.dense_layers import LayeredDenseIndex, main_key
-from dpr_components.document_stores.document_table import DocumentTable, folder_is_writable
-from dpr_components.document_stores.index_files import recorded_state, write_index_directory
+from dpr_components.document_stores.document_table import (
+    DocumentTable,
+    folder_is_writable,
+)
+from dpr_components.document_stores.index_files import (
+    recorded_state,
+    write_index_directory,
+)
 from dpr_components.document_stores.store_lock import StoreLock
 from dpr_components.utils.atomic_files import remove_stale_temporaries
 

@@ -8,12 +8,17 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.encoders.factory import make_encoder
-from dpr_components.encoders.pairing import META_FIELD, weights_digest
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision, TitleMode
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.model_locks import model_lock
+from dpr_components.encoders.pairing import META_FIELD, weights_digest
+from dpr_components.encoders.text_encoder import (
+    BUNDLED_MINILM,
+    Pooling,
+    Precision,
+    TitleMode,
+)
+from dpr_components.legacy.type_paths import from_dict_any_path
 
 
 @component

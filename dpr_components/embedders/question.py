@@ -8,9 +8,9 @@ from typing import Any
 from haystack import component, default_to_dict
 
 from dpr_components.encoders.factory import make_encoder
+from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy.type_paths import from_dict_any_path
-from dpr_components.encoders.model_locks import model_lock
 from dpr_components.utils.validation import check_query
 
 

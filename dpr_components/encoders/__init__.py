@@ -14,15 +14,19 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from dpr_components.encoders.text_encoder import TextEncoder as TextEncoder
-    from dpr_components.encoders.text_encoder import EncoderSettings as EncoderSettings
-    from dpr_components.encoders.text_encoder import EncoderLoadError as EncoderLoadError
     from dpr_components.encoders.text_encoder import BUNDLED_MINILM as BUNDLED_MINILM
+    from dpr_components.encoders.text_encoder import (
+        EncoderLoadError as EncoderLoadError,
+    )
+    from dpr_components.encoders.text_encoder import EncoderSettings as EncoderSettings
     from dpr_components.encoders.text_encoder import Pooling as Pooling
     from dpr_components.encoders.text_encoder import Precision as Precision
+    from dpr_components.encoders.text_encoder import TextEncoder as TextEncoder
     from dpr_components.encoders.text_encoder import TitleMode as TitleMode
-    from dpr_components.encoders.text_encoder import resolve_model_path as resolve_model_path
-    from dpr_components.encoders.text_encoder import load_tokenizer as load_tokenizer
     from dpr_components.encoders.text_encoder import detect_layout as detect_layout
+    from dpr_components.encoders.text_encoder import load_tokenizer as load_tokenizer
+    from dpr_components.encoders.text_encoder import (
+        resolve_model_path as resolve_model_path,
+    )
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

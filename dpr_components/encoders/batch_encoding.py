@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from dpr_components.encoders.embedding_cache import EmbeddingCache, passage_key
 from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.utils.fault_points import fault_point
-from dpr_components.encoders.embedding_cache import EmbeddingCache, passage_key
 
 
 def cache_for(encoder: TextEncoder, cache_dir: str | Path) -> EmbeddingCache:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dpr_components.encoders.text_encoder import EncoderSettings, Pooling, Precision, TextEncoder, TitleMode
+from dpr_components.encoders.text_encoder import (
+    EncoderSettings,
+    Pooling,
+    Precision,
+    TextEncoder,
+    TitleMode,
+)
 
 
 def make_encoder(

@@ -26,7 +26,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from dpr_components.encoders.text_encoder import EncoderLoadError, detect_layout, file_digest, resolve_model_path
+from dpr_components.encoders.text_encoder import (
+    EncoderLoadError,
+    detect_layout,
+    file_digest,
+    resolve_model_path,
+)
 from dpr_components.utils.atomic_files import atomic_write_text
 
 META_FIELD = "passage_encoder"

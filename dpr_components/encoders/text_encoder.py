@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from dpr_components.encoders.plain_bert import PlainBert, load_bert_tokenizer, load_plain_bert
 from dpr_components.encoders.model_files import (
     CONFIG_LIMITS,
     LOAD_ERRORS,
@@ -34,6 +33,11 @@ from dpr_components.encoders.model_files import (
     first_line,
     quiet_transformers,
     weight_files,
+)
+from dpr_components.encoders.plain_bert import (
+    PlainBert,
+    load_bert_tokenizer,
+    load_plain_bert,
 )
 from dpr_components.utils.validation import short_repr
 

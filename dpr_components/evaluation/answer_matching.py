@@ -6,7 +6,7 @@ CuratedTREC answers are regular expressions instead (``mode="regex"``)."""
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Literal
 
@@ -22,9 +22,16 @@ def answer_tokens(text: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(unicodedata.normalize("NFD", text))]
 
 
+def joined_tokens(text: str) -> str:
+    """The tokens of ``text`` joined by spaces, with a space at each end."""
+    # Tokens never contain spaces, so " a b c " contains " b c " exactly when the token run (b, c)
+    # occurs: a passage contains an answer when its joined tokens contain the answer's.
+    return " " + " ".join(answer_tokens(text)) + " "
+
+
 @lru_cache(maxsize=65536)
-def _answer_tokens_cached(answer: str) -> tuple[str, ...]:
-    return tuple(answer_tokens(answer))
+def _joined_answer(answer: str) -> str:
+    return joined_tokens(answer)
 
 
 @lru_cache(maxsize=4096)
@@ -40,23 +47,33 @@ def check_answer_pattern(pattern: str) -> None:
     _compiled(pattern)
 
 
-def _contains_run(haystack: Sequence[str], needle: Sequence[str]) -> bool:
-    n = len(needle)
-    if n == 0:
-        return False
-    first = needle[0]
-    for i in range(len(haystack) - n + 1):
-        if haystack[i] == first and tuple(haystack[i : i + n]) == tuple(needle):
-            return True
-    return False
+def answer_matcher(
+    answers: Sequence[str], mode: MatchMode = "string", joined: Callable[[str], str] = joined_tokens
+) -> Callable[[str], bool]:
+    """The test ``has_answer`` applies to a passage text, prepared once for many passages.
+
+    ``joined``: how a passage's text becomes its joined tokens (a cached version for passages
+    matched again and again); not used in ``regex`` mode."""
+    if mode == "regex":
+
+        def matches_pattern(text: str) -> bool:
+            normalized = unicodedata.normalize("NFD", text)
+            return any(_compiled(pattern).search(normalized) is not None for pattern in answers)
+
+        return matches_pattern
+    if mode != "string":
+        raise ValueError(f"match mode must be 'string' or 'regex', got {mode!r}")
+    needles = [needle for needle in (_joined_answer(a) for a in answers) if needle.strip()]
+
+    def contains_answer(text: str) -> bool:
+        if not needles:
+            return False
+        tokens = joined(text)
+        return any(needle in tokens for needle in needles)
+
+    return contains_answer
 
 
 def has_answer(answers: Sequence[str], text: str, mode: MatchMode = "string") -> bool:
     """True if ``text`` contains any of ``answers`` (token runs, or regex search in ``regex`` mode)."""
-    if mode == "regex":
-        normalized = unicodedata.normalize("NFD", text)
-        return any(_compiled(pattern).search(normalized) is not None for pattern in answers)
-    if mode != "string":
-        raise ValueError(f"match mode must be 'string' or 'regex', got {mode!r}")
-    tokens = answer_tokens(text)
-    return any(_contains_run(tokens, _answer_tokens_cached(answer)) for answer in answers)
+    return answer_matcher(answers, mode)(text)

@@ -13,7 +13,10 @@ from typing import Any
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation
 from dpr_components.evaluation.report import ReportTable, write_retrieval_report
 from dpr_components.utils.atomic_files import atomic_write_text
-from dpr_components.utils.output_files import prepare_output_folder, reporting_write_errors
+from dpr_components.utils.output_files import (
+    prepare_output_folder,
+    reporting_write_errors,
+)
 
 RUNS_JSON = "evaluation_runs.json"
 

@@ -8,6 +8,9 @@ Sources, chosen from ``source`` without needing a format flag:
 * a local ``.parquet`` / ``.arrow`` file or a folder, read with Hugging Face ``datasets``;
 * ``hf:<path or hub id>`` to force ``datasets`` (e.g. a CSV with a header row);
 * a Hugging Face hub id such as ``nq_open`` (needs network; ``split`` picks the split).
+
+The source is told apart by :func:`dpr_components.utils.sources.resolve_source`, as for training data;
+local files are read a line at a time by :func:`dpr_components.utils.line_files.numbered_lines`.
 """
 
 from __future__ import annotations
@@ -15,19 +18,17 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpr_components.utils.line_files import numbered_lines
 from dpr_components.utils.settings import hf_offline
+from dpr_components.utils.sources import DATASETS_SUFFIXES, HF_PREFIX, resolve_source
 from dpr_components.utils.validation import check_question_field
 
-HF_PREFIX = "hf:"
-_DATASETS_SUFFIXES = {".parquet": "parquet", ".arrow": "arrow"}
 _OWN_SUFFIXES = {".jsonl", ".json", ".csv", ".tsv", ".txt"}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 @dataclass
@@ -48,42 +49,25 @@ def load_questions(
     ``limit`` keeps the first ``limit`` questions."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
-    text = os.fspath(source)
-    if text.startswith(HF_PREFIX):
-        return _load_with_datasets(text[len(HF_PREFIX) :], split, limit)
-    path = Path(text)
-    if path.is_dir() or (path.is_file() and path.suffix.lower() in _DATASETS_SUFFIXES):
-        return _load_with_datasets(text, split, limit)
-    if path.is_file():
-        return _load_local_file(path, limit)
-    if path.suffix.lower() in _OWN_SUFFIXES | set(_DATASETS_SUFFIXES) or not _HUB_ID.match(text):
-        raise FileNotFoundError(f"question file {text!r} does not exist")
-    return _load_with_datasets(text, split, limit)
+    resolved = resolve_source(source, "question file", file_suffixes=_OWN_SUFFIXES | set(DATASETS_SUFFIXES))
+    if resolved.with_datasets:
+        return _load_with_datasets(resolved.location, split, limit)
+    return _load_local_file(Path(resolved.location), limit)
 
 
 # ---- local files: JSON lines or DPR's question<TAB>answers layout -------------------------
-
-
-def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Non-blank decoded lines with 1-based line numbers; undecodable bytes name their line."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{path}, line {number}: not valid UTF-8 (byte {error.start} of the line)"
-                ) from error
-            line = line.rstrip("\r\n")
-            if line.strip():
-                yield number, line
 
 
 def _load_local_file(path: Path, limit: int | None) -> list[QAExample]:
     examples: list[QAExample] = []
     seen_ids: dict[str, int] = {}
     json_lines: bool | None = None
-    for number, line in _numbered_lines(path):
+    for number, line in numbered_lines(path, "question file"):
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
         if json_lines is None:
             json_lines = line.lstrip().startswith("{")
         where = f"{path}, line {number}"
@@ -198,7 +182,7 @@ def _load_with_datasets(source: str, split: str | None, limit: int | None) -> li
     try:
         if local and path.is_file():
             suffix = path.suffix.lower()
-            builder = _DATASETS_SUFFIXES.get(suffix) or ("csv" if suffix in {".csv", ".tsv"} else "json")
+            builder = DATASETS_SUFFIXES.get(suffix) or ("csv" if suffix in {".csv", ".tsv"} else "json")
             options = {"delimiter": "\t"} if suffix == ".tsv" else {}
             loaded = datasets.load_dataset(builder, data_files=str(path), **options)
         else:

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
-from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
-from dpr_components.utils.output_files import prepare_output_folder, reporting_write_errors
+from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.output_files import (
+    prepare_output_folder,
+    reporting_write_errors,
+)
 
 TABLE_KS = (1, 5, 20, 100)
 REPORT_MD = "report.md"

@@ -4,39 +4,33 @@ the share of questions with an answer-containing passage among the top k) and MR
 from __future__ import annotations
 
 import itertools
-
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from dpr_components.evaluation.answer_matching import MatchMode, answer_tokens, has_answer
+from dpr_components.evaluation.answer_matching import (
+    MatchMode,
+    answer_matcher,
+    joined_tokens,
+)
 
 DEFAULT_MAX_K = 100
 
 
 @lru_cache(maxsize=131072)  # holds a 55k-passage pool
-def _joined_tokens(text: str) -> str:
-    # Tokens never contain spaces, so " a b c " contains " b c " exactly when the token
-    # run (b, c) occurs; the substring test runs in C instead of a Python loop.
-    return " " + " ".join(answer_tokens(text)) + " "
-
-
-def _answer_needles(answers: Sequence[str]) -> list[str]:
-    return [needle for needle in (_joined_tokens(a) for a in answers) if needle.strip()]
+def _cached_joined_tokens(text: str) -> str:
+    return joined_tokens(text)
 
 
 def _hit_stream(answers: Sequence[str], passage_texts: Iterable[str], mode: MatchMode) -> Iterator[bool]:
-    if mode == "regex":
-        return (has_answer(answers, text, mode="regex") for text in passage_texts)
-    if mode != "string":
-        raise ValueError(f"match mode must be 'string' or 'regex', got {mode!r}")
-    needles = _answer_needles(answers)
-    return (any(needle in _joined_tokens(text) for needle in needles) for text in passage_texts)
+    # Evaluation matches the same passages against many questions: their tokens are cached.
+    matches = answer_matcher(answers, mode, _cached_joined_tokens)
+    return (matches(text) for text in passage_texts)
 
 
 def answer_hits(answers: Sequence[str], passage_texts: Sequence[str], mode: MatchMode = "string") -> list[bool]:
-    """For each passage, whether it contains any of ``answers`` (same rule as ``has_answer``)."""
+    """For each passage, whether it contains any of ``answers`` (``has_answer``'s rule)."""
     return list(_hit_stream(answers, passage_texts, mode))
 
 

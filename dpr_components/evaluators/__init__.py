@@ -11,7 +11,11 @@ _import_structure = {
 }
 
 if TYPE_CHECKING:
-    from dpr_components.evaluators.answer_exact_match import AnswerExactMatchF1Evaluator as AnswerExactMatchF1Evaluator
-    from dpr_components.evaluators.retrieval_accuracy import RetrievalAccuracyEvaluator as RetrievalAccuracyEvaluator
+    from dpr_components.evaluators.answer_exact_match import (
+        AnswerExactMatchF1Evaluator as AnswerExactMatchF1Evaluator,
+    )
+    from dpr_components.evaluators.retrieval_accuracy import (
+        RetrievalAccuracyEvaluator as RetrievalAccuracyEvaluator,
+    )
 else:
     sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

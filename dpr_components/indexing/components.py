@@ -10,7 +10,11 @@ from dpr_components.indexing.corpus import CorpusFormat, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
 from dpr_components.utils.input_files import check_input_path
-from dpr_components.utils.validation import MAX_PASSAGE_CHARS, describe_long_word, find_long_word
+from dpr_components.utils.validation import (
+    MAX_PASSAGE_CHARS,
+    describe_long_word,
+    find_long_word,
+)
 
 
 @component

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
-from dpr_components.utils.validation import describe_lone_surrogate, describe_long_word, find_long_word, strict_json_loads
+from dpr_components.utils.validation import (
+    describe_lone_surrogate,
+    describe_long_word,
+    find_long_word,
+    strict_json_loads,
+)
 
 CorpusFormat = Literal["auto", "jsonl", "tsv"]
 

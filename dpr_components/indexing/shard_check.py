@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from dpr_components.indexing.shard_files import PASSAGES, FileIdentity, ShardError, read_manifest, shard_passages, shard_records
+from dpr_components.indexing.shard_files import (
+    PASSAGES,
+    FileIdentity,
+    ShardError,
+    read_manifest,
+    shard_passages,
+    shard_records,
+)
 from dpr_components.indexing.shard_spec import ShardSpec, shard_from_folder_name
 
 _SHOWN = 8  # missing shards named in an error

@@ -25,8 +25,17 @@ from typing import Any
 from haystack import Document
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.indexing.shard_check import Shard, check_shard_contents, document_of, find_shards
-from dpr_components.indexing.shard_target import new_store_folder, store_built_beside, writer_on
+from dpr_components.indexing.shard_check import (
+    Shard,
+    check_shard_contents,
+    document_of,
+    find_shards,
+)
+from dpr_components.indexing.shard_target import (
+    new_store_folder,
+    store_built_beside,
+    writer_on,
+)
 
 BATCH_PASSAGES = 1000
 

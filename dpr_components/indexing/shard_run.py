@@ -27,11 +27,11 @@ from haystack import Pipeline
 
 from dpr_components.indexing.components import CorpusReader
 from dpr_components.indexing.corpus import CorpusRecord, read_corpus
-from dpr_components.indexing.corpus_split import split_corpus
+from dpr_components.indexing.corpus_split import CorpusSplit, split_corpus
 from dpr_components.indexing.shard_files import ShardFolderWriter
 from dpr_components.indexing.shard_spec import ShardSpec
-from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.input_files import check_input_path
 
 CHUNK_CHARS = 1_000_000  # about 1,500 passages of 100 words: one pipeline run's worth
 _NO_EFFECT = {"progress_bar", "cache_dir", "batch_size"}  # parameters that do not change the passages or vectors
@@ -46,6 +46,14 @@ class ShardResult:
     documents: int
     passages: int
     folder: Path | None
+
+
+def _split_for(corpus: str, spec: ShardSpec) -> CorpusSplit:
+    """The corpus cut into ``spec.count`` parts; an error when it has fewer lines than parts."""
+    split = split_corpus(corpus, spec.count)
+    if spec.count > split.lines:
+        raise ValueError(f"--shard {spec}: {corpus} has {split.lines:,} lines, fewer than the {spec.count:,} shards; give N at most its line count")
+    return split
 
 
 def run_shard(
@@ -65,9 +73,7 @@ def run_shard(
     :param report: receives a progress line after each chunk."""
     reader_name, reader = _the_reader(pipeline)
     corpus = check_input_path(corpus, "corpus file")
-    split = split_corpus(corpus, spec.count)
-    if spec.count > split.lines:
-        raise ValueError(f"--shard {spec}: {corpus} has {split.lines:,} lines, fewer than the {spec.count:,} shards; give N at most its line count")
+    split = _split_for(corpus, spec)
     first, end = split.line_range(spec.index)
     sender = _detach_writer(pipeline) if shard_dir is not None else None
     inputs = dict(inputs or {})

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.utils.fault_points import fault_point
 from dpr_components.indexing.shard_files import ShardError
+from dpr_components.utils.fault_points import fault_point
 
 _OPEN_LOG = "documents.sqlite-wal"  # SQLite removes it when the last connection closes
 

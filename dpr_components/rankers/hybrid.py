@@ -3,7 +3,8 @@
 Mode ``dpr`` is the DPR paper's hybrid (Karpukhin et al. 2020, section 5.1): take the union of
 both top-N lists and rank every document of it by ``BM25(q, p) + λ · sim(q, p)``, with both
 scores computed exactly for each document (a document found by one retriever only is scored
-by the other through the document store). Mode ``rrf`` is reciprocal rank fusion
+by the other through the document store; the fusion rules are :mod:`dpr_components.hybrid_fusion`'s,
+shared with the store's own hybrid search). Mode ``rrf`` is reciprocal rank fusion
 (Cormack et al. 2009): ``Σ 1 / (k + rank)`` over the lists, no scores needed.
 """
 
@@ -14,16 +15,21 @@ from typing import Any, Literal, NamedTuple, cast
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.store_access.search_backend import ScoringSearchBackend, search_backend
+from dpr_components.hybrid_fusion import (
+    fused_order,
+    fused_scores,
+    scores_or_zero,
+    union_by_id,
+)
 from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.store_access.search_backend import (
+    ScoringSearchBackend,
+    search_backend,
+)
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.utils.validation import check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]
-
-
-def dpr_fuse(bm25: float, dense: float, weight: float) -> float:
-    return bm25 + weight * dense
 
 
 def rrf_scores(rankings: list[list[str]], k: int) -> dict[str, float]:
@@ -176,9 +182,7 @@ class HybridRanker:
         weight: float | None,
     ) -> _Fusion:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        by_id: dict[str, Document] = {}
-        for doc in [*dense_documents, *bm25_documents]:
-            by_id.setdefault(doc.id, doc)
+        by_id = union_by_id(dense_documents, bm25_documents)
         needs_scores = self.mode == "dpr" and bool(by_id)
         lam = self.weight
         if needs_scores:
@@ -188,26 +192,36 @@ class HybridRanker:
         return _Fusion(by_id, bm25_documents, dense_documents, query, query_embedding, top_k, lam, needs_scores)
 
     def _finish(self, fusion: _Fusion, scores: Scores | None) -> dict[str, Any]:
-        by_id = fusion.by_id
-        if not by_id:
+        if not fusion.by_id:
             return {"documents": []}
         if not fusion.needs_scores:
-            fused = rrf_scores([[d.id for d in fusion.bm25_documents], [d.id for d in fusion.dense_documents]], self.rrf_k)
-            bm25_of = {d.id: d.score for d in fusion.bm25_documents}
-            dense_of = {d.id: d.score for d in fusion.dense_documents}
-        else:
-            assert scores is not None
-            bm25_of = {i: s[0] for i, s in scores.items()}
-            dense_of = {i: s[1] for i, s in scores.items()}
-            # A document without a vector cannot be scored densely: it ranks on BM25 alone.
-            fused = {
-                i: dpr_fuse(bm25_of.get(i) or 0.0, dense_of.get(i) or 0.0, fusion.weight) for i in by_id if i in scores
-            }
-        ranked = sorted(fused, key=lambda i: fused[i], reverse=True)[: fusion.top_k]
-        out = [
-            dataclasses.replace(
-                by_id[i], score=fused[i], meta={**by_id[i].meta, "bm25_score": bm25_of.get(i), "dense_score": dense_of.get(i)}
-            )
-            for i in ranked
-        ]
-        return {"documents": out}
+            return {"documents": self._rrf(fusion)}
+        assert scores is not None
+        ids = [i for i in fusion.by_id if i in scores]
+        bm25_of = {i: scores[i][0] for i in ids}
+        dense_of = {i: scores[i][1] for i in ids}
+        fused = fused_scores(scores_or_zero(bm25_of.values()), scores_or_zero(dense_of.values()), fusion.weight)
+        ranked = [(ids[p], float(fused[p])) for p in fused_order(fused, fusion.top_k)]
+        return {"documents": _with_scores(fusion.by_id, ranked, bm25_of, dense_of)}
+
+    def _rrf(self, fusion: _Fusion) -> list[Document]:
+        fused = rrf_scores([[d.id for d in fusion.bm25_documents], [d.id for d in fusion.dense_documents]], self.rrf_k)
+        ranked = [(i, fused[i]) for i in sorted(fused, key=lambda i: fused[i], reverse=True)[: fusion.top_k]]
+        bm25_of = {d.id: d.score for d in fusion.bm25_documents}
+        dense_of = {d.id: d.score for d in fusion.dense_documents}
+        return _with_scores(fusion.by_id, ranked, bm25_of, dense_of)
+
+
+def _with_scores(
+    by_id: dict[str, Document],
+    ranked: list[tuple[str, float]],
+    bm25_of: dict[str, float | None],
+    dense_of: dict[str, float | None],
+) -> list[Document]:
+    """The ranked documents carrying their fused score and both retrievers' scores in ``meta``."""
+    return [
+        dataclasses.replace(
+            by_id[i], score=score, meta={**by_id[i].meta, "bm25_score": bm25_of.get(i), "dense_score": dense_of.get(i)}
+        )
+        for i, score in ranked
+    ]

@@ -12,7 +12,16 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from dpr_components.evaluation.retrieval_metrics import answer_hits, top_k_accuracy_from_ranks
+from dpr_components.evaluation.retrieval_metrics import (
+    answer_hits,
+    top_k_accuracy_from_ranks,
+)
+from dpr_components.hybrid_fusion import (
+    fused_first_hit_rank,
+    fused_scores,
+    scores_or_zero,
+    union_by_id,
+)
 
 DEFAULT_GRID = tuple([0.0] + [float(x) for x in np.round(np.logspace(-2, 3, 51), 4)])
 
@@ -35,13 +44,11 @@ def union_from_lists(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The union of both lists (dense first, as HybridRanker fuses it), scored exactly both ways:
     contents, BM25 scores, dense scores (0 without a vector)."""
-    by_id: dict[str, Document] = {}
-    for doc in [*dense_documents, *bm25_documents]:
-        by_id.setdefault(doc.id, doc)
+    by_id = union_by_id(dense_documents, bm25_documents)
     scores = backend.score_documents(list(by_id), query, query_embedding)
     ids = [i for i in by_id if i in scores]
-    bm25 = np.array([scores[i][0] or 0.0 for i in ids], dtype=np.float64)
-    dense = np.array([scores[i][1] or 0.0 for i in ids], dtype=np.float64)
+    bm25 = scores_or_zero(scores[i][0] for i in ids)
+    dense = scores_or_zero(scores[i][1] for i in ids)
     return [by_id[i].content or "" for i in ids], bm25, dense
 
 
@@ -53,15 +60,10 @@ def collect_candidates(
     return Candidates(bm25=np.asarray(bm25, dtype=np.float64), dense=np.asarray(dense, dtype=np.float64), hits=hits)
 
 
-def first_hit_rank(candidates: Candidates, weight: float, max_k: int = 100) -> int | None:
-    """1-based rank of the first answer-bearing passage under BM25 + weight·sim, or None within max_k."""
-    if not candidates.hits.any():
-        return None
-    fused = candidates.bm25 + weight * candidates.dense
-    best_hit = fused[candidates.hits].max()
-    # Ties are broken against the hit, so a reported accuracy is never optimistic.
-    rank = int((fused > best_hit).sum() + (fused[~candidates.hits] == best_hit).sum() + 1)
-    return rank if rank <= max_k else None
+def hybrid_first_hit_rank(candidates: Candidates, weight: float, max_k: int = 100) -> int | None:
+    """1-based rank of the first answer-bearing passage under BM25 + weight·sim, or None within max_k
+    (ties broken against the answer)."""
+    return fused_first_hit_rank(fused_scores(candidates.bm25, candidates.dense, weight), candidates.hits, max_k)
 
 
 def lambda_curve(
@@ -70,7 +72,7 @@ def lambda_curve(
     """Top-k accuracy (percent) at every weight of the grid."""
     curve = []
     for weight in weights:
-        ranks = [first_hit_rank(c, weight, max(ks)) for c in questions]
+        ranks = [hybrid_first_hit_rank(c, weight, max(ks)) for c in questions]
         curve.append({"weight": float(weight), "top_k": top_k_accuracy_from_ranks(ranks, list(ks))})
     return curve
 

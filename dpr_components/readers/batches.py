@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup, positives_of
+from dpr_components.readers.data import (
+    MinedQuestion,
+    Passage,
+    PassageLookup,
+    positives_of,
+)
 from dpr_components.readers.inputs import (
     InputSettings,
     Row,

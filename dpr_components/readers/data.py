@@ -18,8 +18,6 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_matching import has_answer
-from dpr_components.utils.atomic_files import atomic_path
-from dpr_components.utils.line_files import numbered_lines
 from dpr_components.training.data import read_json_document
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,
@@ -27,6 +25,8 @@ from dpr_components.training.records import (
     MAX_TRAINING_TITLE_CHARS,
     check_length,
 )
+from dpr_components.utils.atomic_files import atomic_path
+from dpr_components.utils.line_files import numbered_lines
 
 Kind = Literal["gold", "retrieved"]
 
@@ -137,8 +137,9 @@ def interleave(rankings: Sequence[Sequence[str]]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class MiningSettings:
-    """How many passages to look at and keep per question."""
+class ReaderMiningSettings:
+    """Reader training passages: how many retrieved passages to look at and keep per question
+    (retriever training's hard negatives are :class:`~dpr_components.training.negatives.NegativeMiningSettings`)."""
 
     depth: int = 50  # retrieved passages per retriever
     negatives: int = 30  # negatives kept (training samples m−1 of them)
@@ -150,7 +151,7 @@ def mine(
     questions: Sequence[SourceQuestion],
     kind: Kind,
     retrievers: Sequence[Callable[[int], list[Any]]],
-    settings: MiningSettings = MiningSettings(),
+    settings: ReaderMiningSettings = ReaderMiningSettings(),
     progress: bool = True,
     keep_all: bool = False,
 ) -> list[MinedQuestion]:
@@ -192,8 +193,8 @@ def write_mined(path: str | Path, mined: Iterable[MinedQuestion]) -> None:
 
 
 def read_mined(path: str | Path) -> list[MinedQuestion]:
-    with open(path, encoding="utf-8") as handle:
-        return [MinedQuestion.from_json(line) for line in handle if line.strip()]
+    """Mined questions as :func:`write_mined` wrote them."""
+    return [MinedQuestion.from_json(line) for _, line in numbered_lines(path, "mined questions file") if line.strip()]
 
 
 class PassageLookup:

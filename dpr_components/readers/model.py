@@ -14,9 +14,6 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.text_encoder import BUNDLED_PREFIX, EncoderLoadError, resolve_model_path
-from dpr_components.utils.fault_points import fault_point
-from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     ModelFileError,
@@ -28,6 +25,13 @@ from dpr_components.encoders.model_files import (
     quiet_transformers,
     weight_files,
 )
+from dpr_components.encoders.text_encoder import (
+    BUNDLED_PREFIX,
+    EncoderLoadError,
+    resolve_model_path,
+)
+from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.fault_points import fault_point
 
 READER_ARCHITECTURE = "DPRReader"
 _HARMLESS_MISSING = ("embeddings.position_ids",)

@@ -16,7 +16,14 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from dpr_components.readers.inputs import InputSettings, Row, TokenizedPassage, build_rows, collate, tokenize_passage
+from dpr_components.readers.inputs import (
+    InputSettings,
+    Row,
+    TokenizedPassage,
+    build_rows,
+    collate,
+    tokenize_passage,
+)
 from dpr_components.readers.model import reader_logits
 from dpr_components.readers.spans import best_spans, char_span, extend_to_words
 

@@ -10,12 +10,18 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
 
+from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
 from dpr_components.legacy.type_paths import from_dict_any_path
-from dpr_components.encoders.model_locks import model_lock
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import load_reader
-from dpr_components.readers.predict import NonFiniteLogits, Ranking, ReadSettings, SpanPrediction, read
+from dpr_components.readers.predict import (
+    NonFiniteLogits,
+    Ranking,
+    ReadSettings,
+    SpanPrediction,
+    read,
+)
 from dpr_components.utils.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"

@@ -4,9 +4,10 @@ The run folder holds ``checkpoint/`` (model, optimizer, scheduler, RNG states an
 position, replaced atomically), ``log.jsonl``, ``best/`` (the reader with the best dev EM so
 far, fp32 ``DPRReader`` folder) and, at the end, ``export/`` (the best reader in fp16
 safetensors, small enough to commit). Running the same command again resumes from the
-checkpoint; a finished run only re-exports. The run mechanics (run folder, schedule, optimizer,
-generator states, checkpoint files, log, the handling of NaN or infinite losses) are the DPR
-loop's, from ``dpr_components.training``."""
+checkpoint; a finished run only re-exports; Ctrl-C saves a checkpoint first. The loop (cadence,
+progress, fault points) and the run mechanics (run folder, schedule, optimizer, generator
+states, checkpoint files, log, the handling of NaN or infinite losses) are the DPR trainer's too,
+from ``dpr_components.runs``; this module supplies the reader's steps, evaluation and export."""
 
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ import torch
 from tqdm.auto import tqdm
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.utils.fault_points import fault_point
-from dpr_components.runs.process_state import peak_rss_mb, rng_states
 from dpr_components.readers.batches import Group, build_group, collate_groups
 from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.readers.evaluate import dev_cases, evaluate_reader
@@ -41,9 +40,16 @@ from dpr_components.runs.checkpoint_files import (
     write_checkpoint,
 )
 from dpr_components.runs.finite import apply_update, diverged
+from dpr_components.runs.loop import LoopTask, ProgressBar, StepOutcome, run_loop
 from dpr_components.runs.optimizer import adamw_with_decay_groups
+from dpr_components.runs.process_state import peak_rss_mb, rng_states
 from dpr_components.runs.rng import seed_everything
-from dpr_components.runs.run_folder import check_same_run, clean_run_folder, data_fingerprint, resume_log
+from dpr_components.runs.run_folder import (
+    check_same_run,
+    clean_run_folder,
+    data_fingerprint,
+    resume_log,
+)
 from dpr_components.runs.run_log import RunLog, read_log
 from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.runs.setting_types import check_setting_types
@@ -208,7 +214,6 @@ def train(
     if not train_questions:
         raise ValueError("no training questions")
     run = _Run(config, train_questions)
-    inputs = config.input_settings()
     reader, tokenizer = reader_to_train(config.init_model, seed=config.seed)
     positions = getattr(reader.config, "max_position_embeddings", None)
     if positions is not None and config.max_length > positions:
@@ -226,65 +231,131 @@ def train(
     needed = (i for q in [*train_questions, *dev_questions] for i in [*q.negative_ids, *q.positive_ids, *q.top_ids])
     lookup.preload(needed)
     dev = dev_cases(dev_questions, lookup, config.dev_passages, config.seed)
-    rng_after_step = rng_states()
+    task = _ReaderSteps(run, _Training(reader, tokenizer, optimizer, scheduler), position, train_questions, lookup,
+                        dev, after_step)
     reader.train()
-    bar = tqdm(total=run.total, initial=position.step, desc="Training reader", unit="step", disable=not config.progress)
-    window = {"loss": 0.0, "span_loss": 0.0, "selection_loss": 0.0, "steps": 0, "questions": 0, "rows": 0,
-              "start": time.perf_counter()}
-    in_update = False
-    try:
-        while position.step < run.total:
-            order = np.random.default_rng([config.seed, position.epoch]).permutation(len(train_questions))
-            while position.index < len(order) and position.step < run.total:
-                batch_ids = order[position.index : position.index + config.batch_size]
-                groups = [
-                    g for i in batch_ids
-                    if (g := build_group(
-                        train_questions[int(i)], lookup, tokenizer, config.passages_per_question, inputs,
-                        example_rng(config.seed, position.epoch, int(i)),
-                    )) is not None
-                ]
-                if not groups:  # no question of this batch has a locatable answer
-                    position.index += len(batch_ids)
-                    continue
-                parts = _backward(reader, tokenizer, optimizer, config, groups)
-                in_update = True
-                skipped = apply_update(reader, optimizer, scheduler, parts["loss"], parts["grad_norm"],
-                                       position.step + 1, position.nonfinite_steps, config.max_nonfinite_steps,
-                                       run.last_good_checkpoint)
-                position.index += len(batch_ids)
-                position.step += 1
-                position.nonfinite_steps += 0 if skipped is None else 1
-                rng_after_step = rng_states()
-                in_update = False
-                if skipped is None:
-                    _add_to_window(window, parts, groups)
-                else:
-                    run.log.write({"step": position.step, "event": "skipped", "reason": skipped})
-                bar.update(1)
-                if (position.step % config.log_every == 0 or position.step == run.total) and window["steps"]:
-                    _log_window(run, position, window, scheduler.get_last_lr()[0], bar)
-                if config.eval_every and position.step % config.eval_every == 0 and dev:
-                    _evaluate(run, reader, tokenizer, dev, position, config, inputs)
-                if position.step % config.checkpoint_every == 0:
-                    run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
-                if after_step is not None:
-                    after_step(position.step)
-                fault_point("reader_training.step")
-            if position.index >= len(order):
-                position.epoch += 1
-                position.index = 0
-    except KeyboardInterrupt:
-        if not in_update:
-            run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
-            print(f"\ninterrupted: checkpoint saved at step {position.step}", flush=True)
-        raise
-    finally:
-        bar.close()
+    run_loop(task)
+    task.end_finished_epoch()
     if dev and position.last_eval_step != position.step:
-        _evaluate(run, reader, tokenizer, dev, position, config, inputs)
-    run.save_checkpoint(reader, optimizer, scheduler, position, rng_after_step)
+        task.evaluate()
+    task.checkpoint()
     return _finish(run, reader, tokenizer, position)
+
+
+@dataclass
+class _Training:
+    """The objects a reader run trains."""
+
+    reader: torch.nn.Module
+    tokenizer: Any
+    optimizer: Any
+    scheduler: Any
+
+
+class _ReaderSteps(LoopTask):
+    """The reader's steps, evaluation and checkpoints for the shared loop
+    (:mod:`dpr_components.runs.loop`); Ctrl-C saves a checkpoint unless it interrupts an update."""
+
+    fault = "reader_training.step"
+
+    def __init__(self, run: _Run, training: _Training, position: Position, questions: Sequence[MinedQuestion],
+                 lookup: PassageLookup, dev: list, callback: Callable[[int], None] | None) -> None:
+        self.run, self.config, self.training, self.position = run, run.config, training, position
+        self.questions, self.lookup, self.dev, self.callback = questions, lookup, dev, callback
+        self.inputs = run.config.input_settings()
+        self.total_steps, self.log_every = run.total, run.config.log_every
+        self.window = _new_window()
+        self.rng_after_step = rng_states()  # what a checkpoint stores: the generators after the last step
+        self.in_update = False
+        self.stepped = False
+        self.order_epoch = -1
+        self.order = np.empty(0, dtype=int)
+
+    @property
+    def steps_done(self) -> int:
+        return self.position.step
+
+    def progress_bar(self) -> ProgressBar:
+        return ProgressBar("Training reader", self.config.progress)
+
+    def end_finished_epoch(self) -> None:
+        """Move to the next epoch when this one's questions are used up (once this call has stepped:
+        a finished run's checkpoint keeps its position)."""
+        if self.stepped and self.position.index >= len(self.questions):
+            self.position.epoch += 1
+            self.position.index = 0
+
+    def _epoch_order(self) -> np.ndarray:
+        self.end_finished_epoch()
+        if self.order_epoch != self.position.epoch:
+            self.order = np.random.default_rng([self.config.seed, self.position.epoch]).permutation(len(self.questions))
+            self.order_epoch = self.position.epoch
+        return self.order
+
+    def step(self) -> StepOutcome | None:
+        config, position, training = self.config, self.position, self.training
+        self.stepped = True
+        order = self._epoch_order()
+        batch_ids = order[position.index : position.index + config.batch_size]
+        groups = [
+            g for i in batch_ids
+            if (g := build_group(
+                self.questions[int(i)], self.lookup, training.tokenizer, config.passages_per_question, self.inputs,
+                example_rng(config.seed, position.epoch, int(i)),
+            )) is not None
+        ]
+        if not groups:  # no question of this batch has a locatable answer
+            position.index += len(batch_ids)
+            return None
+        parts = _backward(training.reader, training.tokenizer, training.optimizer, config, groups)
+        self.in_update = True
+        skipped = apply_update(training.reader, training.optimizer, training.scheduler, parts["loss"],
+                               parts["grad_norm"], position.step + 1, position.nonfinite_steps,
+                               config.max_nonfinite_steps, self.run.last_good_checkpoint)
+        position.index += len(batch_ids)
+        position.step += 1
+        position.nonfinite_steps += 0 if skipped is None else 1
+        self.rng_after_step = rng_states()
+        self.in_update = False
+        details = {"span_loss": parts["span_loss"], "selection_loss": parts["selection_loss"],
+                   "questions": len(groups), "rows": sum(len(g.rows) for g in groups)}
+        return StepOutcome(parts["loss"], skipped, details=details)
+
+    def record(self, outcome: StepOutcome, bar: tqdm) -> None:
+        if outcome.skipped is None:
+            _add_to_window(self.window, outcome)
+        else:
+            self.run.log.write({"step": self.position.step, "event": "skipped", "reason": outcome.skipped})
+
+    def write_log(self, bar: tqdm) -> None:
+        if self.window["steps"]:  # a window of skipped steps only has their events
+            _log_window(self.run, self.position, self.window, self.training.scheduler.get_last_lr()[0], bar)
+
+    def evaluation_due(self, outcome: StepOutcome, last: bool) -> bool:
+        every = self.config.eval_every
+        return bool(every) and self.position.step % every == 0 and bool(self.dev)
+
+    def evaluate(self) -> None:
+        _evaluate(self.run, self.training.reader, self.training.tokenizer, self.dev, self.position, self.config,
+                  self.inputs)
+
+    def checkpoint_due(self, outcome: StepOutcome, last: bool) -> bool:
+        return self.position.step % self.config.checkpoint_every == 0
+
+    def checkpoint(self) -> None:
+        training = self.training
+        self.run.save_checkpoint(training.reader, training.optimizer, training.scheduler, self.position,
+                                 self.rng_after_step)
+
+    def after_step(self) -> None:
+        if self.callback is not None:
+            self.callback(self.position.step)
+
+    def interrupted(self) -> None:
+        if not self.in_update:
+            self.checkpoint()
+            print(f"\ninterrupted: checkpoint saved at step {self.position.step}", flush=True)
+
 
 
 def _backward(
@@ -305,13 +376,18 @@ def _backward(
     return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), **parts}
 
 
-def _add_to_window(window: dict[str, Any], parts: dict[str, float], groups: list[Group]) -> None:
+def _new_window() -> dict[str, Any]:
+    """An empty log window: the sums over its updating steps, and when it started."""
+    return {"loss": 0.0, "span_loss": 0.0, "selection_loss": 0.0, "steps": 0, "questions": 0, "rows": 0,
+            "start": time.perf_counter()}
+
+
+def _add_to_window(window: dict[str, Any], outcome: StepOutcome) -> None:
     """Count an updating step in the log window."""
-    for key in ("loss", "span_loss", "selection_loss"):
-        window[key] += parts[key]
+    window["loss"] += outcome.loss
+    for key in ("span_loss", "selection_loss", "questions", "rows"):
+        window[key] += outcome.details[key]
     window["steps"] += 1
-    window["questions"] += len(groups)
-    window["rows"] += sum(len(g.rows) for g in groups)
 
 
 def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float, bar: Any) -> None:
@@ -326,7 +402,7 @@ def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float
     }
     run.log.write(entry)
     bar.set_postfix(loss=f"{entry['loss']:.3f}", q_s=f"{entry['questions_per_s']:.2f}")
-    window.update(loss=0.0, span_loss=0.0, selection_loss=0.0, steps=0, questions=0, rows=0, start=time.perf_counter())
+    window.update(_new_window())
 
 
 def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, position: Position, config: TrainConfig,

@@ -7,9 +7,12 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
-from dpr_components.store_access.search_backend import search_backend, warn_if_empty
 from dpr_components.legacy.type_paths import from_dict_any_path
-from dpr_components.store_access.filter_settings import effective_filters, parse_filter_policy
+from dpr_components.store_access.filter_settings import (
+    effective_filters,
+    parse_filter_policy,
+)
+from dpr_components.store_access.search_backend import search_backend, warn_if_empty
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.utils.validation import check_positive_int, check_query
 

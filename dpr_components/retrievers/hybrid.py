@@ -14,9 +14,16 @@ from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.bm25 import BM25Retriever
 from dpr_components.retrievers.dense import DenseRetriever
-from dpr_components.store_access.filter_settings import effective_filters, parse_filter_policy
+from dpr_components.store_access.filter_settings import (
+    effective_filters,
+    parse_filter_policy,
+)
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
-from dpr_components.utils.validation import check_finite, check_positive_int, check_query
+from dpr_components.utils.validation import (
+    check_finite,
+    check_positive_int,
+    check_query,
+)
 
 
 class _Request(NamedTuple):

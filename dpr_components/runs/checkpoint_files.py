@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
-from dpr_components.utils.fault_points import fault_point
-from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.encoders.model_files import non_finite_tensor
 from dpr_components.runs.process_state import restore_rng_states
+from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.fault_points import fault_point
 
 
 class CheckpointError(ValueError):

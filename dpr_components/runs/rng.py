@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpr_components.runs.process_state import rng_states
 from dpr_components.runs.checkpoint_files import CheckpointError, load_json
+from dpr_components.runs.process_state import rng_states
 
 RNG_FILE = "rng.json"
 _OLD_RNG_FILE = "rng.pt"

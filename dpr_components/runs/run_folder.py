@@ -10,8 +10,11 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dpr_components.utils.atomic_files import atomic_write_text, remove_stale_temporaries
 from dpr_components.runs.run_log import RunLog
+from dpr_components.utils.atomic_files import (
+    atomic_write_text,
+    remove_stale_temporaries,
+)
 
 LOG_FILE = "log.jsonl"
 SETTINGS_FILE = "config.json"

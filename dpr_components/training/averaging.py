@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from dpr_components.encoders.model_files import check_finite_weights, check_model_files
 from dpr_components.encoders.pairing import PAIR_FILE, write_pair_files
 from dpr_components.utils.atomic_files import atomic_directory
-from dpr_components.encoders.model_files import check_finite_weights, check_model_files
 
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_FOLDERS = ("question_encoder", "passage_encoder")

@@ -10,10 +10,11 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.utils.input_files import check_input_path
 from dpr_components.training.config import TrainingConfig
-from dpr_components.training.data import load_training_examples, resolve_data_source
+from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
+from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.sources import resolve_data_source
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.runs.setting_types import check_setting_types
 from dpr_components.training.batching import NEGATIVE_SOURCES
 from dpr_components.training.losses import LOSSES
 from dpr_components.training.losses.similarity import SIMILARITIES
-from dpr_components.runs.setting_types import check_setting_types
 
 # Settings that may change when a run is resumed (they do not change what is computed).
 RESUMABLE_CHANGES = frozenset(

@@ -20,15 +20,6 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.text_encoder import (
-    SIDECAR_FILE,
-    EncoderLoadError,
-    ModelLayout,
-    load_tokenizer,
-    detect_layout,
-    resolve_model_path,
-)
-from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     check_finite_weights,
@@ -36,11 +27,24 @@ from dpr_components.encoders.model_files import (
     describe_load_error,
     quiet_transformers,
 )
+from dpr_components.encoders.pairing import (
+    PASSAGE_DIR,
+    QUESTION_DIR,
+    write_question_pair_file,
+)
+from dpr_components.encoders.text_encoder import (
+    SIDECAR_FILE,
+    EncoderLoadError,
+    ModelLayout,
+    detect_layout,
+    load_tokenizer,
+    resolve_model_path,
+)
 from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
-from dpr_components.encoders.pairing import PASSAGE_DIR, QUESTION_DIR, write_question_pair_file
 from dpr_components.training.export import export_dpr, save_encoder_folder, save_weights
 from dpr_components.training.frozen_passages import check_same_vectors
 from dpr_components.training.model import BiEncoder
+from dpr_components.utils.atomic_files import atomic_directory
 
 
 def to_dpr(source: str, out: str | Path, passage_source: str | None = None, fp16: bool = False) -> Path:

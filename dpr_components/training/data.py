@@ -4,7 +4,8 @@
   ``question``, ``answers``, ``positive_ctxs``, ``negative_ctxs``, ``hard_negative_ctxs``;
 * our JSONL (``nq/train.jsonl``: the same records without negatives);
 * SQuAD JSON (``{"version", "data": [...]}``): each question with its paragraph as positive;
-* ``hf:<hub id or path>``, a local parquet/arrow file or a folder: Hugging Face ``datasets``.
+* ``hf:<hub id or path>``, a local parquet/arrow file or a folder: Hugging Face ``datasets``
+  (the rule of :func:`dpr_components.utils.sources.resolve_source`).
 
 Malformed records raise :class:`RecordError` naming the file, line (or index) and field.
 Records without a positive passage are skipped and counted in the result.
@@ -19,19 +20,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
-from dpr_components.utils.input_files import input_root, open_input_file
-from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
-from dpr_components.training.examples import LoadedExamples, TrainingExample, collect_examples
+from dpr_components.training.examples import (
+    LoadedExamples,
+    TrainingExample,
+    collect_examples,
+)
 from dpr_components.training.hf_source import load_hf_examples
 from dpr_components.training.records import RecordError, example_from_record
 from dpr_components.training.squad import examples_from_squad, looks_like_squad
+from dpr_components.utils.input_files import input_root, open_input_file
+from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
+from dpr_components.utils.sources import DATASETS_SUFFIXES, resolve_source
 
-HF_PREFIX = "hf:"
-_DATASETS_SUFFIXES = {".parquet", ".arrow"}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 MAX_JSON_FILE_BYTES = 256 * 1024 * 1024
 
 
@@ -43,21 +45,16 @@ def load_training_examples(
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     text = os.fspath(source)
     path = Path(text)
-    if input_root() is not None and not (path.is_file() and path.suffix.lower() not in _DATASETS_SUFFIXES):
+    if input_root() is not None and not (path.is_file() and path.suffix.lower() not in DATASETS_SUFFIXES):
         # `datasets` opens files by name, which cannot be checked once opened: a served pipeline reads JSON files only.
         raise ValueError(
             f"training data {text!r}: under an input root (a served pipeline) training data must be a JSON or JSON lines "
             "file inside it, not a folder, a parquet/arrow file or a datasets hub id"
         )
-    if text.startswith(HF_PREFIX):
-        return load_hf_examples(text[len(HF_PREFIX) :], split, limit)
-    if path.is_dir() or (path.is_file() and path.suffix.lower() in _DATASETS_SUFFIXES):
-        return load_hf_examples(text, split, limit)
-    if path.is_file():
-        return _load_json_file(path, limit)
-    if path.suffix or not _HUB_ID.match(text):
-        raise FileNotFoundError(f"training data file {text!r} does not exist")
-    return load_hf_examples(text, split, limit)
+    resolved = resolve_source(text, "training data file")
+    if resolved.with_datasets:
+        return load_hf_examples(resolved.location, split, limit)
+    return _load_json_file(path, limit)
 
 
 def _first_char(path: Path) -> str:
@@ -176,15 +173,3 @@ def _checked(loaded: LoadedExamples) -> LoadedExamples:
     if not loaded.examples and not loaded.skipped_without_positive:
         raise RecordError(f"{loaded.source}: the file contains no records")
     return loaded
-
-
-def resolve_data_source(source: str | os.PathLike[str]) -> str:
-    """``source`` itself if it exists (or is ``hf:``/a hub id), else the same relative path inside
-    the shared data folder (:func:`dpr_components.utils.settings.data_dir`) when it exists there."""
-    from dpr_components.utils.settings import data_dir
-
-    text = os.fspath(source)
-    if text.startswith(HF_PREFIX) or Path(text).exists() or Path(text).is_absolute():
-        return text
-    candidate = data_dir() / text
-    return str(candidate) if candidate.exists() else text

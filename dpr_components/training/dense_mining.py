@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
-from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.indexing.passages import Passage
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.training.examples import Ctx, TrainingExample
 
 

@@ -10,8 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpr_components.utils.settings import hf_offline
-from dpr_components.training.examples import Ctx, LoadedExamples, TrainingExample, collect_examples
+from dpr_components.training.examples import (
+    Ctx,
+    LoadedExamples,
+    TrainingExample,
+    collect_examples,
+)
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_TITLE_CHARS,
@@ -22,6 +26,7 @@ from dpr_components.training.records import (
     example_from_record,
     record_id,
 )
+from dpr_components.utils.settings import hf_offline
 
 _BUILDERS = {".parquet": "parquet", ".arrow": "arrow", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 

@@ -16,10 +16,11 @@ import torch
 
 from dpr_components.training import distributed
 from dpr_components.training.config import TrainingConfig
-from dpr_components.training.data import load_training_examples, resolve_data_source
+from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.negatives import load_corpus_passages
 from dpr_components.training.trainer import RESULT_FILE, TrainingResult, train
+from dpr_components.utils.sources import resolve_data_source
 
 
 @dataclass(frozen=True)

@@ -13,21 +13,21 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.text_encoder import (
-    EncoderLoadError,
-    ModelLayout,
-    load_tokenizer,
-    check_max_length,
-    detect_layout,
-    pool,
-    resolve_model_path,
-)
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     check_finite_weights,
     check_model_files,
     describe_load_error,
     quiet_transformers,
+)
+from dpr_components.encoders.text_encoder import (
+    EncoderLoadError,
+    ModelLayout,
+    check_max_length,
+    detect_layout,
+    load_tokenizer,
+    pool,
+    resolve_model_path,
 )
 from dpr_components.training.dpr_layout import Role, bert_to_dpr, dpr_class, dpr_to_dpr
 from dpr_components.training.examples import Ctx

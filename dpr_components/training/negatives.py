@@ -28,20 +28,25 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-
 from tqdm.auto import tqdm
 
 from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.indexing.corpus import read_corpus
-from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, Passage, split_document, split_text
-from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.indexing.passages import (
+    DEFAULT_WORDS_PER_PASSAGE,
+    Passage,
+    split_document,
+    split_text,
+)
 from dpr_components.training.examples import Ctx, TrainingExample
+from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 
 
 @dataclass(frozen=True)
-class MiningSettings:
-    """``num_negatives`` kept per question out of the BM25 top ``depth``."""
+class NegativeMiningSettings:
+    """Hard negatives for retriever training: ``num_negatives`` kept per question out of the top ``depth``
+    (not :class:`~dpr_components.readers.data.ReaderMiningSettings`, which mines store ids for the reader)."""
 
     num_negatives: int = 30
     depth: int = 100
@@ -130,14 +135,14 @@ class NegativeMiner:
         self,
         passages: Sequence[Passage],
         index: SearchIndex | Sequence[SearchIndex],
-        settings: MiningSettings | None = None,
+        settings: NegativeMiningSettings | None = None,
     ) -> None:
         self.indexes: list[SearchIndex] = list(index) if isinstance(index, (list, tuple)) else [index]  # type: ignore[arg-type]
         for one in self.indexes:
             if len(one) != len(passages):
                 raise ValueError(f"an index holds {len(one)} passages but {len(passages)} were given")
         self.passages = passages
-        self.settings = settings or MiningSettings()
+        self.settings = settings or NegativeMiningSettings()
 
     def _ranked(self, question: str) -> list[tuple[int, float]]:
         """(position, score) of every index's top ``depth``, interleaved rank by rank."""

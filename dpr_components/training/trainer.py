@@ -14,7 +14,10 @@ Output folder::
 Run the same call again after a kill and training continues from the newest checkpoint; run
 it after completion and it returns the stored result. A step whose loss or gradient norm is NaN
 or infinite is skipped (up to ``max_nonfinite_steps``) or stops the run, keeping the last good
-checkpoint (``finite.py``); a checkpoint holding such weights is never resumed."""
+checkpoint (``finite.py``); a checkpoint holding such weights is never resumed.
+
+The loop itself (:mod:`dpr_components.runs.loop`) is the reader's too; :class:`Trainer` supplies
+its steps, validation, checkpoints and log entries."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +34,10 @@ import torch
 from tqdm.auto import tqdm
 
 from dpr_components.encoders.text_encoder import EncoderSettings
-from dpr_components.utils.fault_points import fault_point
-from dpr_components.utils.atomic_files import atomic_write_text
-from dpr_components.runs.process_state import peak_rss_mb, rng_states
-from dpr_components.utils.settings import cache_dir
-from dpr_components.training import distributed
-from dpr_components.training.batching import BatchBuilder, BatchSettings
-from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
-from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
-from dpr_components.training.export import export_dpr
 from dpr_components.runs.finite import NonFiniteScores, apply_update, diverged
-from dpr_components.training.frozen_passages import FrozenPassageVectors
-from dpr_components.training.losses import build_loss
-from dpr_components.training.model import BiEncoder
+from dpr_components.runs.loop import LoopTask, ProgressBar, StepOutcome, run_loop
 from dpr_components.runs.optimizer import adamw_with_decay_groups
+from dpr_components.runs.process_state import peak_rss_mb, rng_states
 from dpr_components.runs.rng import seed_everything
 from dpr_components.runs.run_folder import (
     check_same_run,
@@ -56,6 +49,14 @@ from dpr_components.runs.run_folder import (
 )
 from dpr_components.runs.run_log import RunLog
 from dpr_components.runs.schedule import linear_warmup_decay
+from dpr_components.training import distributed
+from dpr_components.training.batching import BatchBuilder, BatchSettings
+from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
+from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.training.export import export_dpr
+from dpr_components.training.frozen_passages import FrozenPassageVectors
+from dpr_components.training.losses import build_loss
+from dpr_components.training.model import BiEncoder
 from dpr_components.training.state import (
     TrainerState,
     latest_checkpoint,
@@ -64,7 +65,13 @@ from dpr_components.training.state import (
     save_checkpoint,
 )
 from dpr_components.training.step import backward_batch
-from dpr_components.training.validation import ValidationSet, build_validation_set, validate
+from dpr_components.training.validation import (
+    ValidationSet,
+    build_validation_set,
+    validate,
+)
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.settings import cache_dir
 
 RESULT_FILE = "result.json"
 
@@ -111,8 +118,45 @@ def epoch_order(seed: int, epoch: int, n: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch, 1]).permutation(n)
 
 
-class Trainer:
-    """One training run in one process (of ``world_size``); see :func:`train`."""
+@dataclass
+class _LogWindow:
+    """The steps since the last log entry, and this process's segment of the run (since it started
+    or resumed): when it started, the run time before it and the examples it trained on."""
+
+    segment_start: float
+    elapsed_before: float
+    segment_examples: int = 0
+    losses: list[float] = field(default_factory=list)  # of the window's updating steps
+    grad_norm: float = 0.0  # of the window's last updating step
+    examples: int = 0
+    start: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.start = self.segment_start
+
+    def add(self, examples: int) -> None:
+        self.segment_examples += examples
+        self.examples += examples
+
+    def speed(self, now: float) -> float:
+        """Examples per second in the window."""
+        return self.examples / max(now - self.start, 1e-9)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds of training in the whole run, resumed segments included."""
+        return self.elapsed_before + now - self.segment_start
+
+    def restart(self, now: float) -> None:
+        self.losses, self.start, self.examples = [], now, 0
+
+
+class Trainer(LoopTask):
+    """One training run in one process (of ``world_size``); see :func:`train`. It is the shared
+    loop's task (:mod:`dpr_components.runs.loop`): it supplies the steps, validation and checkpoints."""
+
+    fault = "training.step"
+    state: TrainerState
+    log: RunLog | None
 
     def __init__(
         self,
@@ -142,6 +186,7 @@ class Trainer:
                 f"(batch_size {config.batch_size} x accumulation_steps {config.accumulation_steps})"
             )
         self.total_steps = config.max_steps or self.steps_per_epoch * config.epochs
+        self.log_every = config.log_every
 
     # ---- setup -------------------------------------------------------------------------
 
@@ -204,17 +249,27 @@ class Trainer:
         vectors.add_examples(self.examples)
         self.frozen_passages = vectors
 
-    # ---- one step ----------------------------------------------------------------------
+    # ---- one step (the loop's task) ------------------------------------------------------
 
-    def _step(self, state: TrainerState, order: np.ndarray) -> tuple[float, float, str | None]:
-        """One optimizer step; returns the loss, the gradient norm and, for a step skipped because
-        one of them is not finite, what was not."""
-        config = self.config
+    @property
+    def steps_done(self) -> int:
+        return self.state.step
+
+    def finished(self) -> bool:
+        return self.state.step >= self.total_steps or self.state.stopped_early
+
+    def progress_bar(self) -> ProgressBar:
+        return ProgressBar("Training", self.show_progress and self.rank == 0, smoothing=0.1)
+
+    def step(self) -> StepOutcome:
+        """One optimizer step; a step whose loss or gradient norm is not finite is skipped (its
+        outcome says what was not finite) or stops the run."""
+        config, state = self.config, self.state
         self.optimizer.zero_grad(set_to_none=True)
         loss = 0.0
         for _ in range(config.accumulation_steps):
             b = state.batch_in_epoch
-            indices = order[b * config.batch_size : (b + 1) * config.batch_size].tolist()
+            indices = self._order[b * config.batch_size : (b + 1) * config.batch_size].tolist()
             batch = self.batches.build(indices, state.epoch, b, shards=self.world)
             scale = 1.0 / config.accumulation_steps
             lookup = self.frozen_passages.lookup if self.frozen_passages is not None else None
@@ -227,7 +282,50 @@ class Trainer:
         state.nonfinite_steps += 0 if skipped is None else 1
         state.step += 1
         state.examples_seen += config.batch_size * config.accumulation_steps
-        return loss, grad_norm, skipped
+        epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
+        return StepOutcome(loss, skipped, epoch_done, {"grad_norm": grad_norm})
+
+    def record(self, outcome: StepOutcome, bar: tqdm) -> None:
+        config, state, window = self.config, self.state, self._window
+        window.add(config.batch_size * config.accumulation_steps)
+        if outcome.skipped is None:
+            window.losses.append(outcome.loss)
+            window.grad_norm = outcome.details["grad_norm"]
+        elif self.log is not None:
+            self.log.write({"step": state.step, "epoch": state.epoch, "event": "skipped", "reason": outcome.skipped})
+        if outcome.epoch_done:
+            state.epoch += 1
+            state.batch_in_epoch = 0
+            self._order = epoch_order(config.seed, state.epoch, len(self.examples))
+        bar.set_postfix(loss=f"{outcome.loss:.3f}", ex_s=f"{window.speed(time.perf_counter()):.1f}",
+                        epoch=state.epoch)
+
+    def write_log(self, bar: tqdm) -> None:
+        state, window = self.state, self._window
+        now = time.perf_counter()
+        if self.log is not None and window.losses:  # a window of skipped steps only has their events
+            self.log.write({
+                "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window.losses)),
+                "lr": self.scheduler.get_last_lr()[0], "grad_norm": window.grad_norm,
+                "examples_per_s": window.speed(now), "elapsed_s": window.elapsed(now), "peak_rss_mb": peak_rss_mb(),
+            })
+        window.restart(now)
+
+    def evaluation_due(self, outcome: StepOutcome, last: bool) -> bool:
+        every = self.config.validate_every
+        due = (self.state.step % every == 0) if every else outcome.epoch_done
+        return bool(self.dev_examples) and (due or last)
+
+    def evaluate(self) -> None:
+        self._validate(self.state, self.log)
+
+    def checkpoint_due(self, outcome: StepOutcome, last: bool) -> bool:
+        return (self.state.step % self.config.checkpoint_every == 0 or outcome.epoch_done or last
+                or self.state.stopped_early)
+
+    def after_step(self) -> None:
+        if self.on_step is not None:
+            self.on_step(self.state)
 
     def _last_good_checkpoint(self) -> str:
         found = latest_checkpoint(self.output_dir / "checkpoints")
@@ -265,7 +363,9 @@ class Trainer:
         for name, value in shared.items():  # type: ignore[attr-defined]
             setattr(state, name, value)
 
-    def _checkpoint(self, state: TrainerState) -> None:
+    def checkpoint(self) -> None:
+        state = self.state
+        state.elapsed_seconds = self._window.elapsed(time.perf_counter())
         rng = distributed.all_gather_objects(rng_states())
         if self.rank == 0:
             folder = self.output_dir / "checkpoints"
@@ -276,82 +376,43 @@ class Trainer:
     def _metadata(self, state: TrainerState, metrics: dict[str, float] | None = None) -> dict[str, Any]:
         return {"step": state.step, "epoch": state.epoch, "metrics": metrics, "config": self.config.to_dict()}
 
-    # ---- the loop ----------------------------------------------------------------------
+    # ---- the run -----------------------------------------------------------------------
 
     def run(self) -> TrainingResult:
-        config = self.config
         result_path = self.output_dir / RESULT_FILE
         self._check_output_dir(_fingerprint(self.examples))
         if self.rank == 0:
             clean_run_folder(self.output_dir, "checkpoints")
         distributed.barrier()
         self._build()
-        state = TrainerState()
-        checkpoint = latest_checkpoint(self.output_dir / "checkpoints")
-        if checkpoint is not None:
-            state = load_checkpoint(checkpoint, self.model, self.optimizer, self.scheduler, self.rank)
+        self.state = TrainerState()
+        resumed = latest_checkpoint(self.output_dir / "checkpoints")
+        if resumed is not None:
+            self.state = load_checkpoint(resumed, self.model, self.optimizer, self.scheduler, self.rank)
+        state = self.state
         if state.step >= self.total_steps or state.stopped_early:
             if result_path.exists():
                 return TrainingResult(**json.loads(result_path.read_text(encoding="utf-8")))
-        log = resume_log(self.output_dir, state.step if checkpoint is not None else None) if self.rank == 0 else None
-        if log is not None and checkpoint is None:
-            log.write({"step": 0, "event": "start", "examples": len(self.examples), "total_steps": self.total_steps,
-                       "steps_per_epoch": self.steps_per_epoch, "processes": self.world})
-        if checkpoint is None and self.dev_examples and config.validate_at_start:
+        self._start_log(state.step if resumed is not None else None)
+        if resumed is None and self.dev_examples and self.config.validate_at_start:
             # The starting model competes for "best": fine-tuning a strong retriever can also hurt.
-            self._validate(state, log)
+            self._validate(state, self.log)
         self.model.train()
-        bar = tqdm(total=self.total_steps, initial=state.step, desc="Training", unit="step",
-                   disable=not self.show_progress or self.rank != 0, smoothing=0.1)
-        segment_start, segment_examples, elapsed_before = time.perf_counter(), 0, state.elapsed_seconds
-        window_losses: list[float] = []
-        window_grad_norm = 0.0  # of the window's last updating step
-        window_start, window_examples = time.perf_counter(), 0
-        order = epoch_order(config.seed, state.epoch, len(self.examples))
-        try:
-            while state.step < self.total_steps and not state.stopped_early:
-                loss, grad_norm, skipped = self._step(state, order)
-                step_examples = config.batch_size * config.accumulation_steps
-                segment_examples += step_examples
-                window_examples += step_examples
-                if skipped is None:
-                    window_losses.append(loss)
-                    window_grad_norm = grad_norm
-                elif log is not None:
-                    log.write({"step": state.step, "epoch": state.epoch, "event": "skipped", "reason": skipped})
-                epoch_done = state.batch_in_epoch + config.accumulation_steps > self.batches_per_epoch
-                if epoch_done:
-                    state.epoch += 1
-                    state.batch_in_epoch = 0
-                    order = epoch_order(config.seed, state.epoch, len(self.examples))
-                last = state.step >= self.total_steps
-                now = time.perf_counter()
-                speed = window_examples / max(now - window_start, 1e-9)
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", ex_s=f"{speed:.1f}", epoch=state.epoch)
-                if state.step % config.log_every == 0 or last:
-                    if log is not None and window_losses:  # a window of skipped steps only has their events
-                        log.write({
-                            "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window_losses)),
-                            "lr": self.scheduler.get_last_lr()[0], "grad_norm": window_grad_norm,
-                            "examples_per_s": speed,
-                            "elapsed_s": elapsed_before + now - segment_start, "peak_rss_mb": peak_rss_mb(),
-                        })
-                    window_losses, window_start, window_examples = [], now, 0
-                due = (state.step % config.validate_every == 0) if config.validate_every else epoch_done
-                if self.dev_examples and (due or last):
-                    self._validate(state, log)
-                if state.step % config.checkpoint_every == 0 or epoch_done or last or state.stopped_early:
-                    state.elapsed_seconds = elapsed_before + time.perf_counter() - segment_start
-                    self._checkpoint(state)
-                if self.on_step is not None:
-                    self.on_step(state)
-                fault_point("training.step")
-        finally:
-            bar.close()  # before any error is printed: the bar's line ends first
-        segment_seconds = time.perf_counter() - segment_start
-        state.elapsed_seconds = elapsed_before + segment_seconds
-        return self._finish(state, segment_examples / segment_seconds if segment_examples else 0.0)
+        self._window = _LogWindow(time.perf_counter(), state.elapsed_seconds)
+        self._order = epoch_order(self.config.seed, state.epoch, len(self.examples))
+        run_loop(self)
+        segment_seconds = time.perf_counter() - self._window.segment_start
+        state.elapsed_seconds = self._window.elapsed_before + segment_seconds
+        examples = self._window.segment_examples
+        return self._finish(state, examples / segment_seconds if examples else 0.0)
+
+    def _start_log(self, resumed_step: int | None) -> None:
+        """Open the log on rank 0 (cut back to a resumed checkpoint's step); a new run's starts."""
+        self.log = resume_log(self.output_dir, resumed_step) if self.rank == 0 else None
+        if self.log is not None and resumed_step is None:
+            self.log.write({"step": 0, "event": "start", "examples": len(self.examples),
+                            "total_steps": self.total_steps, "steps_per_epoch": self.steps_per_epoch,
+                            "processes": self.world})
 
     def _finish(self, state: TrainerState, speed: float) -> TrainingResult:
         final_dir = self.output_dir / "final"

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpr_components.evaluation.retrieval_metrics import RetrievalResult, answer_hits, first_hit_rank
-from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.evaluation.retrieval_metrics import (
+    RetrievalResult,
+    answer_hits,
+    first_hit_rank,
+)
 from dpr_components.runs.finite import NonFiniteScores
+from dpr_components.training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.training.losses.similarity import similarity_matrix
 from dpr_components.training.model import BiEncoder
 

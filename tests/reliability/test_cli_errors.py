@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli, store_snapshot
+from tests.reliability.harness import (
+    PIPELINES,
+    assert_clear_error,
+    assert_success,
+    cli,
+    store_snapshot,
+)
 
 COMMAND_LINE = pytest.mark.reliability(category="command line", expect="clear error")
 QUERIES = pytest.mark.reliability(category="queries", expect="clear error")

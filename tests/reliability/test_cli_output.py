@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli, cli_process
+from tests.reliability.harness import (
+    PIPELINES,
+    assert_clear_error,
+    assert_success,
+    cli,
+    cli_process,
+)
 
 OUTPUT = pytest.mark.reliability(category="output", expect="clear error")
 

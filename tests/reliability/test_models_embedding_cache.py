@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import PIPELINES, assert_success, cli, cli_process, store_snapshot
+from tests.reliability.harness import (
+    PIPELINES,
+    assert_success,
+    cli,
+    cli_process,
+    store_snapshot,
+)
 
 PASSAGES = 6  # SMALL_CORPUS: five documents, the long one split in two passages
 

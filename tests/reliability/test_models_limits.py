@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
-from tests.reliability.training_checks import edit_json, poison_weights, train_command, write_training_data
+from tests.reliability.training_checks import (
+    edit_json,
+    poison_weights,
+    train_command,
+    write_training_data,
+)
 from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
 
 # config.json change -> the field the error must name; the tiny models have 2 layers, hidden size 32.

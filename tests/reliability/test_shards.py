@@ -12,8 +12,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SMALL_CORPUS
-from tests.reliability.harness import assert_clear_error, assert_success, cli, cli_process, store_snapshot
-from tests.reliability.shard_checks import edit_manifest, merge_args, rehash, shard_args, shard_folder
+from tests.reliability.harness import (
+    assert_clear_error,
+    assert_success,
+    cli,
+    cli_process,
+    store_snapshot,
+)
+from tests.reliability.shard_checks import (
+    edit_manifest,
+    merge_args,
+    rehash,
+    shard_args,
+    shard_folder,
+)
 from tests.reliability.store_checks import MORE_CORPUS, searches, write_corpus
 
 SHARDS = pytest.mark.reliability(category="shards", expect="clear error")

@@ -15,7 +15,12 @@ from haystack import Document
 
 from tests.conftest import SMALL_CORPUS
 from tests.reliability.harness import REPO, CliResult, assert_success, cli_process
-from tests.reliability.store_checks import MORE_CORPUS, index_args, open_store, write_corpus
+from tests.reliability.store_checks import (
+    MORE_CORPUS,
+    index_args,
+    open_store,
+    write_corpus,
+)
 
 DIM = 8
 _WRITER = """

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
-from tests.reliability.store_checks import MORE_CORPUS, index_args, open_store, searches, write_corpus
+from tests.reliability.store_checks import (
+    MORE_CORPUS,
+    index_args,
+    open_store,
+    searches,
+    write_corpus,
+)
 
 
 def _overwrite_middle(path: Path, seed: int = 3) -> None:

@@ -11,8 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import REPO, assert_success, cli, cli_process, store_snapshot
-from tests.reliability.store_checks import MORE_CORPUS, index_args, open_store, searches, write_corpus
+from tests.reliability.harness import (
+    REPO,
+    assert_success,
+    cli,
+    cli_process,
+    store_snapshot,
+)
+from tests.reliability.store_checks import (
+    MORE_CORPUS,
+    index_args,
+    open_store,
+    searches,
+    write_corpus,
+)
 
 # (fault point, what is interrupted, whether the new documents were committed before the kill)
 FAULT_POINTS = {

@@ -12,7 +12,13 @@ from haystack import Document
 
 from dpr_components.document_stores.document_table import ReadOnlyStoreError
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
-from tests.reliability.store_checks import MORE_CORPUS, index_args, open_store, searches, write_corpus
+from tests.reliability.store_checks import (
+    MORE_CORPUS,
+    index_args,
+    open_store,
+    searches,
+    write_corpus,
+)
 
 
 def _files(folder: Path) -> dict[str, tuple[int, int]]:

@@ -12,8 +12,19 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from dpr_components.indexing.writer import PassageWriter
 from tests.conftest import SMALL_CORPUS
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli, store_snapshot
-from tests.reliability.store_checks import index_args, open_store, searches, write_corpus
+from tests.reliability.harness import (
+    PIPELINES,
+    assert_clear_error,
+    assert_success,
+    cli,
+    store_snapshot,
+)
+from tests.reliability.store_checks import (
+    index_args,
+    open_store,
+    searches,
+    write_corpus,
+)
 
 JUPITER_OLD_WORDS = "Jupiter is the largest planet of the Solar System, a gas giant. " * 12
 

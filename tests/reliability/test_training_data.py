@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.utils.line_files import MAX_LINE_BYTES
 from dpr_components.training.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_QUESTION_CHARS,
     MAX_TRAINING_TITLE_CHARS,
 )
+from dpr_components.utils.line_files import MAX_LINE_BYTES
 from tests.reliability.harness import assert_clear_error
 from tests.reliability.training_checks import as_command, train_command
 

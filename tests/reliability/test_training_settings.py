@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
-from tests.reliability.training_checks import as_command, train_command, write_training_data
+from tests.reliability.training_checks import (
+    as_command,
+    train_command,
+    write_training_data,
+)
 
 # --set of pipelines/train_dpr.yml -> the setting the error must name
 PIPELINE_SETTINGS = {

@@ -11,7 +11,11 @@ from typing import Literal
 import torch
 
 from dpr_components.training.losses.nll import NLLLoss
-from dpr_components.training.losses.similarity import SIMILARITIES, Similarity, similarity_matrix
+from dpr_components.training.losses.similarity import (
+    SIMILARITIES,
+    Similarity,
+    similarity_matrix,
+)
 from dpr_components.training.losses.triplet import TripletLoss
 
 LossName = Literal["nll", "triplet"]
