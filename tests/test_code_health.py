@@ -107,3 +107,30 @@ def test_no_private_names_imported_across_modules() -> None:
 def test_few_modules_at_the_top_of_the_package() -> None:
     top = sorted(p.name for p in (REPO / "dpr_components").glob("*.py") if p.name != "__init__.py")
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def _run_docstring_gaps(path: Path) -> Iterator[str]:
+    """``run``/``run_async`` of ``@component`` classes without a docstring; ``run`` docstrings without
+    ``:returns:`` or the ``:param name:`` of one of its parameters."""
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef) or not any(
+            isinstance(d, ast.Name) and d.id == "component" for d in cls.decorator_list
+        ):
+            continue
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name not in ("run", "run_async"):
+                continue
+            where = f"{path.relative_to(REPO)}: {cls.name}.{method.name}"
+            doc = ast.get_docstring(method)
+            if not doc:
+                yield f"{where}: no docstring"
+            elif method.name == "run":
+                arguments = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+                yield from (f"{where}: no :param {a.arg}:" for a in arguments[1:] if f":param {a.arg}:" not in doc)
+                if ":returns:" not in doc:
+                    yield f"{where}: no :returns:"
+
+
+def test_component_run_methods_are_documented() -> None:
+    gaps = [gap for path in sorted((REPO / "dpr_components").rglob("*.py")) for gap in _run_docstring_gaps(path)]
+    assert gaps == []

@@ -22,18 +22,7 @@ from dpr_components.document_stores.store_backend import (
     DENSE_DIR,
     StoreBackend,
 )
-
-DIM = 16
-WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
-
-
-def _doc(i: int, seed: int, with_vector: bool = True, prefix: str = "d") -> Document:
-    rng = np.random.default_rng(seed * 100_003 + i)
-    text = " ".join(rng.choice(WORDS, size=6).tolist())
-    return Document(
-        id=f"{prefix}{i}", content=text, meta={"group": i % 3},
-        embedding=rng.normal(size=DIM).astype(np.float32).tolist() if with_vector else None,
-    )
+from tests.helpers.documents import DIM, random_document
 
 
 def _fresh(store: EmbeddedDocumentStore) -> EmbeddedDocumentStore:
@@ -54,28 +43,28 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def _final_docs() -> list[Document]:
     """What the store holds after :func:`_edit`, written at once."""
-    docs = {d.id: d for d in (_doc(i, 1) for i in range(400))}
+    docs = {d.id: d for d in (random_document(i, 1) for i in range(400))}
     for i in range(10):
-        docs[f"d{i}"] = _doc(i, 2)  # vectors overwritten
-    docs["d10"] = _doc(10, 2, with_vector=False)  # vector removed by an overwrite
+        docs[f"d{i}"] = random_document(i, 2)  # vectors overwritten
+    docs["d10"] = random_document(10, 2, with_vector=False)  # vector removed by an overwrite
     for i in range(11, 16):
         del docs[f"d{i}"]
     for i in range(12):
-        new = _doc(i, 3, prefix="n")
+        new = random_document(i, 3, prefix="n")
         docs[new.id] = new
     del docs["n0"]  # a delta row removed again
-    docs["n1"] = _doc(1, 4, prefix="n")  # a delta row overwritten
+    docs["n1"] = random_document(1, 4, prefix="n")  # a delta row overwritten
     return list(docs.values())
 
 
 def _edit(store: EmbeddedDocumentStore) -> None:
-    store.write_documents([_doc(i, 2) for i in range(10)], policy=DuplicatePolicy.OVERWRITE)
-    store.write_documents([_doc(10, 2, with_vector=False)], policy=DuplicatePolicy.OVERWRITE)
+    store.write_documents([random_document(i, 2) for i in range(10)], policy=DuplicatePolicy.OVERWRITE)
+    store.write_documents([random_document(10, 2, with_vector=False)], policy=DuplicatePolicy.OVERWRITE)
     store.delete_documents([f"d{i}" for i in range(11, 16)])
-    store.write_documents([_doc(i, 3, prefix="n") for i in range(12)])
+    store.write_documents([random_document(i, 3, prefix="n") for i in range(12)])
     store.embedding_retrieval([1.0] * DIM, top_k=1)  # the delta now holds the new rows
     store.delete_documents(["n0"])
-    store.write_documents([_doc(1, 4, prefix="n")], policy=DuplicatePolicy.OVERWRITE)
+    store.write_documents([random_document(1, 4, prefix="n")], policy=DuplicatePolicy.OVERWRITE)
 
 
 def _queries(n: int = 8) -> np.ndarray:
@@ -97,7 +86,7 @@ def edited(tmp_path: Path) -> tuple[EmbeddedDocumentStore, EmbeddedDocumentStore
     store built from scratch with the same documents."""
     path = tmp_path / "s"
     built = EmbeddedDocumentStore(path=str(path), dense_delta_fraction=0.5)
-    built.write_documents([_doc(i, 1) for i in range(400)])
+    built.write_documents([random_document(i, 1) for i in range(400)])
     built.save()
     del built
     main_before = _stamp(path / DENSE_DIR)
@@ -151,7 +140,7 @@ def test_another_process_writes_are_caught_up(edited: tuple[EmbeddedDocumentStor
     store, scratch, path = edited
     _dense(store, _queries(1)[0])  # loaded: main mapped plus the saved delta
     other = _open(path, dense_delta_fraction=0.5)
-    changes = [_doc(30, 5), _doc(7, 5), _doc(3, 9, prefix="x")]
+    changes = [random_document(30, 5), random_document(7, 5), random_document(3, 9, prefix="x")]
     other.write_documents(changes, policy=DuplicatePolicy.OVERWRITE)
     other.delete_documents(["d40", "n2"])
     scratch.write_documents(changes, policy=DuplicatePolicy.OVERWRITE)
@@ -163,26 +152,26 @@ def test_another_process_writes_are_caught_up(edited: tuple[EmbeddedDocumentStor
 def test_compaction_past_the_threshold(tmp_path: Path) -> None:
     path = tmp_path / "s"
     store = EmbeddedDocumentStore(path=str(path), dense_delta_fraction=0.05)
-    store.write_documents([_doc(i, 1) for i in range(400)])
+    store.write_documents([random_document(i, 1) for i in range(400)])
     store.save()
     store = _open(path, dense_delta_fraction=0.05)
     main = _stamp(path / DENSE_DIR)
-    store.write_documents([_doc(i, 3, prefix="n") for i in range(15)])  # 15 + 0 tombstones <= 20
+    store.write_documents([random_document(i, 3, prefix="n") for i in range(15)])  # 15 + 0 tombstones <= 20
     store.save()
     assert _stamp(path / DENSE_DIR) == main and (path / DELTA_DIR).is_dir()
-    store.write_documents([_doc(i, 2) for i in range(6)], policy=DuplicatePolicy.OVERWRITE)  # 21 + 6 > 20
+    store.write_documents([random_document(i, 2) for i in range(6)], policy=DuplicatePolicy.OVERWRITE)  # 21 + 6 > 20
     store.save()
     assert _stamp(path / DENSE_DIR) != main and not (path / DELTA_DIR).exists()
     saved = DenseIndex.load(path / DENSE_DIR)
     assert len(saved) == 415 and saved.generation == store._backend.table.generation
     scratch = EmbeddedDocumentStore()
-    scratch.write_documents([_doc(i, 1) for i in range(6, 400)] + [_doc(i, 2) for i in range(6)])
-    scratch.write_documents([_doc(i, 3, prefix="n") for i in range(15)])
+    scratch.write_documents([random_document(i, 1) for i in range(6, 400)] + [random_document(i, 2) for i in range(6)])
+    scratch.write_documents([random_document(i, 3, prefix="n") for i in range(15)])
     store = _open(path, dense_delta_fraction=0.05)
     for query in _queries(4):
         _assert_same(_dense(store, query), _dense(scratch, query))
     # An explicit compaction folds a small delta too.
-    store.write_documents([_doc(99, 7, prefix="late")])
+    store.write_documents([random_document(99, 7, prefix="late")])
     store.save()
     assert (path / DELTA_DIR).is_dir()
     store.compact_dense_index()
@@ -194,7 +183,7 @@ def test_lossy_main_index_gives_its_own_hits_plus_the_exact_delta(tmp_path: Path
     path = tmp_path / "s"
     settings = {"index_factory": factory, "dense_delta_fraction": 0.5}
     store = EmbeddedDocumentStore(path=str(path), **settings)  # type: ignore[arg-type]
-    store.write_documents([_doc(i, 1) for i in range(400)])
+    store.write_documents([random_document(i, 1) for i in range(400)])
     store.save()
     store = _open(path, **settings)
     _edit(store)
@@ -229,11 +218,11 @@ def _killed_save(path: Path, point: str) -> None:
     code = f"""
 import numpy as np
 from haystack.document_stores.types import DuplicatePolicy
-from tests.test_dense_delta import _doc
+from tests.helpers.documents import random_document
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 store = EmbeddedDocumentStore(path={str(path)!r})
-store.write_documents([_doc(i, 6) for i in range(5)], policy=DuplicatePolicy.OVERWRITE)
-store.write_documents([_doc(i, 6, prefix="k") for i in range(5)])
+store.write_documents([random_document(i, 6) for i in range(5)], policy=DuplicatePolicy.OVERWRITE)
+store.write_documents([random_document(i, 6, prefix="k") for i in range(5)])
 store.save()
 """
     env = {**os.environ, "DPR_FAULT_POINT": point}
@@ -246,12 +235,12 @@ store.save()
 def test_a_kill_while_saving_the_delta_leaves_a_usable_store(tmp_path: Path, point: str, previous_delta: bool) -> None:
     path = tmp_path / "s"
     store = EmbeddedDocumentStore(path=str(path))
-    store.write_documents([_doc(i, 1) for i in range(400)])
+    store.write_documents([random_document(i, 1) for i in range(400)])
     store.save()
     store.bm25_retrieval("alpha", top_k=1)  # BM25 saved too: the first save of the child is the FAISS one
     if previous_delta:
         store = _open(path)
-        store.write_documents([_doc(i, 8, prefix="p") for i in range(3)])
+        store.write_documents([random_document(i, 8, prefix="p") for i in range(3)])
         store.save()
     del store
     gc.collect()
@@ -260,9 +249,9 @@ def test_a_kill_while_saving_the_delta_leaves_a_usable_store(tmp_path: Path, poi
     assert _stamp(path / DENSE_DIR) == main
     store = _open(path)
     scratch = EmbeddedDocumentStore()
-    scratch.write_documents([_doc(i, 6) for i in range(5)] + [_doc(i, 1) for i in range(5, 400)])
-    scratch.write_documents([_doc(i, 8, prefix="p") for i in range(3)] if previous_delta else [])
-    scratch.write_documents([_doc(i, 6, prefix="k") for i in range(5)])
+    scratch.write_documents([random_document(i, 6) for i in range(5)] + [random_document(i, 1) for i in range(5, 400)])
+    scratch.write_documents([random_document(i, 8, prefix="p") for i in range(3)] if previous_delta else [])
+    scratch.write_documents([random_document(i, 6, prefix="k") for i in range(5)])
     for query in _queries(4):
         _assert_same(_dense(store, query), _dense(scratch, query))
     assert not [p.name for p in path.iterdir() if p.name.endswith((".tmp", ".old"))]
@@ -284,14 +273,14 @@ def test_a_damaged_delta_is_caught_up_from_the_documents(
 
 def test_delete_all_keeps_the_vector_count_right(tmp_path: Path) -> None:
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
-    store.write_documents([_doc(i, 1) for i in range(50)] + [_doc(i, 1, with_vector=False, prefix="t") for i in range(5)])
+    store.write_documents([random_document(i, 1) for i in range(50)] + [random_document(i, 1, with_vector=False, prefix="t") for i in range(5)])
     table = store._backend.table
     assert table.vector_count()[0] == 50
     store.delete_all_documents()
     assert table.vector_count()[0] == 0 and store.count_documents() == 0
-    store.write_documents([_doc(i, 2) for i in range(7)] + [_doc(0, 2, with_vector=False, prefix="t")])
+    store.write_documents([random_document(i, 2) for i in range(7)] + [random_document(0, 2, with_vector=False, prefix="t")])
     assert table.vector_count()[0] == 7
-    store.write_documents([_doc(1, 2, with_vector=False)], policy=DuplicatePolicy.OVERWRITE)
+    store.write_documents([random_document(1, 2, with_vector=False)], policy=DuplicatePolicy.OVERWRITE)
     assert table.vector_count()[0] == 6
     assert len(store.embedding_retrieval([1.0] * DIM, top_k=100)) == 6
 
@@ -344,11 +333,11 @@ def test_dense_delta_fraction_is_checked_and_kept() -> None:
 
 def test_an_in_memory_store_folds_its_delta_past_the_threshold() -> None:
     store = EmbeddedDocumentStore(dense_delta_fraction=0.05)
-    store.write_documents([_doc(i, 1) for i in range(200)])
+    store.write_documents([random_document(i, 1) for i in range(200)])
     store.embedding_retrieval([1.0] * DIM, top_k=1)
-    store.write_documents([_doc(i, 3, prefix="n") for i in range(5)])
+    store.write_documents([random_document(i, 3, prefix="n") for i in range(5)])
     store.embedding_retrieval([1.0] * DIM, top_k=1)
     assert store._backend.dense().delta_size == 5
-    store.write_documents([_doc(i, 3, prefix="m") for i in range(6)])
+    store.write_documents([random_document(i, 3, prefix="m") for i in range(6)])
     store.embedding_retrieval([1.0] * DIM, top_k=1)
     assert store._backend.dense().delta_size == 0 and len(store._backend.dense()) == 211

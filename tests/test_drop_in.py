@@ -1,7 +1,7 @@
 """The drop-in matrix: each of our components on each document store, and Haystack's own
 store-taking components on our store (with InMemoryDocumentStore as the reference).
 
-One test per row, parametrised by the store column; ``python -m benchmarks.haystack_conformance``
+One test per row, parametrised by the store column; ``python -m benchmarks.conformance.haystack_conformance``
 runs this file and turns the outcomes into the "Drop-in matrix" of docs/haystack_conformance.md,
 labelled by ``ROWS``, ``COLUMNS`` and ``REFUSED`` below. Pipelines are built from YAML text (or
 dumped and loaded again), so every cell also goes through serialisation. The Elasticsearch
@@ -27,7 +27,8 @@ from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DuplicateDocumentError
 
 from dpr_components.embedders import PassageEmbedder
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 URL = os.environ.get("ELASTICSEARCH_URL")
 NO_SERVER = "no Elasticsearch server"
@@ -76,7 +77,7 @@ PASSAGES = {
 LANG = {"hamlet": "en", "zebra": "en", "everest": "de"}
 ALLOWED = ["dpr_components"]
 STORE_TYPES = {
-    EMBEDDED: "dpr_components.document_stores.embedded.EmbeddedDocumentStore",
+    EMBEDDED: "haystack_integrations.document_stores.dpr.EmbeddedDocumentStore",
     IN_MEMORY: "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
     ELASTICSEARCH: "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore",
 }
@@ -182,7 +183,7 @@ def test_dense_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
 
     handle = _fill_embedded(store, tiny_st_dir)
     pipeline = Pipeline()
-    pipeline.add_component("dense", DenseRetriever(handle, model=str(tiny_st_dir), top_k=2))
+    pipeline.add_component("dense", DenseRetriever(document_store=handle, model=str(tiny_st_dir), top_k=2))
     pipeline = _round_trip(pipeline)
     for doc_id, text in PASSAGES.items():
         result = pipeline.run({"dense": {"query": text}})["dense"]
@@ -196,7 +197,7 @@ def test_bm25_retriever(store: StoreSpec) -> None:
 
     handle = _fill_text(store)
     pipeline = Pipeline()
-    pipeline.add_component("bm25", BM25Retriever(handle, top_k=3))
+    pipeline.add_component("bm25", BM25Retriever(document_store=handle, top_k=3))
     pipeline = _round_trip(pipeline)
     assert pipeline.run({"bm25": {"query": "striped zebras"}})["bm25"]["documents"][0].id == "zebra"
     english = {"field": "meta.lang", "operator": "==", "value": "en"}
@@ -209,9 +210,9 @@ def _hybrid(store: Any, model: Path, mode: str) -> Pipeline:
     from dpr_components.retrievers import BM25Retriever, DenseRetriever
 
     pipeline = Pipeline()
-    pipeline.add_component("bm25", BM25Retriever(store, top_k=2))
-    pipeline.add_component("dense", DenseRetriever(store, model=str(model), top_k=2))
-    pipeline.add_component("ranker", HybridRanker(store, mode=mode, rrf_k=1, top_k=3))
+    pipeline.add_component("bm25", BM25Retriever(document_store=store, top_k=2))
+    pipeline.add_component("dense", DenseRetriever(document_store=store, model=str(model), top_k=2))
+    pipeline.add_component("ranker", HybridRanker(document_store=store, mode=mode, rrf_k=1, top_k=3))
     pipeline.connect("bm25.documents", "ranker.bm25_documents")
     pipeline.connect("dense.documents", "ranker.dense_documents")
     if mode == "dpr":
@@ -225,7 +226,7 @@ def test_hybrid_ranker_dpr(store: StoreSpec, tiny_st_dir: Path) -> None:
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
         with pytest.raises(ValueError, match="cannot score given documents exactly.*use mode 'rrf'"):
-            HybridRanker(handle, mode="dpr")
+            HybridRanker(document_store=handle, mode="dpr")
         return
     pipeline = _hybrid(handle, tiny_st_dir, "dpr")
     question = PASSAGES["hamlet"]
@@ -241,10 +242,10 @@ def test_hybrid_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
         with pytest.raises(ValueError, match="cannot score given documents exactly.*use mode 'rrf'"):
-            HybridRetriever(handle, model=str(tiny_st_dir))
+            HybridRetriever(document_store=handle, model=str(tiny_st_dir))
         return
     pipeline = Pipeline()
-    pipeline.add_component("hybrid", HybridRetriever(handle, model=str(tiny_st_dir), candidates=2, top_k=3))
+    pipeline.add_component("hybrid", HybridRetriever(document_store=handle, model=str(tiny_st_dir), candidates=2, top_k=3))
     pipeline = _round_trip(pipeline)
     question = PASSAGES["hamlet"]
     expected = _hybrid(handle, tiny_st_dir, "dpr").run(
@@ -265,9 +266,9 @@ def test_hybrid_ranker_rrf(store: StoreSpec, tiny_st_dir: Path) -> None:
 
 def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
     _fill_embedded(store, tiny_st_dir)
-    embedder = _node("dpr_components.embedders.question.QuestionEmbedder", model=str(tiny_st_dir))
+    embedder = _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir))
     if store.column == EMBEDDED:
-        retriever = _node("dpr_components.retrievers.dense.DenseRetriever", document_store=store.data, model=str(tiny_st_dir), top_k=1)
+        retriever = _node("haystack_integrations.components.retrievers.dpr.DenseRetriever", document_store=store.data, model=str(tiny_st_dir), top_k=1)
     else:
         retriever = _node(HAYSTACK_RETRIEVERS["embedding", store.column], document_store=store.data, top_k=1)
     pipeline = _load({"embedder": embedder, "retriever": retriever}, [("embedder.embedding", "retriever.query_embedding")])
@@ -278,13 +279,13 @@ def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
 def test_passage_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
     from dpr_components.retrievers import DenseRetriever
 
-    embedder = _node("dpr_components.embedders.passage.PassageEmbedder", model=str(tiny_st_dir), progress_bar=False)
+    embedder = _node("haystack_integrations.components.embedders.dpr.PassageEmbedder", model=str(tiny_st_dir), progress_bar=False)
     writer = _node("haystack.components.writers.document_writer.DocumentWriter", document_store=store.data, policy="OVERWRITE")
     pipeline = _load({"embedder": embedder, "writer": writer}, [("embedder.documents", "writer.documents")])
     assert pipeline.run({"embedder": {"documents": _documents()}})["writer"]["documents_written"] == 3
     handle = store.make()
     assert all(len(d.embedding or []) == 32 for d in handle.filter_documents())
-    retriever = DenseRetriever(handle, model=str(tiny_st_dir), top_k=1)
+    retriever = DenseRetriever(document_store=handle, model=str(tiny_st_dir), top_k=1)
     retriever.warm_up()
     for doc_id, text in PASSAGES.items():
         assert _ids(retriever.run(query=text)["documents"]) == [doc_id]
@@ -294,7 +295,7 @@ def test_passage_writer(store: StoreSpec) -> None:
     def passages(texts: list[str], source: str) -> list[Document]:
         return [Document(id=f"{source}#{i}", content=t, meta={"document_id": source}) for i, t in enumerate(texts)]
 
-    pipeline = _load({"writer": _node("dpr_components.indexing.writer.PassageWriter", document_store=store.data)})
+    pipeline = _load({"writer": _node("haystack_integrations.components.writers.dpr.PassageWriter", document_store=store.data)})
     first = passages(["one", "two", "three"], "doc") + passages(["other text"], "other")
     assert pipeline.run({"writer": {"documents": first}})["writer"]["documents_written"] == 4
     # The document shrank to two passages: its third one must go, the other document stays.
@@ -310,17 +311,17 @@ def _check_answers(answers: list[Any], doc_ids: set[str]) -> None:
         assert answer.document.content[answer.document_offset.start : answer.document_offset.end] == answer.data
 
 
-def test_span_reader_after_bm25_retriever(store: StoreSpec, tiny_reader_dir: Path) -> None:  # noqa: F811
+def test_span_reader_after_bm25_retriever(store: StoreSpec, tiny_reader_dir: Path) -> None:
     _fill_text(store)
-    bm25 = _node("dpr_components.retrievers.bm25.BM25Retriever", document_store=store.data, top_k=1)
-    reader = _node("dpr_components.readers.span_reader.SpanReader", model=str(tiny_reader_dir), top_k=2)
+    bm25 = _node("haystack_integrations.components.retrievers.dpr.BM25Retriever", document_store=store.data, top_k=1)
+    reader = _node("haystack_integrations.components.readers.dpr.SpanReader", model=str(tiny_reader_dir), top_k=2)
     pipeline = _load({"bm25": bm25, "reader": reader}, [("bm25.documents", "reader.documents")])
     question = "who wrote the tragedy Hamlet"
     result = pipeline.run({"bm25": {"query": question}, "reader": {"query": question}})
     _check_answers(result["reader"]["answers"], {"hamlet"})
 
 
-def test_span_reader_after_haystack_retriever(store: StoreSpec, tiny_reader_dir: Path) -> None:  # noqa: F811
+def test_span_reader_after_haystack_retriever(store: StoreSpec, tiny_reader_dir: Path) -> None:
     _fill_text(store)
     question = "who wrote the tragedy Hamlet"
     if store.column == EMBEDDED:
@@ -330,7 +331,7 @@ def test_span_reader_after_haystack_retriever(store: StoreSpec, tiny_reader_dir:
     else:
         retriever = _node(HAYSTACK_RETRIEVERS["bm25", store.column], document_store=store.data, top_k=1)
         inputs = {"query": question}
-    reader = _node("dpr_components.readers.span_reader.SpanReader", model=str(tiny_reader_dir), top_k=2)
+    reader = _node("haystack_integrations.components.readers.dpr.SpanReader", model=str(tiny_reader_dir), top_k=2)
     pipeline = _load({"retriever": retriever, "reader": reader}, [("retriever.documents", "reader.documents")])
     result = pipeline.run({"retriever": inputs, "reader": {"query": question}})
     _check_answers(result["reader"]["answers"], {"hamlet"})
@@ -378,7 +379,7 @@ def test_haystack_sentence_window_retriever(store: StoreSpec) -> None:
                      [("splitter.documents", "writer.documents")])
     text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu omicron pi rho sigma"
     assert indexing.run({"splitter": {"documents": [Document(content=text)]}})["writer"]["documents_written"] == 4
-    bm25 = _node("dpr_components.retrievers.bm25.BM25Retriever", document_store=store.data, top_k=1)
+    bm25 = _node("haystack_integrations.components.retrievers.dpr.BM25Retriever", document_store=store.data, top_k=1)
     window = _node("haystack.components.retrievers.sentence_window_retriever.SentenceWindowRetriever",
                    document_store=store.data, window_size=1)
     pipeline = _load({"bm25": bm25, "window": window}, [("bm25.documents", "window.retrieved_documents")])
@@ -419,7 +420,7 @@ def test_haystack_in_memory_embedding_retriever(store: StoreSpec, tiny_st_dir: P
 
     _fill_embedded(store, tiny_st_dir)
     components = {
-        "embedder": _node("dpr_components.embedders.question.QuestionEmbedder", model=str(tiny_st_dir)),
+        "embedder": _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir)),
         "retriever": _node(HAYSTACK_RETRIEVERS["embedding", IN_MEMORY],
                            document_store=store.data, top_k=1),
     }

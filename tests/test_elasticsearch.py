@@ -66,5 +66,5 @@ def test_bm25_retriever_on_elasticsearch(es_index: str) -> None:
 
     from dpr_components.retrievers import BM25Retriever
 
-    retriever = BM25Retriever(ElasticsearchDocumentStore(hosts=URL, index=es_index), top_k=2)
+    retriever = BM25Retriever(document_store=ElasticsearchDocumentStore(hosts=URL, index=es_index), top_k=2)
     assert retriever.run(query="highest mountain everest")["documents"][0].id == "everest#0"

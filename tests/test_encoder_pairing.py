@@ -55,14 +55,14 @@ def test_passages_are_stamped_with_their_encoder(trained_pair: Path) -> None:
 
 def test_matching_pair_retrieves(trained_pair: Path) -> None:
     store = _index(trained_pair / "passage_encoder")
-    retriever = DenseRetriever(store, model=str(trained_pair / "question_encoder"))
+    retriever = DenseRetriever(document_store=store, model=str(trained_pair / "question_encoder"))
     retriever.warm_up()
     assert len(retriever.run(query="who wrote hamlet", top_k=3)["documents"]) == 3
 
 
 def test_question_encoder_of_another_pair_is_refused(trained_pair: Path, tiny_st_dir: Path) -> None:
     store = _index(tiny_st_dir)  # 32-d like the pair, so only the stamp tells them apart
-    retriever = DenseRetriever(store, model=str(trained_pair / "question_encoder"))
+    retriever = DenseRetriever(document_store=store, model=str(trained_pair / "question_encoder"))
     with pytest.raises(ValueError, match="embedded by another passage encoder"):
         retriever.warm_up()  # the store records its passage encoder: refused before any query
     with pytest.raises(ValueError, match="embedded by another passage encoder"):
@@ -72,7 +72,7 @@ def test_question_encoder_of_another_pair_is_refused(trained_pair: Path, tiny_st
 def test_shared_encoder_is_its_own_pair(tiny_st_dir: Path, trained_pair: Path) -> None:
     assert paired_passage_model(str(tiny_st_dir)) == str(tiny_st_dir)
     store = _index(trained_pair / "passage_encoder")
-    retriever = DenseRetriever(store, model=str(tiny_st_dir))
+    retriever = DenseRetriever(document_store=store, model=str(tiny_st_dir))
     with pytest.raises(ValueError, match="re-index the store"):
         retriever.warm_up()
 
@@ -81,7 +81,7 @@ def test_lone_question_encoder_is_not_checked(tiny_dpr_dirs: tuple[Path, Path], 
     """A DPRQuestionEncoder folder without a sibling passage encoder: the pairing cannot be known."""
     assert paired_passage_model(str(tiny_dpr_dirs[0])) is None
     store = _index(tiny_st_dir)
-    retriever = DenseRetriever(store, model=str(tiny_dpr_dirs[0]))
+    retriever = DenseRetriever(document_store=store, model=str(tiny_dpr_dirs[0]))
     retriever.warm_up()
     assert retriever.run(query="who wrote hamlet", top_k=2)["documents"]
 
@@ -95,8 +95,8 @@ def test_pair_files_travel_with_a_copied_question_encoder(
     lone = Path(shutil.copytree(pair / "question_encoder", tmp_path / "elsewhere"))
     assert (lone / PAIR_FILE).is_file() and expected_passage_digest(str(lone)) == digest
     with pytest.raises(ValueError, match="embedded by another passage encoder"):
-        DenseRetriever(_index(tiny_st_dir), model=str(lone)).warm_up()
-    retriever = DenseRetriever(_index(pair / "passage_encoder"), model=str(lone))
+        DenseRetriever(document_store=_index(tiny_st_dir), model=str(lone)).warm_up()
+    retriever = DenseRetriever(document_store=_index(pair / "passage_encoder"), model=str(lone))
     retriever.warm_up()
     assert retriever.run(query="who wrote hamlet", top_k=2)["documents"]
 
@@ -104,7 +104,7 @@ def test_pair_files_travel_with_a_copied_question_encoder(
 def test_passage_encoder_is_refused_as_question_encoder(trained_pair: Path) -> None:
     store = _index(trained_pair / "passage_encoder")
     with pytest.raises(ValueError, match="is a passage encoder"):
-        DenseRetriever(store, model=str(trained_pair / "passage_encoder")).warm_up()
+        DenseRetriever(document_store=store, model=str(trained_pair / "passage_encoder")).warm_up()
 
 
 def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +113,7 @@ def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypa
     calls = []
     original = retrievers.check_pairing
     monkeypatch.setattr(retrievers, "check_pairing", lambda *args: calls.append(args) or original(*args))
-    retriever = DenseRetriever(_index(trained_pair / "passage_encoder"), model=str(trained_pair / "question_encoder"))
+    retriever = DenseRetriever(document_store=_index(trained_pair / "passage_encoder"), model=str(trained_pair / "question_encoder"))
     retriever.warm_up()
     for _ in range(3):
         retriever.run(query="who wrote hamlet", top_k=3)

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from haystack import Document
+from haystack import Document, Pipeline
 from haystack.evaluation import EvaluationRunResult
 
 from dpr_components.cli.eval_command import default_evaluation_pipeline
 from dpr_components.cli.main import main
-from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
 from dpr_components.evaluation.eval_spec import evaluation_spec, is_evaluation_spec
 from dpr_components.evaluation.pipeline_eval import SystemOutputs, evaluate_outputs
 from dpr_components.evaluation.questions import QAExample
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 QUESTIONS = (
@@ -132,7 +134,66 @@ def test_eval_errors_are_clear(questions_file: Path, tmp_path: Path, capsys: pyt
     assert main(["eval", nq, "--questions", str(questions_file), "--set", "nothing.top_k=3", "--out", str(tmp_path / "b")]) == 2
     assert "no system has a component 'nothing'" in capsys.readouterr().err
     bare = tmp_path / "bare.yml"
-    bare.write_text("components:\n  acc:\n    type: dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator\n", encoding="utf-8")
+    bare.write_text("components:\n  acc:\n    type: haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator\n", encoding="utf-8")
     assert main(["eval", str(bare), "--questions", str(questions_file), "--out", str(tmp_path / "c")]) == 2
     assert "no systems to evaluate" in capsys.readouterr().err
 
+
+
+DOCS_EVALUATION = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"
+
+
+def _documented_evaluate() -> Any:
+    """The ``evaluate`` function of docs/evaluation.md, run as written."""
+    text = DOCS_EVALUATION.read_text(encoding="utf-8")
+    block = text.split("<!-- evaluation-loop -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, str(DOCS_EVALUATION), "exec"), namespace)
+    return namespace["evaluate"]
+
+
+def test_evaluation_files_run_as_plain_pipelines() -> None:
+    """Retrieval-only, answers-only and both: the evaluators whose input is left out return nothing."""
+    for name in ("eval_nq.yml", "eval_squad.yml"):
+        pipeline = Pipeline.loads((PIPELINES / name).read_text(encoding="utf-8"))
+        golds = [["Shakespeare"], ["Everest"]]
+        documents = [[Document(content="by Shakespeare")], [Document(content="K2")]]
+        retrieval = pipeline.run({"ground_truth_answers": golds, "retrieved_documents": documents})
+        assert set(retrieval) == {"retrieval_accuracy"}
+        assert retrieval["retrieval_accuracy"]["top_k_accuracy"][1] == 50.0
+        answers = pipeline.run({"ground_truth_answers": golds, "predicted_answers": ["Shakespeare", None]})
+        assert set(answers) == {"answer_exact_match"} and answers["answer_exact_match"]["exact_match"] == 50.0
+        both = pipeline.run({"ground_truth_answers": golds, "retrieved_documents": documents,
+                             "predicted_answers": ["Shakespeare", None]})
+        assert set(both) == {"retrieval_accuracy", "answer_exact_match"}
+
+
+def test_documented_python_loop_equals_haystack_eval(
+    indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, questions_file: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    evaluate = _documented_evaluate()
+    evaluation = Pipeline.loads((PIPELINES / "eval_nq.yml").read_text(encoding="utf-8"))
+    overrides = {"bm25.yml": [], "search.yml": [f"hybrid.model={tiny_st_dir}", "hybrid.weight=0.001"],
+                 "qa.yml": [f"hybrid.model={tiny_st_dir}", f"reader.model={tiny_reader_dir}"]}
+    for name, sets in overrides.items():
+        out = tmp_path / name
+        args = ["eval", str(PIPELINES / name), "--questions", str(questions_file), "--store", str(indexed_store),
+                "--top-k", "5", "--out", str(out)]
+        for assignment in sets:
+            args += ["--set", assignment]
+        assert main(args) == 0
+        capsys.readouterr()
+        system = load_pipeline(PIPELINES / name, store=str(indexed_store), overrides=sets)
+        scores = evaluate(system, evaluation, str(questions_file), top_k=5)
+        if name == "qa.yml":
+            detailed = json.loads((out / "evaluation_runs.json").read_text())["qa"]["detailed_report"]
+            assert set(scores) == {"answer_exact_match"}
+            assert scores["answer_exact_match"]["individual_scores"] == detailed["exact_match"]
+            assert scores["answer_exact_match"]["individual_f1"] == pytest.approx(detailed["f1"])
+        else:
+            reported = json.loads((out / "report.json").read_text())["systems"][Path(name).stem]
+            accuracy = scores["retrieval_accuracy"]
+            assert accuracy["first_hit_ranks"] == reported["first_hit_ranks"]
+            assert accuracy["top_k_accuracy"][5] == pytest.approx(reported["top_k_accuracy"]["5"])
+            assert accuracy["mrr"] == pytest.approx(reported["mrr"])

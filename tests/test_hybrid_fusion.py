@@ -92,7 +92,7 @@ def test_the_store_and_the_ranker_rank_alike_ties_included(tmp_path: Path) -> No
     store = EmbeddedDocumentStore(path=str(tmp_path / "store"))
     store.write_documents(documents)
     query, embedding = "honey bee", [1.0, 0.2]
-    ranker = HybridRanker(store, weight=0.7, top_k=4)
+    ranker = HybridRanker(document_store=store, weight=0.7, top_k=4)
     for candidates in (2, 5):
         bm25 = store.bm25_retrieval(query, candidates)
         dense = store.embedding_retrieval(embedding, candidates)

@@ -1,9 +1,9 @@
-"""The top-1 headroom that benchmarks/retrieval_quality.py reports beside its hybrid tables."""
+"""The top-1 headroom that benchmarks/retrieval/retrieval_quality.py reports beside its hybrid tables."""
 
 import numpy as np
 import pytest
 
-from benchmarks.retrieval_quality import top1_headroom
+from benchmarks.retrieval.retrieval_quality import top1_headroom
 from dpr_components.rankers.hybrid_fit import Candidates
 
 

@@ -44,9 +44,9 @@ def _store(tmp_path: Path, documents: list[Document], **settings: object) -> Emb
 
 def _composed(store: EmbeddedDocumentStore, model: Path, candidates: int, weight: float, top_k: int) -> Pipeline:
     pipeline = Pipeline()
-    pipeline.add_component("bm25", BM25Retriever(store, top_k=candidates))
-    pipeline.add_component("dense", DenseRetriever(store, model=str(model), top_k=candidates))
-    pipeline.add_component("ranker", HybridRanker(store, weight=weight, top_k=top_k))
+    pipeline.add_component("bm25", BM25Retriever(document_store=store, top_k=candidates))
+    pipeline.add_component("dense", DenseRetriever(document_store=store, model=str(model), top_k=candidates))
+    pipeline.add_component("ranker", HybridRanker(document_store=store, weight=weight, top_k=top_k))
     pipeline.connect("bm25.documents", "ranker.bm25_documents")
     pipeline.connect("dense.documents", "ranker.dense_documents")
     pipeline.connect("dense.query_embedding", "ranker.query_embedding")
@@ -65,7 +65,7 @@ def test_same_ranking_as_the_composed_pipeline(
     """Exact scores, same order (ties included) for every index type: lossy indexes read vectors from SQLite."""
     store = _store(tmp_path, embedded_documents, index_factory=factory)
     composed = _composed(store, tiny_st_dir, candidates=8, weight=weight, top_k=6)
-    retriever = HybridRetriever(store, model=str(tiny_st_dir), candidates=8, weight=weight, top_k=6)
+    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=8, weight=weight, top_k=6)
     retriever.warm_up()
     for question in QUESTIONS:
         expected = composed.run(
@@ -79,7 +79,7 @@ def test_same_ranking_as_the_composed_pipeline(
 
 def test_filters_batch_async_and_serialisation(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
     store = _store(tmp_path, embedded_documents)
-    retriever = HybridRetriever(store, model=str(tiny_st_dir), candidates=10, weight=2.0, top_k=5,
+    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=10, weight=2.0, top_k=5,
                                 filters={"field": "meta.group", "operator": "==", "value": 1})
     retriever.warm_up()
     one_by_one = [retriever.run(query=q)["documents"] for q in QUESTIONS]
@@ -92,13 +92,13 @@ def test_filters_batch_async_and_serialisation(tmp_path: Path, tiny_st_dir: Path
 
 def test_union_for_fitting_equals_the_ranker_path(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
     store = _store(tmp_path, embedded_documents)
-    retriever = HybridRetriever(store, model=str(tiny_st_dir), candidates=7)
+    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=7)
     retriever.warm_up()
     for question in QUESTIONS:
         contents, bm25, dense = retriever.union_scores(question)
         embedding = retriever.dense.embedder.run(query=question)["embedding"]
         expected = union_from_lists(
-            HybridRanker(store).scoring_backend, question, embedding,
+            HybridRanker(document_store=store).scoring_backend, question, embedding,
             store.bm25_retrieval(question, 7), store.embedding_retrieval(embedding, 7),
         )
         assert contents == expected[0]
@@ -108,7 +108,7 @@ def test_union_for_fitting_equals_the_ranker_path(tmp_path: Path, tiny_st_dir: P
 def test_documents_without_vectors_rank_on_bm25(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
     plain = [Document(id="plain", content="zebra stripe zebra stripe zebra", meta={"title": "Z"})]
     store = _store(tmp_path, embedded_documents + plain)
-    retriever = HybridRetriever(store, model=str(tiny_st_dir), candidates=20, weight=1.0, top_k=20)
+    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=20, weight=1.0, top_k=20)
     retriever.warm_up()
     composed = _composed(store, tiny_st_dir, candidates=20, weight=1.0, top_k=20)
     q = "zebra stripe"
@@ -120,16 +120,16 @@ def test_documents_without_vectors_rank_on_bm25(tmp_path: Path, tiny_st_dir: Pat
 
 def test_stores_without_exact_scoring_are_refused(tiny_st_dir: Path) -> None:
     with pytest.raises(ValueError, match="cannot score given documents exactly"):
-        HybridRetriever(InMemoryDocumentStore(), model=str(tiny_st_dir))
+        HybridRetriever(document_store=InMemoryDocumentStore(), model=str(tiny_st_dir))
 
 
 def test_bad_settings_are_clear_errors(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
     store = _store(tmp_path, embedded_documents)
     with pytest.raises(ValueError, match="candidates must be a positive integer"):
-        HybridRetriever(store, model=str(tiny_st_dir), candidates=0)
+        HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=0)
     with pytest.raises(ValueError, match="weight"):
-        HybridRetriever(store, model=str(tiny_st_dir), weight=float("nan"))
-    retriever = HybridRetriever(store, model=str(tiny_st_dir))
+        HybridRetriever(document_store=store, model=str(tiny_st_dir), weight=float("nan"))
+    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir))
     retriever.warm_up()
     with pytest.raises(ValueError, match="query"):
         retriever.run(query="   ")

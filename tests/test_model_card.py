@@ -29,7 +29,7 @@ def reader_run(tmp_path: Path) -> tuple[Path, Path, Path]:
            for s in (10, 20, 30)]
     _write(run / "log.jsonl", "\n".join(json.dumps(e) for e in log) + "\n")
     _write(benchmark, {
-        "command": "python -m benchmarks.reader_benchmark",
+        "command": "python -m benchmarks.reader.reader_benchmark",
         "squad_gold": {"n": 3470, "exact_match": 61.23, "f1": 70.94},
         "end_to_end": [
             {"dataset": "nq/dev.jsonl", "n": 655, "exact_match": {

@@ -9,13 +9,14 @@ import pytest
 from haystack import Document, Pipeline
 
 from dpr_components.cli.main import main
-from dpr_components.cli.pipeline_loading import ALLOWED_MODULES, load_pipeline
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.indexing.components import CorpusReader, DPRPassageSplitter
+from dpr_components.pipeline_files.loading import ALLOWED_MODULES, load_pipeline
 from dpr_components.rankers import HybridRanker
 from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.retrievers import BM25Retriever, DenseRetriever
+from tests.helpers.documents import lexical_and_semantic_store
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = REPO / "pipelines"
@@ -123,9 +124,9 @@ def test_pipelines_load_in_plain_haystack(indexed_store: Path) -> None:
 def test_component_round_trips(tmp_path: Path, tiny_st_dir: Path) -> None:
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
     components = [
-        BM25Retriever(store, top_k=7),
-        DenseRetriever(store, model=str(tiny_st_dir), top_k=3),
-        HybridRanker(store, mode="dpr", weight=20.0, top_k=4),
+        BM25Retriever(document_store=store, top_k=7),
+        DenseRetriever(document_store=store, model=str(tiny_st_dir), top_k=3),
+        HybridRanker(document_store=store, mode="dpr", weight=20.0, top_k=4),
         HybridRanker(mode="rrf", rrf_k=10),
         QuestionEmbedder(model=str(tiny_st_dir)),
         PassageEmbedder(model=str(tiny_st_dir), cache_dir="c"),
@@ -138,7 +139,7 @@ def test_component_round_trips(tmp_path: Path, tiny_st_dir: Path) -> None:
 
 
 def test_warm_up_is_idempotent(tmp_path: Path, tiny_st_dir: Path) -> None:
-    retriever = DenseRetriever(EmbeddedDocumentStore(), model=str(tiny_st_dir))
+    retriever = DenseRetriever(document_store=EmbeddedDocumentStore(), model=str(tiny_st_dir))
     retriever.warm_up()
     model = retriever.embedder.encoder._model
     retriever.warm_up()
@@ -148,23 +149,18 @@ def test_warm_up_is_idempotent(tmp_path: Path, tiny_st_dir: Path) -> None:
 def test_dense_retriever_accepts_an_embedding() -> None:
     store = EmbeddedDocumentStore()
     store.write_documents([Document(id="a", content="a", embedding=[1.0, 0.0]), Document(id="b", content="b", embedding=[0.0, 1.0])])
-    result = DenseRetriever(store).run(query_embedding=[0.0, 2.0], top_k=1)
+    result = DenseRetriever(document_store=store).run(query_embedding=[0.0, 2.0], top_k=1)
     assert result["documents"][0].id == "b" and result["query_embedding"] == [0.0, 2.0]
     with pytest.raises(ValueError, match="needs a query"):
-        DenseRetriever(store).run()
+        DenseRetriever(document_store=store).run()
 
 
 def test_hybrid_scores_documents_found_by_one_retriever_only() -> None:
-    store = EmbeddedDocumentStore()
-    store.write_documents([
-        Document(id="lex", content="zebra zebra facts", embedding=[0.0, 1.0]),
-        Document(id="sem", content="striped horse-like animal", embedding=[1.0, 0.0]),
-        Document(id="both", content="zebra animal", embedding=[0.7, 0.7]),
-    ])
+    store = lexical_and_semantic_store()
     bm25 = store.bm25_retrieval("zebra", top_k=1)
     dense = store.embedding_retrieval([1.0, 0.0], top_k=1)
     assert [d.id for d in bm25] == ["lex"] and [d.id for d in dense] == ["sem"]
-    ranker = HybridRanker(store, weight=100.0, top_k=2)
+    ranker = HybridRanker(document_store=store, weight=100.0, top_k=2)
     out = ranker.run(bm25_documents=bm25, dense_documents=dense, query="zebra", query_embedding=[1.0, 0.0])["documents"]
     assert [d.id for d in out] == ["sem", "lex"]
     sem, lex = out
@@ -186,7 +182,7 @@ def test_rrf() -> None:
 def test_hybrid_needs_store_and_inputs() -> None:
     with pytest.raises(ValueError, match="needs the document_store"):
         HybridRanker(mode="dpr")
-    ranker = HybridRanker(EmbeddedDocumentStore())
+    ranker = HybridRanker(document_store=EmbeddedDocumentStore())
     with pytest.raises(ValueError, match="query text and the query_embedding"):
         ranker.run([Document(id="a", content="a")], [], query="a")
 

@@ -41,46 +41,9 @@ from dpr_components.readers.spans import (
     windows,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 SMALL = dict(max_length=48, stride=8, max_question_tokens=12, max_title_tokens=6)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: on a busy shared CPU, two spinning threads make tiny models 100x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="session")
-def tokenizer(tiny_bert_dir: Path):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(tiny_bert_dir))
-
-
-@pytest.fixture(scope="session")
-def tiny_encoder_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random BERT with 512 positions, so readers built on it take the default max_length."""
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_encoder")
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=37, max_position_embeddings=512)
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def tiny_reader_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Our layout: a DPRReader around a tiny random BERT, heads freshly initialised."""
-    reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=3)
-    path = tmp_path_factory.mktemp("tiny_reader") / "reader"
-    save_reader(reader, tokenizer, path)
-    return path
 
 
 class TargetReader(torch.nn.Module):
@@ -395,7 +358,7 @@ def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
                         precision="fp32", batch_size=4, rank_prior=1.0)
     data = reader.to_dict()
     assert data["init_parameters"]["rank_prior"] == 1.0
-    assert data["type"] == "dpr_components.readers.span_reader.SpanReader"
+    assert data["type"] == "haystack_integrations.components.readers.dpr.SpanReader"
     again = SpanReader.from_dict(data)
     assert again.to_dict() == data
     reader.warm_up()

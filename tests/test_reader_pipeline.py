@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from dpr_components.cli.main import main
-from dpr_components.cli.pipeline_loading import load_pipeline
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+from dpr_components.pipeline_files.loading import load_pipeline
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 
@@ -37,11 +38,11 @@ def test_qa_yaml_loads_with_the_reader_last() -> None:
     pipeline = load_pipeline(PIPELINES / "qa.yml")
     assert list(pipeline.graph.successors("hybrid")) == ["reader"]
     assert pipeline.get_component("hybrid").top_k == 10
-    assert pipeline.get_component("reader").model == "models/reader-minilm"
+    assert pipeline.get_component("reader").model == "bundled:reader-minilm"
 
 
 def test_qa_pipeline_answers_from_the_store(
-    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(_qa_args(store, tiny_reader_dir, tiny_st_dir, "-q", "who wrote hamlet", "--json")) == 0
     result = json.loads(capsys.readouterr().out)
@@ -60,7 +61,7 @@ def test_qa_pipeline_answers_from_the_store(
 
 
 def test_qa_pipeline_reports_a_missing_reader_or_an_empty_question(
-    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, tmp_path: Path,  # noqa: F811
+    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(_qa_args(store, tmp_path / "no-reader", tiny_st_dir, "-q", "who wrote hamlet")) == 2

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from haystack import Document
 from safetensors import safe_open
 
 from dpr_components.readers.batches import build_group, collate_groups
@@ -30,7 +29,15 @@ from dpr_components.readers.loss import (
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.runs.run_log import read_log
-from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
+from tests.helpers.reader_training import (
+    PASSAGES,
+    DictStore,
+    assert_same_state,
+    mined_questions,
+    reader_config,
+    reader_state,
+    train_reader,
+)
 
 SETTINGS = InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8)
 
@@ -73,40 +80,6 @@ def test_reader_loss_adds_selection_over_real_passages() -> None:
 # ---- data ---------------------------------------------------------------------------------------
 
 
-class DictStore:
-    """Just enough of a document store for ``PassageLookup``."""
-
-    def __init__(self, documents: dict[str, Document]) -> None:
-        self.documents = documents
-
-    def get_documents_by_id(self, ids: list[str]) -> list[Document]:
-        return [self.documents[i] for i in ids if i in self.documents]
-
-
-PASSAGES = {
-    f"n{i}": Document(id=f"n{i}", content=f"Filler passage {i} about rivers and old towns.", meta={"title": f"N{i}"})
-    for i in range(8)
-}
-PASSAGES["p0"] = Document(id="p0", content="The Eiffel Tower is in Paris, in France.", meta={"title": "Eiffel"})
-
-QUESTIONS = [
-    ("where is the eiffel tower", ["Paris"], "The Eiffel Tower stands in Paris; Paris is the capital of France."),
-    ("who wrote hamlet", ["William Shakespeare"], "Hamlet is a tragedy written by William Shakespeare around 1600."),
-    ("what is the highest mountain", ["Mount Everest"], "Mount Everest is the highest mountain on Earth."),
-    ("when did curie win the prize", ["1903"], "Marie Curie won the Nobel Prize in Physics in 1903."),
-    ("what do bees make", ["honey"], "Honey bees live in colonies and make honey from nectar."),
-    ("which planet is largest", ["Jupiter"], "Jupiter is the largest planet of the Solar System."),
-]
-
-
-def _mined() -> list[MinedQuestion]:
-    return [
-        MinedQuestion(f"q{i}", q, answers, "gold", Passage("T", text), negative_ids=[f"n{j}" for j in range(8)],
-                      top_ids=["p0", "n0", "n1"])
-        for i, (q, answers, text) in enumerate(QUESTIONS)
-    ]
-
-
 def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
     from dpr_components.readers.data import SourceQuestion
 
@@ -122,8 +95,8 @@ def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
     assert read_mined(tmp_path / "m.jsonl") == mined
 
 
-def test_training_group_points_at_every_answer_occurrence(tokenizer) -> None:  # noqa: F811
-    question = _mined()[0]
+def test_training_group_points_at_every_answer_occurrence(tokenizer) -> None:
+    question = mined_questions()[0]
     lookup = PassageLookup(DictStore(PASSAGES))
     group = build_group(question, lookup, tokenizer, 4, SETTINGS, np.random.default_rng(0))
     assert group is not None and len(group.rows) == 4
@@ -139,24 +112,6 @@ def test_training_group_points_at_every_answer_occurrence(tokenizer) -> None:  #
 # ---- training and resuming -----------------------------------------------------------------------
 
 
-def _config(output: Path, encoder: Path, **changes) -> TrainConfig:
-    settings = dict(
-        output_dir=str(output), init_model=str(encoder), passages_per_question=3, batch_size=2, epochs=2,
-        learning_rate=1e-3, max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8, eval_every=2,
-        checkpoint_every=2, log_every=1, dev_passages=3, progress=False,
-    )
-    return TrainConfig(**{**settings, **changes})
-
-
-def _train(output: Path, encoder: Path, after_step=None, **changes):
-    lookup = PassageLookup(DictStore(PASSAGES))
-    return train(_config(output, encoder, **changes), _mined(), _mined()[:3], lookup, after_step=after_step)
-
-
-def _state(output: Path) -> dict:
-    return torch.load(output / "checkpoint" / "state.pt", weights_only=True)  # plain data: never runs code
-
-
 def _stop_at(step: int, error: type[BaseException]):
     def after_step(done: int) -> None:
         if done == step:
@@ -165,17 +120,8 @@ def _stop_at(step: int, error: type[BaseException]):
     return after_step
 
 
-def _assert_same_state(a: dict, b: dict) -> None:
-    assert a["position"] == b["position"]
-    for key in a["model"]:
-        assert torch.equal(a["model"][key], b["model"][key]), key
-    for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
-        assert torch.equal(pa["exp_avg"], pb["exp_avg"])
-    assert a["scheduler"] == b["scheduler"]
-
-
-def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
-    result = _train(tmp_path / "run", tiny_encoder_dir)
+def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) -> None:
+    result = train_reader(tmp_path / "run", tiny_encoder_dir)
     assert result.position.step == result.total_steps == 6
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     train_entries = [e for e in log if "loss" in e]
@@ -189,59 +135,59 @@ def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) 
     reader, _ = load_reader(result.export_dir)
     assert reader is not None
     # Running the finished command again changes nothing.
-    again = _train(tmp_path / "run", tiny_encoder_dir)
+    again = train_reader(tmp_path / "run", tiny_encoder_dir)
     assert again.position == result.position
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
 def test_interrupted_training_resumes_to_the_same_state(
-    tmp_path: Path, tiny_encoder_dir: Path, error: type[BaseException]  # noqa: F811
+    tmp_path: Path, tiny_encoder_dir: Path, error: type[BaseException]
 ) -> None:
-    _train(tmp_path / "straight", tiny_encoder_dir)
+    train_reader(tmp_path / "straight", tiny_encoder_dir)
     # KeyboardInterrupt saves a checkpoint at step 3; a crash resumes from the step-2 checkpoint.
     with pytest.raises(error):
-        _train(tmp_path / "broken", tiny_encoder_dir, after_step=_stop_at(3, error))
-    assert _state(tmp_path / "broken")["position"]["step"] == (3 if error is KeyboardInterrupt else 2)
-    _train(tmp_path / "broken", tiny_encoder_dir)
-    _assert_same_state(_state(tmp_path / "straight"), _state(tmp_path / "broken"))
+        train_reader(tmp_path / "broken", tiny_encoder_dir, after_step=_stop_at(3, error))
+    assert reader_state(tmp_path / "broken")["position"]["step"] == (3 if error is KeyboardInterrupt else 2)
+    train_reader(tmp_path / "broken", tiny_encoder_dir)
+    assert_same_state(reader_state(tmp_path / "straight"), reader_state(tmp_path / "broken"))
     steps = [json.loads(line)["step"] for line in (tmp_path / "broken" / "log.jsonl").read_text().splitlines()
              if "loss" in json.loads(line)]
     assert steps == [1, 2, 3, 4, 5, 6]  # steps run again after a crash are not logged twice
 
 
-def test_finished_run_re_exports_its_last_step_on_request(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
-    best = _train(tmp_path / "run", tiny_encoder_dir)
-    last = _train(tmp_path / "run", tiny_encoder_dir, export="last")  # same run, finished: only re-exported
+def test_finished_run_re_exports_its_last_step_on_request(tmp_path: Path, tiny_encoder_dir: Path) -> None:
+    best = train_reader(tmp_path / "run", tiny_encoder_dir)
+    last = train_reader(tmp_path / "run", tiny_encoder_dir, export="last")  # same run, finished: only re-exported
     assert last.position == best.position
     info = json.loads((last.export_dir / "reader_info.json").read_text())
     logged = [e for e in read_log(tmp_path / "run" / "log.jsonl") if e.get("step") == 6 and "dev_em" in e]
     assert info["step"] == 6 and info["exported"] == "last" and info["dev_em"] == logged[-1]["dev_em"]
-    final = _state(tmp_path / "run")["model"]
+    final = reader_state(tmp_path / "run")["model"]
     with safe_open(str(last.export_dir / "model.safetensors"), "pt") as weights:
         for name in weights.keys():
             assert torch.equal(weights.get_tensor(name), final[name].to(torch.float16)), name
     with pytest.raises(ValueError, match="export"):
-        _config(tmp_path / "x", tiny_encoder_dir, export="first")
+        reader_config(tmp_path / "x", tiny_encoder_dir, export="first")
 
 
-def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path / "run", tiny_encoder_dir, after_step=_stop_at(1, KeyboardInterrupt))
+        train_reader(tmp_path / "run", tiny_encoder_dir, after_step=_stop_at(1, KeyboardInterrupt))
     with pytest.raises(ValueError, match="learning_rate"):
-        _train(tmp_path / "run", tiny_encoder_dir, learning_rate=5e-4)
+        train_reader(tmp_path / "run", tiny_encoder_dir, learning_rate=5e-4)
 
 
-def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     from dpr_components.readers.model import is_reader_folder, reader_to_train
 
-    first = _train(tmp_path / "first", tiny_encoder_dir)
+    first = train_reader(tmp_path / "first", tiny_encoder_dir)
     assert is_reader_folder(first.export_dir) and not is_reader_folder(tiny_encoder_dir)
     started, _ = reader_to_train(str(first.export_dir))
     exported, _ = load_reader(first.export_dir)
     assert started.training
     for (name, a), b in zip(started.state_dict().items(), exported.state_dict().values()):
         assert torch.equal(a, b), name  # the trained heads are kept, not drawn afresh
-    second = _train(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
+    second = train_reader(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
     assert second.position.step == second.total_steps
 
 
@@ -289,9 +235,9 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
     assert code == 2 and trained[0].max_nonfinite_steps == 4
     assert capsys.readouterr().err == "error: training stopped at step 3: the loss is nan\n"
     with pytest.raises(ValueError, match="max_nonfinite_steps"):
-        _config(tmp_path / "x", tmp_path, max_nonfinite_steps=-1)
+        reader_config(tmp_path / "x", tmp_path, max_nonfinite_steps=-1)
 
 
 def test_max_length_beyond_the_encoder_positions_is_refused(tmp_path: Path, tiny_bert_dir: Path) -> None:
     with pytest.raises(ValueError, match=r"'max_length' 192 exceeds the 128 positions of"):
-        train(_config(tmp_path / "run", tiny_bert_dir, max_length=192), _mined(), [], PassageLookup(DictStore(PASSAGES)))
+        train(reader_config(tmp_path / "run", tiny_bert_dir, max_length=192), mined_questions(), [], PassageLookup(DictStore(PASSAGES)))

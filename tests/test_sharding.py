@@ -38,7 +38,7 @@ from dpr_components.indexing.shard_spec import (
     shard_from_folder_name,
 )
 from dpr_components.indexing.writer import PassageWriter
-from tests.conftest import SMALL_CORPUS
+from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.reliability.shard_checks import edit_manifest, rehash
 
 INDEX_YML = str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml")
@@ -96,7 +96,7 @@ def _assert_same_store(expected_path: Path, actual_path: Path) -> None:
 def two_part_corpus(tmp_path: Path) -> Path:
     """The small corpus with its long document first, so that both halves (by bytes) hold documents."""
     path = tmp_path / "two_part.jsonl"
-    path.write_text("".join(json.dumps(d) + "\n" for d in reversed(SMALL_CORPUS)), encoding="utf-8")
+    write_jsonl(path, reversed(SMALL_CORPUS))
     return path
 
 
@@ -169,7 +169,7 @@ def test_merge_through_passage_writer_into_any_haystack_store(tmp_path: Path, tw
     for spec in ("1/2", "2/2"):
         assert _shard(two_part_corpus, spec, shards, tiny_st_dir) == 0
     store = InMemoryDocumentStore()
-    result = merge_shards(shards, PassageWriter(store), batch_passages=1)
+    result = merge_shards(shards, PassageWriter(document_store=store), batch_passages=1)
     passages = sum(_manifest(shards, ShardSpec(i, 2))["passages"] for i in (1, 2))
     assert (result.shards, result.documents, result.passages) == (2, 5, passages) == (2, 5, store.count_documents())
     assert all(d.embedding is not None and len(d.embedding) == 32 for d in store.filter_documents())
@@ -272,7 +272,7 @@ def test_shard_option_mistakes(tmp_path: Path, small_corpus_file: Path, capsys: 
 def _two_shards(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
     folder = tmp_path_factory.mktemp("two_shards")
     corpus = folder / "two_part.jsonl"
-    corpus.write_text("".join(json.dumps(d) + "\n" for d in reversed(SMALL_CORPUS)), encoding="utf-8")
+    write_jsonl(corpus, reversed(SMALL_CORPUS))
     for spec in ("1/2", "2/2"):
         assert _shard(corpus, spec, folder / "shards", tiny_st_dir) == 0
     return folder / "shards"
@@ -285,7 +285,7 @@ def two_shards(_two_shards: Path, tmp_path: Path) -> Path:
 
 
 def _new_store_writer(path: Path) -> PassageWriter:
-    return PassageWriter(EmbeddedDocumentStore(path=str(path)))
+    return PassageWriter(document_store=EmbeddedDocumentStore(path=str(path)))
 
 
 def _edit_passage(folder: Path, line: int, passage_id: str, document: str) -> None:
@@ -398,7 +398,7 @@ def test_document_in_two_places_is_refused_before_any_write(two_shards: Path, tm
 def test_colliding_id_digests_do_not_refuse_a_good_merge(two_shards: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shard_check, "_key", lambda kind, value: 7)  # every id "repeats": the ids themselves are compared
     store = InMemoryDocumentStore()
-    assert merge_shards(two_shards, PassageWriter(store)).passages == 6 == store.count_documents()
+    assert merge_shards(two_shards, PassageWriter(document_store=store)).passages == 6 == store.count_documents()
 
 
 def test_failed_merge_into_a_new_store_leaves_none(two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

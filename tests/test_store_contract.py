@@ -3,7 +3,7 @@ EmbeddedDocumentStore: in a folder and in memory.
 
 One test class per Haystack test class, named after it, so a result maps back to the suite.
 ``DPR_CONTRACT_STORE=haystack_in_memory`` runs the same classes against Haystack's
-InMemoryDocumentStore instead (the reference ``python -m benchmarks.haystack_conformance`` compares with)."""
+InMemoryDocumentStore instead (the reference ``python -m benchmarks.conformance.haystack_conformance`` compares with)."""
 
 from __future__ import annotations
 

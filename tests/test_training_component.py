@@ -17,7 +17,7 @@ PIPELINE = Path(__file__).parent.parent / "pipelines" / "train_dpr.yml"
 def test_to_dict_round_trip() -> None:
     trainer = DPRTrainer(output_dir="runs/x", epochs=2, settings={"grad_cache_chunk": 8, "loss": "triplet"})
     data = trainer.to_dict()
-    assert data["type"] == "dpr_components.training.component.DPRTrainer"
+    assert data["type"] == "haystack_integrations.components.trainers.dpr.DPRTrainer"
     again = DPRTrainer.from_dict(data)
     assert again.config == trainer.config and again.config.grad_cache_chunk == 8
 

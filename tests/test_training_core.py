@@ -37,8 +37,9 @@ from dpr_components.runs.run_folder import (
 )
 from dpr_components.runs.run_log import read_log
 from dpr_components.runs.schedule import linear_warmup_decay
-from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
-from tests.test_reader_training import _train as train_reader
+from tests.helpers.reader_training import train_reader
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _objects(lr: float = 1.0, warmup: int = 3, total: int = 10, **schedule):
@@ -169,7 +170,7 @@ def test_unusable_checkpoint_state_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_reader_run_crashed_before_its_first_checkpoint_logs_each_step_once(
-    tmp_path: Path, tiny_encoder_dir: Path, one_thread: None  # noqa: F811
+    tmp_path: Path, tiny_encoder_dir: Path, one_thread: None
 ) -> None:
     def crash(step: int) -> None:
         raise RuntimeError("crash")

@@ -15,7 +15,7 @@ from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx
 from dpr_components.training.frozen_passages import FrozenPassageVectors
 from dpr_components.training.trainer import train
-from tests.test_training_resume import _write_examples
+from tests.helpers.corpora import write_training_data
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -48,7 +48,7 @@ def test_vectors_equal_the_indexing_encoder_and_unseen_passages_are_encoded(
 @pytest.mark.timeout(120)
 def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
-    examples = load_training_examples(_write_examples(tmp_path / "train.jsonl")).examples
+    examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
     config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=2, max_length=32, learning_rate=1e-3,
                             threads=1, train_passage_encoder=False, similarity="cosine")
     result = train(config, examples, tmp_path / "run", show_progress=False)
@@ -107,7 +107,7 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
     from dpr_components.training.convert import question_encoder_only
 
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
-    examples = load_training_examples(_write_examples(tmp_path / "train.jsonl")).examples
+    examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
     config = TrainingConfig(model=str(tiny_st_dir), batch_size=4, epochs=1, max_length=64, learning_rate=1e-3,
                             threads=1, train_passage_encoder=False, similarity="cosine")
     pair = Path(train(config, examples, tmp_path / "run", show_progress=False).final_dir)
@@ -121,7 +121,7 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
     store = EmbeddedDocumentStore(path=str(tmp_path / "store"))
     documents = [Document(content=e.positives[0].text, meta={"title": e.positives[0].title}) for e in examples]
     store.write_documents(PassageEmbedder(model=str(tiny_st_dir)).run(documents)["documents"])
-    retriever = DenseRetriever(store, model=str(shipped), top_k=3)
+    retriever = DenseRetriever(document_store=store, model=str(shipped), top_k=3)
     assert len(retriever.run(query=examples[0].question)["documents"]) == 3
     with pytest.raises(ValueError, match="another passage encoder"):
-        DenseRetriever(store, model=str(pair / "question_encoder"), top_k=3).run(query=examples[0].question)
+        DenseRetriever(document_store=store, model=str(pair / "question_encoder"), top_k=3).run(query=examples[0].question)

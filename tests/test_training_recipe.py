@@ -137,3 +137,19 @@ def test_soup_of_question_side_runs_reuses_minilm_pool_vectors(
         _finished_run(tmp_path, name, tiny_bert_dir, squad_questions=7000, multi=True, question_side=True)
     train_dpr_nq.stage_soup(["qside-a", "qside-b"])
     assert passage_models == [train_dpr_nq.BUNDLED_MINILM]
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_train_set_refuses_non_finite_values(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from training.train import main as train_main
+
+    assert train_main(["--data", "unused.jsonl", "--out", "unused", "--set", f"learning_rate={value}"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "--set learning_rate" in error and "not a finite number" in error
+
+
+def test_train_set_parses_json_and_keeps_plain_text() -> None:
+    from training.train import parse_settings
+
+    assert parse_settings(None, ["batch_size=32", "similarity=cosine", "bf16=false"]) == {
+        "batch_size": 32, "similarity": "cosine", "bf16": False}

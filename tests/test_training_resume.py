@@ -16,6 +16,7 @@ from dpr_components.runs.run_log import read_log
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.trainer import train
+from tests.helpers.corpora import write_training_data
 
 KILLED_RUN = """
 import os, signal, sys
@@ -32,23 +33,9 @@ train(config, examples, sys.argv[3], dev_examples=examples[:4], show_progress=Fa
 """
 
 
-def _write_examples(path: Path) -> Path:
-    with open(path, "w", encoding="utf-8") as handle:
-        for i in range(12):
-            record = {
-                "id": f"q{i}",
-                "question": f"what is fact number {i} about subject {i % 5}",
-                "answers": [f"value{i}"],
-                "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
-                "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
-            }
-            handle.write(json.dumps(record) + "\n")
-    return path
-
-
 @pytest.mark.timeout(120)
 def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    data = _write_examples(tmp_path / "train.jsonl")
+    data = write_training_data(tmp_path / "train.jsonl")
     examples = load_training_examples(data).examples
     # 12 examples, batch 4: 3 steps per epoch, 6 in all; checkpoints at 2, 3 (epoch end), 4 and 6.
     config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=2, max_length=32, dropout=0.1,
@@ -81,7 +68,7 @@ def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Pa
 
 
 def test_early_stopping_keeps_the_best(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    examples = load_training_examples(_write_examples(tmp_path / "train.jsonl")).examples
+    examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
     # A learning rate this small leaves the metric unchanged: no validation after the one before
     # training (step 0) improves on it, so the untouched start is the best model.
     config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=3, max_length=32, learning_rate=1e-12,

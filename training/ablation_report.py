@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dpr_components.utils.atomic_files import atomic_write_bytes, atomic_write_text
+from dpr_components.evaluation.figures import new_figure, save_png
+from dpr_components.evaluation.tables import table_header, table_row
+from dpr_components.utils.atomic_files import atomic_write_text
 from training.run_records import ABLATIONS, ablation_groups, collect_sampled
 
 KS = (1, 5, 20, 100)
@@ -20,7 +22,7 @@ def _cells(metrics: dict[str, float]) -> list[str]:
 
 def _header(first: list[str]) -> list[str]:
     columns = first + [f"top-{k}" for k in KS] + ["MRR", "avg. rank"]
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(first) + "---:|" * (len(columns) - len(first))]
+    return table_header(columns, "l" * len(first) + "r" * (len(columns) - len(first)))
 
 
 def _speed_cells(run: dict[str, Any]) -> list[str]:
@@ -50,7 +52,7 @@ def render(baseline: dict[str, Any] | None, runs: list[dict[str, Any]], command:
     ]
     if baseline:
         lines += ["", "## Zero-shot MiniLM on the same candidates", "", *_header(["system"]),
-                  "| " + " | ".join(["minilm-zero-shot"] + _cells(baseline["metrics"])) + " |"]
+                  table_row(["minilm-zero-shot"] + _cells(baseline["metrics"]))]
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
             lines += ["", f"## {title[0].upper() + title[1:]}", "",
@@ -59,9 +61,9 @@ def render(baseline: dict[str, Any] | None, runs: list[dict[str, Any]], command:
                 value = run["variant"][field]
                 if field == "batch_size" and run["variant"].get("grad_cache_chunk"):
                     value = f"{value} (GradCache, chunks of {run['variant']['grad_cache_chunk']})"
-                lines.append("| " + " | ".join([f"{run['training'].get('examples'):,} (all)" if value is None else str(value),
+                lines.append(table_row([f"{run['training'].get('examples'):,} (all)" if value is None else str(value),
                                                 run["name"],
-                                                *_speed_cells(run), *_cells(run["metrics"])]) + " |")
+                                                *_speed_cells(run), *_cells(run["metrics"])]))
     if any(ablation_groups(runs, "subset")):
         lines += ["", "![top-k accuracy against training questions](sample_efficiency.png)"]
     return "\n".join(lines) + "\n"
@@ -72,16 +74,10 @@ def plot_sample_efficiency(baseline: dict[str, Any] | None, runs: list[dict[str,
     groups = ablation_groups(runs, "subset")
     if not groups:
         return False
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     group = max(groups, key=len)
     sizes = [r["training"].get("examples") or r["variant"]["subset"] for r in group]
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure = new_figure((6, 4))
+    axis = figure.subplots()
     for k, colour in zip((1, 5, 20), ("tab:blue", "tab:orange", "tab:green")):
         axis.plot(sizes, [r["metrics"][f"top{k}"] for r in group], marker="o", color=colour, label=f"top-{k}")
         if baseline:
@@ -94,10 +90,7 @@ def plot_sample_efficiency(baseline: dict[str, Any] | None, runs: list[dict[str,
     axis.set_title("Sample efficiency (dotted: zero-shot MiniLM)")
     axis.legend()
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
-    atomic_write_bytes(out, buffer.getvalue())
+    save_png(figure, out, dpi=110)
     return True
 
 

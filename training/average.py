@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from dpr_components.training.averaging import AveragingError, average_models
+from training.command import print_outcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,13 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         weights = [float(w) for w in args.weights.split(",")] if args.weights else None
     except ValueError:
         parser.error(f"--weights must be comma-separated numbers, got {args.weights!r}")
-    try:
-        out = average_models(args.sources, args.out, weights)
-    except AveragingError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(out)
-    return 0
+    return print_outcome(lambda: average_models(args.sources, args.out, weights), (AveragingError,))
 
 
 if __name__ == "__main__":

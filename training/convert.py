@@ -23,6 +23,7 @@ from dpr_components.training.convert import (
     to_dpr,
     to_sentence_transformers,
 )
+from training.command import print_outcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,20 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     for sub in commands.choices.values():
         sub.add_argument("--fp16", action="store_true", help="store float16 weights")
     args = parser.parse_args(argv)
-    try:
+
+    def convert() -> object:
         if args.command == "to-dpr":
-            out = to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16)
-        elif args.command == "question-only":
-            out = question_encoder_only(args.source, args.out, args.paired_with, fp16=args.fp16)
-        elif args.command == "to-st":
-            out = to_sentence_transformers(args.source, args.out, fp16=args.fp16)
-        else:
-            out = to_bert(args.source, args.out, fp16=args.fp16)
-    except (ValueError, EncoderLoadError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(out)
-    return 0
+            return to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16)
+        if args.command == "question-only":
+            return question_encoder_only(args.source, args.out, args.paired_with, fp16=args.fp16)
+        if args.command == "to-st":
+            return to_sentence_transformers(args.source, args.out, fp16=args.fp16)
+        return to_bert(args.source, args.out, fp16=args.fp16)
+
+    return print_outcome(convert, (ValueError, EncoderLoadError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.model_card import read_json
 
@@ -40,7 +41,7 @@ def _accuracy_row(label: str, datasets: dict[str, Any]) -> str:
     for dataset in DATASETS:
         scores = datasets.get(dataset, {}).get("top_k", {})
         cells += [f"{scores[k]:.1f}" if k in scores else "" for k in KS]
-    return f"| {label} | " + " | ".join(cells) + " |"
+    return table_row([label, *cells])
 
 
 def _hybrid_datasets(hybrid: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -97,7 +98,7 @@ def render(
     mined = read_json(first.parent / "data" / f"nq-train-{suffix}.jsonl.meta.json")
     evaluation = _find(report["soups" if soup else "runs"], run.name)
     baselines = {b["name"]: b for b in report["baselines"]}
-    header = "| system | " + " | ".join(f"{DATASETS[d]} top-{k}" for d in DATASETS for k in KS) + " |"
+    columns = ["system", *(f"{DATASETS[d]} top-{k}" for d in DATASETS for k in KS)]
     rows = [_accuracy_row(name, baselines[name]["datasets"]) for name in ("bm25", "minilm-zero-shot") if name in baselines]
     if shipped is None:
         rows.append(_accuracy_row(f"**{model.name}**", evaluation["datasets"]))
@@ -191,8 +192,7 @@ def render(
         f"Top-k retrieval accuracy over the full 55,350-passage pool, exact inner-product search "
         f"(`{report['command']}`); every choice of recipe and run was made on these dev sets:",
         "",
-        header,
-        "|---|" + "---:|" * (len(header.split("|")) - 3),
+        *table_header(columns, "l" + "r" * (len(columns) - 1)),
         *rows,
         "",
         "## Licence and data",

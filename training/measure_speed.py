@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dpr_components.evaluation.tables import table_header
 from dpr_components.utils.atomic_files import atomic_write_text
 
 
@@ -111,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         f"passages); {args.steps} steps, the first not timed. The machine is shared: absolute speeds vary "
         "between runs; compare the rows of one run.",
         "",
-        "| variant | batch (questions) | examples/s | s/step | peak RSS (MB) |",
-        "|---|---:|---:|---:|---:|",
+        *table_header(["variant", "batch (questions)", "examples/s", "s/step", "peak RSS (MB)"], "lrrrr"),
     ]
     lines += [
         f"| {r['variant']} | {r['batch_size']} | {r['examples_per_s']:.2f} | {r['seconds_per_step']:.1f} | "

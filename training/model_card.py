@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpr_components.evaluation.tables import markdown_table
 from dpr_components.runs.run_log import read_log
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.reader_record import training_cost
@@ -105,9 +106,8 @@ def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
             "exact match "
             f"with the top-k passages (answer ranking `{ranking}`, as in `pipelines/qa.yml`):",
             "",
-            "| retriever | " + " | ".join(f"k={k}" for k in ks) + " |",
-            "|---|" + "---:|" * len(ks),
-            *[f"| {name} | " + " | ".join(f"{by_k[k]:.1f}" for k in ks) + " |" for name, by_k in by_name.items()],
+            *markdown_table(["retriever", *(f"k={k}" for k in ks)],
+                            [[name, *(f"{by_k[k]:.1f}" for k in ks)] for name, by_k in by_name.items()], "l" + "r" * len(ks)),
             "",
         ]
     return lines

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.ablation_report import write_ablation_report
 from training.run_records import (
@@ -59,7 +60,7 @@ def _accuracy_cells(run: dict[str, Any]) -> list[str]:
 def _header(first: list[str]) -> list[str]:
     names = {"nq": "NQ", "squad": "SQuAD"}
     columns = first + [f"{names.get(d.split('/')[0], d)} top-{k}" for d in DATASETS for k in KS]
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(first) + "---:|" * (len(columns) - len(first))]
+    return table_header(columns, "l" * len(first) + "r" * (len(columns) - len(first)))
 
 
 def _label(run: dict[str, Any]) -> str:
@@ -76,7 +77,7 @@ def _run_row(run: dict[str, Any]) -> list[str]:
 
 
 def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
-    """Rows of benchmarks/retrieval_quality.py's result for a trained pair (its BM25 + DPR hybrid)."""
+    """Rows of benchmarks/retrieval/retrieval_quality.py's result for a trained pair (its BM25 + DPR hybrid)."""
     rows = []
     model = hybrid[0].get("model", "trained DPR") if hybrid else ""
     for name in hybrid[0]["full"] if hybrid else []:
@@ -84,7 +85,7 @@ def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
             continue
         run = {"datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}}
                             for r in hybrid}}
-        rows.append("| " + " | ".join([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)) + " |")
+        rows.append(table_row([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)))
     return rows
 
 
@@ -100,7 +101,7 @@ def soup_lines(soups: list[dict[str, Any]]) -> list[str]:
              "averaging itself looks at no data.", "",
              *_header(["soup", "runs averaged"])]
     for soup in soups:
-        lines.append("| " + " | ".join([_label(soup), str(len(soup["soup"]))] + _accuracy_cells(soup)) + " |")
+        lines.append(table_row([_label(soup), str(len(soup["soup"]))] + _accuracy_cells(soup)))
     lines.append("")
     for soup in soups:
         lines += [f"- {soup['name']}: `python -m training.train_dpr_nq --soup {','.join(soup['soup'])}`"]
@@ -134,9 +135,9 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
     ]
     for baseline in baselines:
         cells = [baseline.get("name", baseline["system"]), "", "", "", "", ""] + _accuracy_cells(baseline)
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(table_row(cells))
     for run in runs:
-        lines.append("| " + " | ".join(_run_row(run) + _accuracy_cells(run)) + " |")
+        lines.append(table_row(_run_row(run) + _accuracy_cells(run)))
     if hybrid:
         lines += hybrid_rows(hybrid)
         lines += ["", "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
@@ -149,8 +150,8 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
             for run in group:
                 hours = run["training"].get("hours")
                 value = {**LATER_FIELDS, **run["variant"]}[field]
-                lines.append("| " + " | ".join(["all" if value is None else str(value), _label(run),
-                                                f"{hours:.1f}" if hours else ""] + _accuracy_cells(run)) + " |")
+                lines.append(table_row(["all" if value is None else str(value), _label(run),
+                                                f"{hours:.1f}" if hours else ""] + _accuracy_cells(run)))
     if any(r.get("archived") for r in [*runs, *(soups or [])]):
         lines += ["", ARCHIVED_NOTE]
     return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@
     python -m training.train ... --processes 2          # DDP on this machine (gloo)
 
 Settings: --config FILE (JSON object) and --set NAME=VALUE (VALUE parsed as JSON when it
-parses), any field of dpr_components.training.config.TrainingConfig. Interrupted? Run the same
+parses, as the haystack command's --set does; NaN and Infinity are refused), any field of dpr_components.training.config.TrainingConfig. Interrupted? Run the same
 command again: it resumes from the newest checkpoint in --out. A step with a NaN or infinite loss
 or gradient norm stops the run (exit 2), keeping the last good checkpoint; run the same command
 with --skip-nonfinite-steps N to skip up to N such steps without updating the weights."""
@@ -18,19 +18,23 @@ import json
 import sys
 from pathlib import Path
 
+from dpr_components.pipeline_files.loading import parse_value
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
+from dpr_components.utils.validation import strict_json_loads
 
 
 def parse_settings(config_file: str | None, assignments: list[str]) -> dict:
     settings: dict = {}
     if config_file:
         try:
-            loaded = json.loads(Path(config_file).read_text(encoding="utf-8"))
+            loaded = strict_json_loads(Path(config_file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"--config {config_file}: cannot read it ({error})") from None
         except json.JSONDecodeError as error:
             raise ValueError(f"--config {config_file}: not JSON ({error.msg} at line {error.lineno})") from None
+        except ValueError as error:  # NaN, Infinity or an over-long integer
+            raise ValueError(f"--config {config_file}: {error}") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"--config {config_file}: expected a JSON object of settings")
         settings.update(loaded)
@@ -38,10 +42,7 @@ def parse_settings(config_file: str | None, assignments: list[str]) -> dict:
         if "=" not in item:
             raise ValueError(f"--set expects NAME=VALUE, got {item!r}")
         name, raw = item.split("=", 1)
-        try:
-            settings[name] = json.loads(raw)
-        except json.JSONDecodeError:
-            settings[name] = raw
+        settings[name] = parse_value(raw, f"--set {name}")
     return settings
 
 

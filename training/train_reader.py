@@ -55,7 +55,7 @@ def _store(path: Path, encoder: str | None) -> Any:
 
     store = EmbeddedDocumentStore(path=str(path))
     if store.count_documents() == 0:
-        from benchmarks.retrieval_quality import pool_store
+        from dpr_components.evaluation.pool import pool_store
 
         store = pool_store(encoder, path)
     return store

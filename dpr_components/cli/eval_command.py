@@ -12,13 +12,12 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
 from dpr_components.cli.pipeline_runner import (
     check_top_k_option,
     run_pipeline,
     top_k_inputs,
 )
-from dpr_components.evaluation.answer_matching import check_answer_pattern
+from dpr_components.evaluation.answer_matching import MatchMode, check_answer_pattern
 from dpr_components.evaluation.eval_report import write_evaluation_report
 from dpr_components.evaluation.eval_spec import (
     EvaluationSpec,
@@ -31,12 +30,13 @@ from dpr_components.evaluators import (
     AnswerExactMatchF1Evaluator,
     RetrievalAccuracyEvaluator,
 )
+from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
 from dpr_components.utils.output_files import prepare_output_folder
 
 DEFAULT_TOP_K = 100
 
 
-def default_evaluation_pipeline(match_mode: str) -> Pipeline:
+def default_evaluation_pipeline(match_mode: MatchMode) -> Pipeline:
     """Our evaluators with the paper's ks, used when no evaluation file is given."""
     pipeline = Pipeline()
     pipeline.add_component("retrieval_accuracy", RetrievalAccuracyEvaluator(ks=(1, 5, 20, 100), match_mode=match_mode))
@@ -52,7 +52,7 @@ def _split_files(paths: list[str]) -> tuple[str | None, list[str]]:
     return (evaluation[0] if evaluation else None), [path for path in paths if path not in evaluation]
 
 
-def _evaluation_pipeline(path: str | None, match: str | None, allow_network: bool) -> tuple[Pipeline, EvaluationSpec]:
+def _evaluation_pipeline(path: str | None, match: MatchMode | None, allow_network: bool) -> tuple[Pipeline, EvaluationSpec]:
     if path is None:
         return default_evaluation_pipeline(match or "string"), EvaluationSpec()
     overrides = []

@@ -9,9 +9,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import run_pipeline
 from dpr_components.evaluation.questions import load_questions
+from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import (
     best_weight,
@@ -88,9 +88,12 @@ def _union_scorer(pipeline: Any) -> Callable[[str], tuple[list[str], Any, Any]]:
                     senders[data["to_socket"].name] = sender
             if "bm25_documents" not in senders or "dense_documents" not in senders:
                 raise ValueError(f"HybridRanker {name!r} needs both bm25_documents and dense_documents connected")
-            return lambda question, ranker=instance, bm25=senders["bm25_documents"], dense=senders["dense_documents"]: (
-                _union_from_pipeline(pipeline, ranker, question, bm25, dense)
-            )
+            ranker, bm25, dense = instance, senders["bm25_documents"], senders["dense_documents"]
+
+            def scorer(question: str) -> tuple[list[str], Any, Any]:
+                return _union_from_pipeline(pipeline, ranker, question, bm25, dense)
+
+            return scorer
     raise ValueError("the pipeline has no HybridRetriever or HybridRanker")
 
 

@@ -9,6 +9,8 @@
     haystack serve --pipelines-dir pipelines --port 1416
     haystack run pipelines/index.yml --input path=psgs_w100.tsv --shard 3/16 --shard-dir shards
     haystack merge-shards pipelines/index.yml shards --store indexes/wiki
+    haystack export-st models/dpr-minilm-multi st-question --role question
+    haystack export-qa models/reader-minilm qa-reader
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from collections.abc import Iterator
 
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, result_text, to_json_line
-from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import (
     one_line,
     run_pipeline,
@@ -38,6 +39,8 @@ from dpr_components.cli.shard_command import (
     command_merge_shards,
     command_run_shard,
 )
+from dpr_components.export.command import add_export_parsers, command_export
+from dpr_components.pipeline_files.loading import load_pipeline
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +102,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_serve_parser(commands)
     add_merge_parser(commands, _add_pipeline_options)
+    add_export_parsers(commands)
     return parser
 
 
@@ -170,6 +174,8 @@ def _run(argv: list[str] | None) -> int:
             return command_fit_lambda(args)
         if args.command == "serve":
             return command_serve(args)
+        if args.command in ("export-st", "export-qa"):
+            return command_export(args)
     except Exception as error:
         # A user error may arrive wrapped (an evaluation pipeline run by the library, not by run_pipeline).
         cause = user_error_cause(error)

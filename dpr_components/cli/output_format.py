@@ -12,6 +12,7 @@ import math
 import re
 import shutil
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from haystack import Document
@@ -74,6 +75,7 @@ def to_jsonable(value: Any) -> Any:
 def _non_finite_path(value: Any, where: str) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return where
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):

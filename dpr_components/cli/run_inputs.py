@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dpr_components.cli.pipeline_loading import parse_value
 from dpr_components.cli.pipeline_runner import top_k_inputs
+from dpr_components.pipeline_files.loading import parse_value
 from dpr_components.utils.output_files import describe_os_error
 from dpr_components.utils.validation import load_json_text
 

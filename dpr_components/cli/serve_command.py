@@ -1,4 +1,5 @@
-"""``haystack serve``: every pipeline of a folder as an HTTP endpoint (hayhooks), ``POST /{name}/run``.
+"""``haystack serve``: every pipeline of a folder as an HTTP endpoint (hayhooks), ``POST /{name}/run``,
+and the ask page at ``GET /`` (docs/serving.md).
 
 Its security model (origins, Host names, API key, body size, logs, training) is in server_security.py."""
 
@@ -112,6 +113,6 @@ def command_serve(args: argparse.Namespace) -> int:
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
-          f"(POST /NAME/run; input files only from {root.resolve()}; {_describe(policy)})", file=sys.stderr, flush=True)
+          f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)})", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, server_header=False)
     return 0

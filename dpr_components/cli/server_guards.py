@@ -24,7 +24,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PUBLIC_PATHS = ("/status",)  # answered without an API key: a health check for probes and load balancers
+# Answered without an API key: a health check for probes and load balancers, and the ask page's three
+# files (no data in them; the page sends the key the user types with each call it makes).
+PUBLIC_PATHS = ("/status", "/", "/page/app.js", "/page/app.css")
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str,
@@ -32,11 +34,17 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detai
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)
 
 
-def _origin_problem(headers: Headers, allowed: frozenset[str]) -> str | None:
-    """Why a request that a web page sent is refused, or ``None`` (not from a page, or an allowed origin)."""
+def _own_origin(scope: Scope, headers: Headers) -> str:
+    """The origin of this server's own pages as the request names it (its Host header, already checked)."""
+    return f"{scope.get('scheme', 'http')}://{headers.get('host', '')}".lower()
+
+
+def _origin_problem(headers: Headers, allowed: frozenset[str], own: str) -> str | None:
+    """Why a request that a web page sent is refused, or ``None`` (not from a page, this server's own
+    page, or an allowed origin)."""
     origin = headers.get("origin")
     if origin is not None:
-        if origin.lower() in allowed:
+        if origin.lower() in allowed or origin.lower() == own:
             return None
         return (f"requests from web pages at {origin[:100]} are not allowed; start the server with "
                 f"--cors-origin {origin[:100]} to allow that origin")
@@ -46,7 +54,8 @@ def _origin_problem(headers: Headers, allowed: frozenset[str]) -> str | None:
 
 
 class OriginGuard:
-    """Outermost: the Host header names this server, and a web page's origin is one allowed with ``--cors-origin``."""
+    """Outermost: the Host header names this server, and a web page's origin is this server's own (the ask
+    page, once its Host passed) or one allowed with ``--cors-origin``."""
 
     def __init__(self, app: ASGIApp, policy: ServerPolicy) -> None:
         self.app = app
@@ -64,7 +73,7 @@ class OriginGuard:
             await _refuse(scope, receive, send, 400, f"the Host header {shown!r} does not name this server; "
                           f"start it with --allowed-host {host[:100] or 'NAME'} if clients reach it by that name")
             return
-        problem = _origin_problem(headers, self.origins)
+        problem = _origin_problem(headers, self.origins, _own_origin(scope, headers))
         if problem:
             await _refuse(scope, receive, send, 403, problem)
             return

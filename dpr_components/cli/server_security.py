@@ -148,7 +148,7 @@ def configure_server_logs(log_queries: bool) -> None:
 
     log.configure(patcher=_with_request_inputs if log_queries else _without_request_inputs)
     log.remove()
-    level = os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG", "INFO")  # as hayhooks reads it
+    level = os.getenv("HAYHOOKS_LOG_LEVEL") or os.getenv("LOG") or "INFO"  # as hayhooks reads it
     log.add(sys.stderr, level=level.upper(), format=formatter, diagnose=False)
 
 

@@ -1,49 +1,42 @@
-"""Serve every YAML pipeline of a folder over HTTP with hayhooks: ``POST /{name}/run``.
+"""Serve every YAML pipeline of a folder over HTTP with hayhooks: ``POST /{name}/run``, and the ask page at ``/``.
 
 Each file is built the way the command line builds it (checked parameters, local components only,
-store folders that exist), warmed up once, and deployed with the inputs and outputs its ``inputs:`` /
-``outputs:`` sections declare. An input whose sockets are all optional with a ``None`` default (the
-index pipeline's ``path`` and ``records``) may be left out of a request.
+store folders that exist) and warmed up once. Its declared ``inputs:`` / ``outputs:`` say which kind it
+is; each kind has a hayhooks wrapper with a typed ``run_api`` (serving_wrappers.py) from which hayhooks
+derives the request and response models (search: query, top_k, filters, include_embeddings ->
+documents; qa: query, top_k, filters -> answers; index: path or records -> documents_written;
+evaluation; training, a background job: 202 and ``GET /jobs/{id}``).
 
-The app serves a fixed set of pipelines and nothing else: ``POST /{name}/run``, ``GET /status`` and
-``GET /openapi.json``. hayhooks' other routes (deploy, undeploy, draw, the OpenAI-compatible chat and
-file routes, traces, docs pages that load scripts from a CDN) are not mounted. A pipeline with a
+The app serves a fixed set of routes and nothing else: ``POST /{name}/run``, ``GET /status``,
+``GET /openapi.json``, the page (``GET /``, its script and style) and, with training on,
+``GET /jobs/{id}``. hayhooks' own routes (deploy, undeploy, draw, the OpenAI-compatible chat and file
+routes, traces, docs pages that load scripts from a CDN) are not mounted. A pipeline with a
 ``DPRTrainer`` is served only with ``enable_training``; otherwise its route answers 403 saying so.
 Who may call the server and what a request may carry is a ``ServerPolicy`` (server_security.py),
 enforced by the middlewares of server_guards.py.
 
 A pipeline that fails on a user error (``ValueError``, ``FilterError``, ``DocumentStoreError``, a missing
-file) answers HTTP 400 with that error's one-line message instead of hayhooks' 500; inputs that are
-missing or of the wrong type are 422 with a one-line message, and an unknown pipeline is 404.
+file) answers HTTP 400 with that error's one-line message; inputs that are missing or of the wrong type
+are 422 with a one-line message (both declared in the OpenAPI schema), and an unknown pipeline is 404.
 
 Pipelines that need the network (Elasticsearch) are skipped unless ``ELASTICSEARCH_URL`` is set, which
 then replaces the ``hosts`` of their Elasticsearch stores, or ``DPR_ALLOW_NETWORK=1``."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from haystack import Pipeline
 from haystack.core.serialization import allow_deserialization_module
-from haystack.document_stores.errors import DocumentStoreError
-from haystack.errors import FilterError
-from pydantic import TypeAdapter
 
-from dpr_components.cli.pipeline_loading import load_pipeline, load_pipeline_spec
-from dpr_components.cli.pipeline_policy import (
-    NetworkNotAllowedError,
-    check_local_only,
-    network_allowed_by_environment,
-)
-from dpr_components.cli.pipeline_runner import one_line, user_error_cause
+from dpr_components.cli.pipeline_runner import one_line
 from dpr_components.cli.server_guards import OriginGuard, RequestGuard
 from dpr_components.cli.server_security import (
     CORS_HEADERS,
@@ -51,16 +44,38 @@ from dpr_components.cli.server_security import (
     ServerPolicy,
     configure_server_logs,
 )
+from dpr_components.cli.serving_jobs import TrainingJobs, TrainWrapper
+from dpr_components.cli.serving_page import PAGE_PATHS, add_page_routes
+from dpr_components.cli.serving_routes import (
+    JOBS_PATH,
+    OPENAPI_PATH,
+    REQUEST_ERRORS,
+    STATUS_PATH,
+    TRAINING_OFF,
+    add_jobs_route,
+    add_run_route,
+    add_status_route,
+    add_training_off_route,
+    request_error,
+)
+from dpr_components.cli.serving_wrappers import DeclaredPipelineWrapper, wrapper_kind
+from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from dpr_components.pipeline_files.policy import (
+    NetworkNotAllowedError,
+    check_local_only,
+    network_allowed_by_environment,
+)
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
+
+__all__ = ["REQUEST_ERRORS", "ServedPipelines", "ServingError", "build_app", "network_overrides", "pipeline_files",
+           "prepare_pipeline", "request_error", "validation_detail"]
 
 logger = logging.getLogger(__name__)
 
 ELASTICSEARCH_URL_ENV = "ELASTICSEARCH_URL"
 ELASTICSEARCH_STORE = "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore"
-# Errors that describe a bad request; any other failure stays a 500 (a server fault).
-REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
-STATUS_PATH, OPENAPI_PATH = "/status", "/openapi.json"
-TRAINING_OFF = "training over HTTP is off: start haystack serve with --enable-training to serve {name}"
+KINDS = "search: query -> documents; qa: query -> answers; index: path, records -> documents_written; " \
+        "evaluation: ground_truth_answers, ... -> scores; training: a DPRTrainer"
 
 
 @dataclass
@@ -114,106 +129,33 @@ def network_overrides(spec: dict[str, Any]) -> list[str] | None:
     return [] if network_allowed_by_environment() else None
 
 
-def _optional_inputs(wrapper: Any, pipeline: Pipeline) -> dict[str, Any]:
-    """The wrapper's input resolutions, optional in requests when every socket an input feeds is
-    optional with a ``None`` default (hayhooks makes every declared input required)."""
-    sockets = pipeline.inputs()
-    relaxed = {}
-    for name, resolution in wrapper.input_resolutions.items():
-        metas = [sockets.get(target.split(".", 1)[0], {}).get(target.split(".", 1)[1]) for target in resolution.targets]
-        optional = all(m is not None and not m["is_mandatory"] and m.get("default_value") is None for m in metas)
-        relaxed[name] = resolution.model_copy(update={"required": not optional})
-    return relaxed
-
-
-def _with_typed_inputs(wrapper: Any) -> None:
-    """Give the pipeline its inputs as the sockets' types again (``Document`` objects, not dicts),
-    and answer a failure caused by the request with 400 and its one-line message.
-
-    hayhooks validates a request into its pydantic model, then passes ``model_dump()``, which turns
-    dataclasses such as ``Document`` back into dicts. It makes any other exception a 500 and logs it
-    with its traceback; an ``HTTPException`` passes through as it is."""
-    adapters = {
-        name: TypeAdapter(resolution.type)
-        for name, resolution in wrapper.input_resolutions.items() if resolution.type is not None
-    }
-    declared_run = wrapper.run_api_async
-
-    async def run_api_async(**inputs: Any) -> dict:
-        try:
-            for name, value in inputs.items():
-                if value is not None and name in adapters:
-                    inputs[name] = adapters[name].validate_python(value)
-            return await declared_run(**inputs)
-        except Exception as error:
-            cause = request_error(error)
-            if cause is None:
-                raise
-            raise HTTPException(status_code=400, detail=one_line(cause)) from None
-
-    run_api_async.__signature__ = inspect.signature(declared_run)  # type: ignore[attr-defined]
-    run_api_async.__doc__ = declared_run.__doc__
-    wrapper.run_api_async = run_api_async
-
-
-def _served_wrapper(declared: Any, source: str, pipeline: Pipeline) -> Any:
-    """The hayhooks wrapper that runs ``pipeline`` (already built and warmed up) for ``source``'s declared inputs."""
-    from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
-
-    wrapper = YAMLPipelineWrapper(
-        yaml_source=source,
-        input_resolutions=_optional_inputs(declared, pipeline),
-        output_resolutions=declared.output_resolutions,
-        include_outputs_from=declared.include_outputs_from,
-        streaming_components=declared.streaming_components,
-        description=declared.description,
-    )
-    _with_typed_inputs(wrapper)
-    wrapper.pipeline = pipeline  # setup() then keeps it instead of loading the YAML again
-    return wrapper
-
-
 def _trains_a_model(pipeline: Pipeline) -> bool:
     from dpr_components.training.component import DPRTrainer
 
     return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
 
 
-def prepare_pipeline(path: Path, enable_training: bool = False) -> Any:
-    """A hayhooks ``PreparedPipeline`` for the file at ``path``, built, checked and warmed up;
+def prepare_pipeline(path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None) -> DeclaredPipelineWrapper:
+    """The set-up wrapper serving the file at ``path``, its pipeline built, checked and warmed up;
     ``ServingError`` says why the file cannot be served."""
-    from hayhooks.server.utils.models import PreparedPipeline
-    from hayhooks.server.utils.yaml_pipeline_wrapper import YAMLPipelineWrapper
-
     spec = load_pipeline_spec(path)
     overrides = network_overrides(spec)
     if overrides is None:
         hint = f"set {ELASTICSEARCH_URL_ENV}" if _elasticsearch_components(spec) else "set DPR_ALLOW_NETWORK=1"
         raise ServingError(f"{path}: it uses components that reach the network; {hint} to serve it")
-    if not spec.get("inputs") and not spec.get("outputs"):
-        raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so hayhooks cannot serve it")
+    if not spec.get("inputs") or not spec.get("outputs"):
+        raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so it cannot be served")
     pipeline = load_pipeline(path, overrides=overrides, allow_network=bool(overrides), require_stores=True)
-    if not enable_training and _trains_a_model(pipeline):
+    trains = _trains_a_model(pipeline)
+    if trains and not enable_training:
         raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))
-    source = path.read_text(encoding="utf-8")
-    try:
-        declared = YAMLPipelineWrapper.from_yaml(source)
-    except Exception as error:  # hayhooks' InvalidYamlIOError, or Haystack's errors while resolving the sections
-        raise ServingError(f"{path}: inputs/outputs: {one_line(error)}") from error
+    kind = None if trains else wrapper_kind(spec)
+    if not trains and kind is None:
+        raise ServingError(f"{path}: its inputs/outputs fit no served kind ({KINDS})")
     pipeline.warm_up()  # once, before concurrent requests could race to load the models
-    wrapper = _served_wrapper(declared, source, pipeline)
-    metadata = {
-        "description": path.stem,
-        "streaming_components": wrapper.streaming_components,
-        "include_outputs_from": wrapper.include_outputs_from,
-        "input_resolutions": wrapper.input_resolutions,
-    }
-    return PreparedPipeline(name=path.stem, wrapper=wrapper, extra_metadata=metadata)
-
-
-def request_error(error: BaseException) -> BaseException | None:
-    """The outermost error caused by the request in the chain of ``error`` and its causes, if any."""
-    return user_error_cause(error, REQUEST_ERRORS)
+    wrapper = TrainWrapper(pipeline, spec, path.stem, jobs or TrainingJobs()) if trains else kind(pipeline, spec)  # type: ignore[misc]
+    wrapper.setup()
+    return wrapper
 
 
 def validation_detail(errors: list[dict[str, Any]]) -> str:
@@ -229,22 +171,6 @@ async def _one_line_422(request: Request, exc: Exception) -> Response:
     """A 422 whose detail names the field on one line (and never echoes the input back)."""
     assert isinstance(exc, RequestValidationError)
     return JSONResponse(status_code=422, content={"detail": validation_detail(list(exc.errors()))})
-
-
-def _add_status_route(app: FastAPI, served: ServedPipelines) -> None:
-    async def status() -> dict[str, Any]:
-        """Whether the server is up, and the pipelines it serves."""
-        return {"status": "Up!", "pipelines": list(served.deployed)}
-
-    app.add_api_route(STATUS_PATH, status, methods=["GET"], tags=["status"])
-
-
-def _add_training_off_route(app: FastAPI, name: str) -> None:
-    """``POST /{name}/run`` answering 403 with how to turn training on."""
-    async def training_off() -> None:
-        raise HTTPException(status_code=403, detail=TRAINING_OFF.format(name=name))
-
-    app.add_api_route(f"/{name}/run", training_off, methods=["POST"], include_in_schema=False)
 
 
 def _keep_only(app: FastAPI, paths: set[str]) -> None:
@@ -272,12 +198,10 @@ def _add_guards(app: FastAPI, policy: ServerPolicy) -> None:
 
 
 def _hayhooks_app() -> FastAPI:
-    """hayhooks' app with its optional parts off, whatever ``HAYHOOKS_*`` variables say."""
-    from hayhooks.server.pipelines.registry import registry
+    """hayhooks' app (its logging, request ids) with its optional parts off, whatever ``HAYHOOKS_*`` variables say."""
     from hayhooks.settings import settings
 
-    registry.clear()  # a new app replaces what an earlier one in this process registered
-    # Our own deployment below replaces hayhooks' startup deploy; no traces, dashboards, chat UI or extra imports.
+    # Our own routes replace hayhooks' startup deploy; no traces, dashboards, chat UI or extra imports.
     settings.pipelines_dir = ""
     settings.durable_mode = False
     settings.tracing_enabled = False
@@ -287,19 +211,19 @@ def _hayhooks_app() -> FastAPI:
     settings.show_tracebacks = False
     settings.additional_python_path = ""
     settings.cors_allow_origins = []  # replaced by _add_guards; also keeps hayhooks from warning about "*"
-    from hayhooks.server.app import create_app
+    from hayhooks import create_app
 
     return create_app()
 
 
-def _deploy(app: FastAPI, files: list[Path], enable_training: bool) -> tuple[ServedPipelines, list[str]]:
-    """Deploy every file that can be served; also the names of those left out because they train a model."""
-    from hayhooks.server.utils.deploy_utils import commit_prepared_pipeline
-
-    served, training_off = ServedPipelines(), []
+def _deploy(app: FastAPI, files: list[Path], enable_training: bool,
+            jobs: TrainingJobs) -> tuple[ServedPipelines, list[str], list[str]]:
+    """Add the route of every file that can be served; also the names of those that train a model, left out
+    (training off) and served (as background jobs)."""
+    served, training_off, training_on = ServedPipelines(), [], []
     for path in files:
         try:
-            prepared = prepare_pipeline(path, enable_training=enable_training)
+            wrapper = prepare_pipeline(path, enable_training=enable_training, jobs=jobs)
         except TrainingNotEnabledError as error:
             served.skipped[path.stem] = one_line(error)
             training_off.append(path.stem)
@@ -308,35 +232,45 @@ def _deploy(app: FastAPI, files: list[Path], enable_training: bool) -> tuple[Ser
             served.skipped[path.stem] = one_line(error)
             logger.warning("not serving %s: %s", path.name, one_line(error))
             continue
-        commit_prepared_pipeline(prepared, app=app, _defer_openapi_rebuild=True)
+        trains = isinstance(wrapper, TrainWrapper)
+        add_run_route(app, path.stem, wrapper, status_code=202 if trains else 200)
         served.deployed.append(path.stem)
-    return served, training_off
+        if trains:
+            training_on.append(path.stem)
+    return served, training_off, training_on
 
 
 def build_app(pipelines_dir: str | Path, input_root: str | Path | None = None,
               policy: ServerPolicy | None = None) -> tuple[FastAPI, ServedPipelines]:
-    """The hayhooks app serving every pipeline of ``pipelines_dir`` that can be served, behind ``policy``.
+    """The app serving every pipeline of ``pipelines_dir`` that can be served, and the ask page at ``/``,
+    behind ``policy``.
 
-    ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it.
-    hayhooks keeps pipelines in a process-wide registry: building an app clears it."""
-    from hayhooks.server.utils.deploy_utils import rebuild_openapi
-
+    ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it."""
     policy = policy or ServerPolicy()
     if input_root is not None:
         os.environ[INPUT_ROOT_ENV] = str(input_root)  # as given: error messages show it, not an absolute path
     files = pipeline_files(pipelines_dir)
     allow_deserialization_module("dpr_components")
     app = _hayhooks_app()
+    _keep_only(app, set())  # none of hayhooks' own routes: only those added below
     configure_server_logs(policy.log_queries)
     app.add_exception_handler(RequestValidationError, _one_line_422)
-    served, training_off = _deploy(app, files, policy.enable_training)
+    jobs = TrainingJobs()
+    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs)
     if not served.deployed:
+        jobs.shutdown()
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"
         raise ServingError(f"no pipeline in {pipelines_dir} can be served ({reasons})")
-    _add_status_route(app, served)
+    add_status_route(app, served.deployed)
     for name in training_off:
-        _add_training_off_route(app, name)
-    rebuild_openapi(app)
-    _keep_only(app, {STATUS_PATH, OPENAPI_PATH, *(f"/{name}/run" for name in served.deployed + training_off)})
+        add_training_off_route(app, name)
+    paths = {STATUS_PATH, OPENAPI_PATH, *PAGE_PATHS, *(f"/{name}/run" for name in served.deployed + training_off)}
+    if training_on:
+        add_jobs_route(app, jobs)
+        paths.add(JOBS_PATH)
+    add_page_routes(app)
+    app.openapi_schema = None
+    app.setup()  # the one /openapi.json, of the routes above
+    _keep_only(app, paths)
     _add_guards(app, policy)
     return app, served

@@ -12,13 +12,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dpr_components.cli.pipeline_loading import load_pipeline
 from dpr_components.cli.pipeline_runner import nest_inputs, run_pipeline
 from dpr_components.cli.run_inputs import base_inputs
 from dpr_components.indexing.shard_check import find_shards
 from dpr_components.indexing.shard_merge import BATCH_PASSAGES, merge_shards
 from dpr_components.indexing.shard_run import run_shard
 from dpr_components.indexing.shard_spec import parse_shard_spec
+from dpr_components.pipeline_files.loading import load_pipeline
 
 
 def add_shard_options(run: argparse.ArgumentParser) -> None:

@@ -1,10 +1,9 @@
 """Document stores: the embedded store (SQLite documents, FAISS vectors, BM25 index in one folder).
 The store loads on first use."""
 
-import sys
 from typing import TYPE_CHECKING
 
-from lazy_imports import LazyImporter
+from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
     "embedded": ["EmbeddedDocumentStore"],
@@ -15,4 +14,4 @@ if TYPE_CHECKING:
         EmbeddedDocumentStore as EmbeddedDocumentStore,
     )
 else:
-    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
+    make_lazy(__name__, __file__, _import_structure)

@@ -380,7 +380,7 @@ class BM25Index:
         for term in term_ids:  # a repeated query term counts again, as in bm25s
             repeats[term] = repeats.get(term, 0) + 1
         scored = self._scored_terms(list(repeats))
-        found = [(scored[t], times) for t, times in repeats.items() if scored[t] is not None]
+        found = [(hit, times) for t, times in repeats.items() if (hit := scored[t]) is not None]
         if not found:
             return None
         docs = np.concatenate([f[0].positions for f in found]) if len(found) > 1 else found[0][0].positions
@@ -421,12 +421,15 @@ class BM25Index:
                 self.method, tf, self._length_norms()[all_positions], np.repeat(idfs, df), self.k1
             )
             missing = bm25_scoring.nonoccurrence_of(self.method, idfs, self.k1)
-            for i, (term, piece) in enumerate(zip(scored_terms, np.split(partial, np.cumsum(df)[:-1]))):
-                out[term] = _ScoredTerm(positions[i], piece, missing[i])
+            fresh = {
+                term: _ScoredTerm(positions[i], piece, missing[i])
+                for i, (term, piece) in enumerate(zip(scored_terms, np.split(partial, np.cumsum(df)[:-1])))
+            }
+            out.update(fresh)
             if self._cached_postings + len(partial) > CACHE_POSTINGS:
                 cache.clear()
                 self._cached_postings = 0
-            cache.update((t, out[t]) for t in scored_terms)
+            cache.update(fresh)
             self._cached_postings += len(partial)
         return out
 

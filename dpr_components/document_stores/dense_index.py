@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, cast
 
 import faiss
 import numpy as np
@@ -28,9 +28,7 @@ from dpr_components.document_stores.index_files import (
     write_index_directory,
 )
 from dpr_components.utils.fault_points import fault_point
-
-Similarity = Literal["dot_product", "cosine", "l2"]
-SIMILARITIES = ("dot_product", "cosine", "l2")
+from dpr_components.utils.similarity import Similarity, canonical_similarity
 
 
 class DenseIndexError(ValueError):
@@ -38,14 +36,15 @@ class DenseIndexError(ValueError):
 
 
 def _metric(similarity: str) -> int:
-    if similarity not in SIMILARITIES:
-        raise DenseIndexError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
-    return faiss.METRIC_L2 if similarity == "l2" else faiss.METRIC_INNER_PRODUCT
+    try:
+        return faiss.METRIC_L2 if canonical_similarity(similarity) == "l2" else faiss.METRIC_INNER_PRODUCT
+    except ValueError as error:
+        raise DenseIndexError(str(error)) from None
 
 
 def _negated(selector: faiss.IDSelector) -> faiss.IDSelector:
     negated = faiss.IDSelectorNot(selector)
-    negated._keep = selector  # the C++ object holds a raw pointer; keep the Python owner alive
+    setattr(negated, "_keep", selector)  # the C++ object holds a raw pointer; keep the Python owner alive
     return negated
 
 
@@ -81,10 +80,10 @@ class DenseIndex:
         self.ef_construction = ef_construction
         self.generation = -1
         self.state: dict[str, Any] = {}  # what was saved with the index (see save)
-        self._index = self._new_index()
+        self._index: faiss.IndexIDMap2 = self._new_index()
         self._mapped_file: BinaryIO | None = None  # the open file a memory-mapped index was read from
 
-    def _new_index(self) -> faiss.Index:
+    def _new_index(self) -> faiss.IndexIDMap2:
         try:
             inner = faiss.index_factory(self.dim, self.factory, _metric(self.similarity))
         except RuntimeError as error:
@@ -161,7 +160,8 @@ class DenseIndex:
             return
         try:
             handle.seek(0)
-            self._index = faiss.read_index(faiss.PyCallbackIOReader(handle.read, 1 << 24))
+            reader = faiss.PyCallbackIOReader(handle.read, 1 << 24)  # type: ignore[attr-defined]  # missing from faiss's stubs
+            self._index = cast(faiss.IndexIDMap2, faiss.read_index(reader))
         except (OSError, RuntimeError) as error:
             raise DenseIndexError(f"cannot read the FAISS index {handle.name} into memory: {error}") from error
         handle.close()
@@ -279,32 +279,38 @@ class DenseIndex:
             nested = self._search_parameters(wrapped, inner_selector, inner_selector)
             if nested is None:
                 return None
+            params: faiss.SearchParameters
             if isinstance(index, faiss.IndexPreTransform):
-                params = faiss.SearchParametersPreTransform()
-                params.index_params = nested
+                pre_params = faiss.SearchParametersPreTransform()
+                pre_params.index_params = nested
+                params = pre_params
             else:
-                params = faiss.IndexRefineSearchParameters()
-                params.k_factor = index.k_factor
-                params.base_index_params = nested
-            params._keep = nested  # the C++ object holds a raw pointer; keep the Python owner alive
+                refine_params = faiss.IndexRefineSearchParameters()
+                refine_params.k_factor = index.k_factor
+                refine_params.base_index_params = nested
+                params = refine_params
+            setattr(params, "_keep", nested)  # the C++ object holds a raw pointer; keep the Python owner alive
             return params
         if isinstance(index, faiss.IndexHNSW) and (self.ef_search or selector):
-            params = faiss.SearchParametersHNSW()
-            params.efSearch = self.ef_search or index.hnsw.efSearch
+            hnsw_params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # missing from faiss's stubs
+            hnsw_params.efSearch = self.ef_search or index.hnsw.efSearch
+            params = hnsw_params
         elif isinstance(index, faiss.IndexIVF) and (self.nprobe or selector):
-            params = faiss.SearchParametersIVF()
-            params.nprobe = self.nprobe or index.nprobe
+            ivf_params = faiss.SearchParametersIVF()
+            ivf_params.nprobe = self.nprobe or index.nprobe
+            params = ivf_params
         elif selector is not None:
             params = faiss.SearchParameters()
         else:
             return None
         if selector is not None:
             params.sel = selector
-            params._keep_sel = selector
+            setattr(params, "_keep_sel", selector)
         return params
 
     def reconstruct(self, rowid: int) -> np.ndarray:
-        return self._index.reconstruct(int(rowid))
+        # faiss's stubs list the torch overload first; without faiss.contrib.torch_utils it returns an array
+        return cast(np.ndarray, self._index.reconstruct(int(rowid)))
 
     def stored_vectors(self, rowids: np.ndarray) -> np.ndarray | None:
         """The vectors of ``rowids`` (all indexed) as written, when the index keeps them exactly (a flat
@@ -351,7 +357,8 @@ class DenseIndex:
             state = verified_state(directory)
             settings = json.loads(settings_file.read_text(encoding="utf-8"))
             index = cls(settings["dim"], settings["similarity"], settings["factory"], ef_search, nprobe)
-            index._index = faiss.read_index(str(index_file), faiss.IO_FLAG_MMAP_IFC if memory_map else 0)
+            loaded = faiss.read_index(str(index_file), faiss.IO_FLAG_MMAP_IFC if memory_map else 0)
+            index._index = cast(faiss.IndexIDMap2, loaded)  # checked below
             index._mapped_file = handle
             if handle is not None:
                 weakref.finalize(index, handle.close)  # closing twice (after _unmap) is harmless

@@ -23,6 +23,7 @@ import numpy as np
 
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
 from dpr_components.document_stores.index_files import recorded_files, recorded_state
+from dpr_components.utils.similarity import Similarity
 
 DELTA_FACTORY = "Flat"
 REMOVED = "removed"  # the tombstones' file in the delta folder (removed.npy)
@@ -53,7 +54,7 @@ class LayeredDenseIndex:
         return self.main.dim
 
     @property
-    def similarity(self) -> str:
+    def similarity(self) -> Similarity:
         return self.main.similarity
 
     @property

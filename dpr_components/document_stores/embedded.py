@@ -29,13 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document, default_from_dict, default_to_dict
+from haystack import Document, default_to_dict
 from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.document_stores.types import DuplicatePolicy
 
-from dpr_components.document_stores import metadata_queries
-from dpr_components.document_stores.async_methods import AsyncStoreMethods
-from dpr_components.document_stores.dense_index import SIMILARITIES, Similarity
 from dpr_components.document_stores.document_table import (
     ENCODER_KEY,
     DocumentRow,
@@ -47,6 +44,7 @@ from dpr_components.document_stores.hybrid_scoring import (
     exact_dense_scores,
     hybrid_candidates,
 )
+from dpr_components.document_stores.metadata_queries import MetadataQueries
 from dpr_components.document_stores.store_backend import (
     DELTA_FRACTION,
     StoreBackend,
@@ -56,13 +54,18 @@ from dpr_components.document_stores.store_backend import (
     check_before_opening,
     holds_database,
 )
+from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.published import DOCUMENT_STORES, published_in
+from dpr_components.utils.similarity import Similarity, canonical_similarity
 from dpr_components.utils.validation import check_positive_int, check_query
+from dpr_components.utils.worker_threads import in_worker_thread
 
 logger = logging.getLogger(__name__)
 
 
-class EmbeddedDocumentStore(AsyncStoreMethods):
+@published_in(DOCUMENT_STORES)
+class EmbeddedDocumentStore(MetadataQueries):
     """Documents in SQLite, vectors in FAISS (inner product, cosine or L2), a Lucene-style BM25 index.
 
     Implements Haystack's DocumentStore protocol and its extended API (delete/update/count by
@@ -112,6 +115,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     def __init__(
         self,
+        *,
         path: str | None = None,
         embedding_dim: int | None = None,
         similarity: Similarity = "dot_product",
@@ -127,8 +131,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         memory_map: bool = True,
         dense_delta_fraction: float = DELTA_FRACTION,
     ) -> None:
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
+        similarity = canonical_similarity(similarity)
         if embedding_dim is not None and embedding_dim <= 0:
             raise ValueError(f"embedding_dim must be positive, got {embedding_dim}")
         if bm25_k1 < 0 or not 0 <= bm25_b <= 1:
@@ -168,6 +171,10 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
             return self._empty
         return self._backend
 
+    def exists(self) -> bool:
+        """Whether the store holds a database: in memory, or a folder something was written to."""
+        return self._opened is not None or self.path is None or holds_database(self.path)
+
     @property
     def similarity(self) -> str:
         return self._config.similarity
@@ -187,7 +194,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmbeddedDocumentStore:
-        return default_from_dict(cls, data)
+        return from_dict_any_path(cls, data)
 
     # -- DocumentStore protocol ---------------------------------------------------------------
     def count_documents(self) -> int:
@@ -250,35 +257,6 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
         """Number of documents matching ``filters`` (all documents for empty filters)."""
         return self._reader().table.count(filters)
-
-    # -- metadata fields ----------------------------------------------------------------------
-    def count_unique_metadata_by_filter(self, filters: dict[str, Any], metadata_fields: list[str]) -> dict[str, int]:
-        """Number of distinct values of each of ``metadata_fields`` (``key`` or ``meta.key``) among
-        the documents matching ``filters``, by field name without ``meta.``."""
-        return metadata_queries.count_unique_metadata(self._reader().table, filters, metadata_fields)
-
-    def get_metadata_fields_info(self) -> dict[str, dict[str, str]]:
-        """Each metadata field of the stored documents -> ``{"type": int | float | boolean | keyword}``."""
-        return metadata_queries.metadata_fields_info(self._reader().table)
-
-    def get_metadata_field_min_max(self, metadata_field: str) -> dict[str, Any]:
-        """``{"min": ..., "max": ...}`` of a metadata field's values (None when it has none)."""
-        return metadata_queries.metadata_field_min_max(self._reader().table, metadata_field)
-
-    def get_metadata_field_unique_values(
-        self,
-        metadata_field: str,
-        search_term: str | None = None,
-        from_: int = 0,
-        size: int = 10,
-        filters: dict[str, Any] | None = None,
-    ) -> tuple[list[Any], int]:
-        """Values ``from_`` to ``from_ + size`` of a metadata field's distinct values (ordered by
-        their text, those containing ``search_term`` when given) among the documents matching
-        ``filters``, and how many distinct values there are."""
-        return metadata_queries.metadata_field_unique_values(
-            self._reader().table, metadata_field, search_term, from_, size, filters
-        )
 
     @property
     def passage_encoder(self) -> str | None:
@@ -426,7 +404,7 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
     def hybrid_search_batch(
         self,
         queries: Sequence[str],
-        query_embeddings: Sequence[Sequence[float]] | np.ndarray,
+        query_embeddings: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
         weight: float,
         top_k: int = 10,
         candidates: int = 2000,
@@ -493,6 +471,26 @@ class EmbeddedDocumentStore(AsyncStoreMethods):
         main index and rewrite it now, instead of at the save that finds the delta too large."""
         self._reader().compact_dense()
 
+    # -- the async API: each method in a worker thread ----------------------------------------
+    # Safe: the SQLite connection and the indexes are guarded by locks, and a worker thread sees the same store.
+    count_documents_async = in_worker_thread(count_documents)
+    filter_documents_async = in_worker_thread(filter_documents)
+    write_documents_async = in_worker_thread(write_documents)
+    delete_documents_async = in_worker_thread(delete_documents)
+    delete_all_documents_async = in_worker_thread(delete_all_documents)
+    delete_by_filter_async = in_worker_thread(delete_by_filter)
+    update_by_filter_async = in_worker_thread(update_by_filter)
+    count_documents_by_filter_async = in_worker_thread(count_documents_by_filter)
+    count_unique_metadata_by_filter_async = in_worker_thread(MetadataQueries.count_unique_metadata_by_filter)
+    get_metadata_fields_info_async = in_worker_thread(MetadataQueries.get_metadata_fields_info)
+    get_metadata_field_min_max_async = in_worker_thread(MetadataQueries.get_metadata_field_min_max)
+    get_metadata_field_unique_values_async = in_worker_thread(MetadataQueries.get_metadata_field_unique_values)
+    get_documents_by_id_async = in_worker_thread(get_documents_by_id)
+    embedding_retrieval_async = in_worker_thread(embedding_retrieval)
+    bm25_retrieval_async = in_worker_thread(bm25_retrieval)
+    score_documents_async = in_worker_thread(score_documents)
+    save_async = in_worker_thread(save)
+
     def _mark_unsaved(self, changed: int) -> None:
         if changed and self.autosave:
             self._backend.unsaved_writes = True
@@ -521,7 +519,7 @@ def _vector_batch(documents: list[Document]) -> VectorBatch | None:
                 f"document {doc.id!r}: embedding has dimension {len(doc.embedding)} but document "  # type: ignore[arg-type]
                 f"{first.id!r} in the same write has {dim}"
             )
-    stamps = {d.meta.get(ENCODER_KEY) for d in with_vectors if isinstance(d.meta.get(ENCODER_KEY), str)}
+    stamps = {stamp for d in with_vectors if isinstance(stamp := d.meta.get(ENCODER_KEY), str)}
     if len(stamps) > 1:
         raise ValueError(f"one write mixes vectors of passage encoders {sorted(stamps)}: index with one encoder")
     return VectorBatch(dim=dim, first_id=first.id, encoder=stamps.pop() if stamps else None)

@@ -31,12 +31,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from haystack import logging
 
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 
@@ -165,4 +166,7 @@ def _write_record(directory: Path, files: dict[str, list[Any]]) -> None:
             return
         atomic_write_text(directory / VERIFIED, json.dumps({"format": VERIFIED_FORMAT, "files": files}))
     except OSError as error:
-        logger.debug("cannot record the verified files of %s (%s): they are hashed again next time", directory, error)
+        logger.debug(
+            "cannot record the verified files of {directory} ({error}): they are hashed again next time",
+            directory=directory, error=error,
+        )

@@ -31,7 +31,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import logging
 import shutil
 import sqlite3
 import threading
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from haystack import logging
 
 from dpr_components.document_stores.bm25_index import BM25Index
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
@@ -126,7 +126,7 @@ class StoreBackend:
         with self.files.exclusive(blocking=False) as acquired:
             if acquired:
                 for leftover in remove_stale_temporaries(self.root):
-                    logger.info("removed %s, left by an interrupted save", leftover)
+                    logger.info("removed {path}, left by an interrupted save", path=leftover)
 
     @property
     def embedding_dim(self) -> int | None:
@@ -177,7 +177,7 @@ class StoreBackend:
             index.fold()
             return index
         except DenseIndexError as error:
-            logger.info("%s: rebuilding the FAISS index from the documents", str(error))
+            logger.info("{error}: rebuilding the FAISS index from the documents", error=str(error))
             dim = self.embedding_dim
             assert dim is not None
             return self._rebuild_dense(dim)
@@ -202,19 +202,22 @@ class StoreBackend:
             try:
                 main = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe, self.config.memory_map)
             except DenseIndexError as error:
-                logger.warning("%s: rebuilding it from the documents", str(error))  # a string: no frames kept alive
+                logger.warning("{error}: rebuilding it from the documents", error=str(error))  # a string: no frames kept alive
                 self._rewrite.add(DENSE_DIR)
                 return None
             loaded, state = LayeredDenseIndex(main, main_key(directory)), main.state
             try:
                 state = loaded.load_delta(self.root / DELTA_DIR, self.table.generation) or state
             except DenseIndexError as error:
-                logger.warning("%s: catching up from the main FAISS index instead", str(error))
+                logger.warning("{error}: catching up from the main FAISS index instead", error=str(error))
                 loaded = LayeredDenseIndex(main, loaded.main_key)
                 self._rewrite.add(DELTA_DIR)
         c = self.config
         if (loaded.factory, loaded.similarity, loaded.dim) != (c.index_factory, c.similarity, self.embedding_dim):
-            logger.info("FAISS index in %s was built with other settings: rebuilding it", directory)
+            logger.info(
+                "FAISS index in {directory} was built with other settings: rebuilding it",
+                directory=directory,
+            )
             self._rewrite.add(DENSE_DIR)
             return None
         saved_generation = loaded.generation
@@ -227,8 +230,8 @@ class StoreBackend:
         count, table_state = self.table.vector_count()
         if table_state.generation == loaded.generation and count != len(loaded):
             logger.warning(
-                "FAISS index in %s holds %d vectors but the documents have %d: rebuilding it from the documents",
-                directory, len(loaded), count,
+                "FAISS index in {directory} holds {vectors} vectors but the documents have {count}: rebuilding it from the documents",
+                directory=directory, vectors=len(loaded), count=count,
             )
             self._rewrite.add(DENSE_DIR)
             return None
@@ -243,6 +246,7 @@ class StoreBackend:
             if index is not None and self._bm25_generation == self.table.generation:
                 return index, self._bm25_rowids
             if index is not None and self._catch_up_bm25(index.copy(), self._bm25_rowids, self._bm25_generation):
+                assert self._bm25 is not None  # the caught-up copy
                 return self._bm25, self._bm25_rowids
             if not self._load_bm25():
                 rowids, texts, generation = self.table.texts(self.config.bm25_title_field)
@@ -297,31 +301,43 @@ class StoreBackend:
                 index = BM25Index.load(directory, memory_map=self.config.memory_map)
                 rowids = np.load(directory / BM25_ROWIDS, allow_pickle=False)
             except (OSError, ValueError) as error:
-                logger.warning("BM25 index in %s unreadable (%s): rebuilding it from the documents", directory, str(error))
+                logger.warning(
+                    "BM25 index in {directory} unreadable ({error}): rebuilding it from the documents",
+                    directory=directory, error=str(error),
+                )
                 self._rewrite.add(BM25_DIR)
                 return False
         if not _params_match(index.params, self._bm25_params()):
-            logger.info("BM25 index in %s was built with other parameters: rebuilding it", directory)
+            logger.info(
+                "BM25 index in {directory} was built with other parameters: rebuilding it",
+                directory=directory,
+            )
             self._rewrite.add(BM25_DIR)
             return False
         generation = int(index.state["generation"])
         if rowids.ndim != 1 or len(rowids) != len(index) or not np.issubdtype(rowids.dtype, np.integer) or (
             len(rowids) > 1 and not np.all(np.diff(rowids) > 0)
         ):
-            logger.warning("BM25 index in %s has unusable row ids: rebuilding it from the documents", directory)
+            logger.warning(
+                "BM25 index in {directory} has unusable row ids: rebuilding it from the documents",
+                directory=directory,
+            )
             self._rewrite.add(BM25_DIR)
             return False
         count = self.table.count()
         if generation == self.table.generation and count != index.live_count:
             logger.warning(
-                "BM25 index in %s holds %d documents but the store has %d: rebuilding it from the documents",
-                directory, index.live_count, count,
+                "BM25 index in {directory} holds {indexed} documents but the store has {count}: rebuilding it from the documents",
+                directory=directory, indexed=index.live_count, count=count,
             )
             self._rewrite.add(BM25_DIR)
             return False
         self._bm25_unsaved = 0
         if not self._catch_up_bm25(index, rowids.astype(np.int64), generation):
-            logger.info("BM25 index in %s is too old to catch up with the documents: rebuilding it", directory)
+            logger.info(
+                "BM25 index in {directory} is too old to catch up with the documents: rebuilding it",
+                directory=directory,
+            )
             return False
         self._saved_at[BM25_DIR] = generation
         return True
@@ -359,14 +375,17 @@ class StoreBackend:
         elif not isinstance(generation, int) or generation > state.generation:
             problem = f"claims generation {generation!r} but the documents are at generation {state.generation}"
         if problem is not None:
-            logger.warning("index folder %s %s: rebuilding it from the documents", directory, problem)
+            logger.warning(
+                "index folder {directory} {problem}: rebuilding it from the documents",
+                directory=directory, problem=problem,
+            )
             self._rewrite.add(name)
             return None
         assert isinstance(generation, int)
         oldest = state.vectors_reset_at if oldest_generation is None else oldest_generation
         usable = generation == state.generation or (not exact_generation and oldest <= generation)
         if not usable:
-            logger.info("index folder %s is out of date: rebuilding it", directory)
+            logger.info("index folder {directory} is out of date: rebuilding it", directory=directory)
             return None
         return directory
 
@@ -420,7 +439,10 @@ class StoreBackend:
         try:
             self.save_pending()
         except Exception as error:  # noqa: BLE001 - a finaliser must not raise; the documents are safe in SQLite
-            logger.warning("could not save the indexes of %s (%s): the next opening rebuilds them", self.root, error)
+            logger.warning(
+                "could not save the indexes of {store} ({error}): the next opening rebuilds them",
+                store=self.root, error=error,
+            )
 
     def _save_dense(self, fold: bool = False) -> None:
         """Save the FAISS index: only its delta while it is small and made for the saved main;
@@ -495,7 +517,7 @@ def _check_recorded_settings(root: Path | None, config: StoreConfig, recorded: A
         )
 
 
-def bm25_positions_in(index: BM25Index, indexed_rowids: np.ndarray, rowids: Sequence[int]) -> np.ndarray:
+def bm25_positions_in(index: BM25Index, indexed_rowids: np.ndarray, rowids: Sequence[int] | np.ndarray) -> np.ndarray:
     """The position of each rowid in ``index`` (whose positions hold ``indexed_rowids``, as
     :meth:`StoreBackend.bm25` returns them); -1 for rows it does not hold or removed."""
     wanted = np.asarray(rowids, dtype=np.int64)
@@ -520,7 +542,10 @@ def _save_at_exit() -> None:
         try:
             backend.save_pending()
         except Exception as error:  # noqa: BLE001 - one folder's failure must not keep the others unsaved
-            logger.warning("could not save the indexes of %s (%s): the next opening rebuilds them", backend.root, error)
+            logger.warning(
+                "could not save the indexes of {store} ({error}): the next opening rebuilds them",
+                store=backend.root, error=error,
+            )
 
 
 def backend_for(config: StoreConfig) -> StoreBackend:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from haystack import logging
 
 LOCK_FILE = "store.lock"
 
@@ -68,7 +69,10 @@ class StoreLock:
                 if not blocking:
                     yield False
                     return
-                logger.warning("waiting for another process that holds %s (saving or loading the store's indexes)", self.path)
+                logger.warning(
+                    "waiting for another process that holds {path} (saving or loading the store's indexes)",
+                    path=self.path,
+                )
                 fcntl.flock(self._file, mode)
             self._mode, self._depth = mode, 1
             try:

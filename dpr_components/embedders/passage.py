@@ -8,8 +8,8 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 
+from dpr_components.embedders.encoder_component import EncoderComponent
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.pairing import META_FIELD, weights_digest
 from dpr_components.encoders.text_encoder import (
@@ -19,10 +19,12 @@ from dpr_components.encoders.text_encoder import (
     TitleMode,
 )
 from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.published import EMBEDDERS, published_in
 
 
 @component
-class PassageEmbedder:
+@published_in(EMBEDDERS)
+class PassageEmbedder(EncoderComponent):
     """Encodes documents with the passage encoder E_P (title from ``meta[title_field]`` plus content).
 
     With ``cache_dir`` set, vectors are kept on disk as they are made: an interrupted indexing
@@ -44,6 +46,7 @@ class PassageEmbedder:
 
     def __init__(
         self,
+        *,
         model: str = BUNDLED_MINILM,
         pooling: Pooling = "auto",
         normalize: bool | None = None,
@@ -55,20 +58,11 @@ class PassageEmbedder:
         cache_dir: str | None = None,
         progress_bar: bool = True,
     ) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.max_length = max_length
+        self._init_encoder(model, pooling, normalize, max_length, precision, batch_size, title_mode)
         self.title_mode = title_mode
-        self.precision = precision
-        self.batch_size = batch_size
         self.title_field = title_field
         self.cache_dir = cache_dir
         self.progress_bar = progress_bar
-        self.encoder = make_encoder(model, pooling, normalize, max_length, title_mode, precision, batch_size)
-
-    def warm_up(self) -> None:
-        self.encoder.load()
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -83,11 +77,19 @@ class PassageEmbedder:
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:
+        """Embed each document's content with E_P, with its title (``meta[title_field]``) as ``title_mode`` says.
+
+        :param documents: the passages to embed.
+        :returns: ``documents``: copies of the documents with their ``embedding`` set and, when the
+            model folder holds weights, ``meta["passage_encoder"]`` holding the weights digest.
+        :raises TypeError: when ``documents`` is not a list of Documents.
+        :raises ValueError: when a document has no text.
+        """
         return {"documents": self._embed(self._checked(documents))}
 
     @component.output_types(documents=list[Document])
     async def run_async(self, documents: list[Document]) -> dict[str, Any]:
-        """As :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
+        """Asynchronous version of :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
         return {"documents": await asyncio.to_thread(self._embed, self._checked(documents))}
 
     @staticmethod

@@ -7,15 +7,17 @@ from typing import Any
 
 from haystack import component, default_to_dict
 
-from dpr_components.encoders.factory import make_encoder
+from dpr_components.embedders.encoder_component import EncoderComponent
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.published import EMBEDDERS, published_in
 from dpr_components.utils.validation import check_query
 
 
 @component
-class QuestionEmbedder:
+@published_in(EMBEDDERS)
+class QuestionEmbedder(EncoderComponent):
     """Encodes a question with the question encoder E_Q.
 
     :param model: ``bundled:all-MiniLM-L6-v2`` or a local checkpoint folder (DPR, sentence-transformers, BERT).
@@ -39,6 +41,7 @@ class QuestionEmbedder:
 
     def __init__(
         self,
+        *,
         model: str = BUNDLED_MINILM,
         pooling: Pooling = "auto",
         normalize: bool | None = None,
@@ -46,18 +49,9 @@ class QuestionEmbedder:
         precision: Precision = "auto",
         batch_size: int = 32,
     ) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.max_length = max_length
-        self.precision = precision
-        self.batch_size = batch_size
         # Questions are encoded at query time: plain torch where it gives the same vectors, so a
         # command line answering one question does not import transformers.
-        self.encoder = make_encoder(model, pooling, normalize, max_length, "none", precision, batch_size, plain_torch=True)
-
-    def warm_up(self) -> None:
-        self.encoder.load()
+        self._init_encoder(model, pooling, normalize, max_length, precision, batch_size, "none", plain_torch=True)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -71,14 +65,20 @@ class QuestionEmbedder:
 
     @component.output_types(embedding=list[float])
     def run(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:
-        """The question's vector. ``text`` is the input name of Haystack's text embedders (so this
-        component replaces one, e.g. before ``InMemoryEmbeddingRetriever``); ``query`` is the same
-        input under the name our pipelines and the ``--query`` option use. Give one of them."""
+        """Encode a question with E_Q. Give exactly one of ``text`` and ``query``.
+
+        :param text: the question, under the input name of Haystack's text embedders (so this
+            component replaces one, e.g. before ``InMemoryEmbeddingRetriever``).
+        :param query: the question, under the name our pipelines and the ``--query`` option use.
+        :returns: ``embedding``: the question's vector.
+        :raises ValueError: when both or neither of ``text`` and ``query`` are given, or the question
+            is not text, has no visible character or is too long.
+        """
         return {"embedding": self._embed(self._question(text, query))}
 
     @component.output_types(embedding=list[float])
     async def run_async(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:
-        """As :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
+        """Asynchronous version of :meth:`run`, encoding in a worker thread so the event loop is not blocked."""
         return {"embedding": await asyncio.to_thread(self._embed, self._question(text, query))}
 
     @staticmethod

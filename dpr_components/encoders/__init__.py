@@ -4,10 +4,9 @@ without transformers' model code), the E_Q/E_P pairing (``pairing``), one loaded
 (``model_locks``), encoders built from component settings (``factory``) and passage encoding in
 batches with a resumable cache (``batch_encoding``, ``embedding_cache``). The names below load on first use."""
 
-import sys
 from typing import TYPE_CHECKING
 
-from lazy_imports import LazyImporter
+from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
     "text_encoder": ["TextEncoder", "EncoderSettings", "EncoderLoadError", "BUNDLED_MINILM", "Pooling", "Precision", "TitleMode", "resolve_model_path", "load_tokenizer", "detect_layout"],
@@ -29,4 +28,4 @@ if TYPE_CHECKING:
         resolve_model_path as resolve_model_path,
     )
 else:
-    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
+    make_lazy(__name__, __file__, _import_structure)

@@ -10,13 +10,13 @@ of the wrong size is never returned."""
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from haystack import logging
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ class EmbeddingCache:
     def _set_aside(self, error: sqlite3.DatabaseError) -> None:
         damaged = self.path.with_name(self.path.name + ".damaged")
         logger.warning(
-            "vector cache %s is not a usable cache (%s): moved to %s; its passages are encoded again",
-            self.path, error, damaged,
+            "vector cache {path} is not a usable cache ({error}): moved to {moved_to}; its passages are encoded again",
+            path=self.path, error=error, moved_to=damaged,
         )
         for suffix in ("", "-wal", "-shm"):
             source = Path(f"{self.path}{suffix}")
@@ -90,8 +90,8 @@ class EmbeddingCache:
             raise self._failed(error) from error
         if wrong_size:
             logger.warning(
-                "vector cache %s holds %d vectors that are not %d finite floats: those passages are encoded again",
-                self.path, wrong_size, self.dim,
+                "vector cache {path} holds {wrong} vectors that are not {dim} finite floats: those passages are encoded again",
+                path=self.path, wrong=wrong_size, dim=self.dim,
             )
         return found
 

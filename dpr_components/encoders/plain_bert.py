@@ -4,7 +4,7 @@ importing transformers.
 Why our own small piece: importing transformers' model code (``modeling_utils`` pulls in
 ``torch._dynamo`` and ``torch.distributed.tensor``) made ``haystack run pipelines/search.yml -q ...``
 take about twice the CPU time and wall time to answer one question (about 5.4 s instead of 2.7 s;
-docs/benchmarks/first_answer.md, ``python -m benchmarks.first_answer``). Encoding a question needs
+docs/benchmarks/first_answer.md, ``python -m benchmarks.cli.first_answer``). Encoding a question needs
 only BERT's forward pass, which is about forty lines of torch.
 
 Only what is proven equal to transformers' ``BertModel`` (eval mode, ``sdpa`` attention, float32
@@ -20,13 +20,13 @@ error (:func:`dpr_components.encoders.model_files.check_finite_weights`), whiche
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from haystack import logging
 
 from dpr_components.encoders.model_files import check_finite_weights
 
@@ -225,7 +225,7 @@ def load_plain_bert(folder: Path, kind: str, bf16: bool) -> PlainBert | None:
     try:
         return _load(Path(folder), kind, bf16)
     except Unsupported as reason:
-        logger.debug("%s: encoding with transformers (%s)", folder, reason)
+        logger.debug("{folder}: encoding with transformers ({reason})", folder=folder, reason=reason)
         return None
 
 
@@ -301,7 +301,7 @@ def load_bert_tokenizer(folder: Path) -> BertTokenizer | None:
     try:
         return load_tokenizer(Path(folder))
     except Unsupported as reason:
-        logger.debug("%s: tokenizing with transformers (%s)", folder, reason)
+        logger.debug("{folder}: tokenizing with transformers ({reason})", folder=folder, reason=reason)
         return None
 
 
@@ -347,8 +347,8 @@ def load_tokenizer(folder: Path) -> BertTokenizer:
         not a.special or a.normalized or a.lstrip or a.rstrip or a.single_word for a in added
     ):
         raise Unsupported("added tokens other than the named special tokens")
-    ids = {name: backend.token_to_id(token) for name, token in specials.items()}
-    if None in ids.values():
+    ids = {name: token_id for name, token in specials.items() if (token_id := backend.token_to_id(token)) is not None}
+    if len(ids) != len(specials):
         raise Unsupported("special tokens missing from the vocabulary")
     truncation_side = config.get("truncation_side", "right")
     if truncation_side not in ("right", "left"):

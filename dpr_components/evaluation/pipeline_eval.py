@@ -165,7 +165,7 @@ def evaluate_outputs(eval_pipeline: Pipeline, questions: Sequence[QAExample], ou
             )
         if "exact_match" in component_outputs:
             answer_scores = {"exact_match": component_outputs["exact_match"], "f1": component_outputs["f1"]}
-    inputs = {"question_id": [q.id for q in questions], "question": [q.question for q in questions], GOLD_INPUT: golds}
+    inputs: dict[str, list[Any]] = {"question_id": [q.id for q in questions], "question": [q.question for q in questions], GOLD_INPUT: golds}
     if outputs.answers is not None:
         inputs[ANSWER_INPUT] = list(outputs.answers)
     run_result = EvaluationRunResult(run_name=outputs.name, inputs=inputs, results=metrics)

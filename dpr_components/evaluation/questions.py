@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.utils.line_files import numbered_lines
+from dpr_components.utils.record_ids import LineIds
 from dpr_components.utils.settings import hf_offline
 from dpr_components.utils.sources import DATASETS_SUFFIXES, HF_PREFIX, resolve_source
 from dpr_components.utils.validation import check_question_field
@@ -60,7 +61,7 @@ def load_questions(
 
 def _load_local_file(path: Path, limit: int | None) -> list[QAExample]:
     examples: list[QAExample] = []
-    seen_ids: dict[str, int] = {}
+    seen_ids = LineIds()
     json_lines: bool | None = None
     for number, line in numbered_lines(path, "question file"):
         if number == 1:
@@ -72,9 +73,7 @@ def _load_local_file(path: Path, limit: int | None) -> list[QAExample]:
             json_lines = line.lstrip().startswith("{")
         where = f"{path}, line {number}"
         example = _parse_json_line(line, where, number) if json_lines else _parse_tsv_line(line, where, number)
-        if example.id in seen_ids:
-            raise ValueError(f"{where}: field 'id': {example.id!r} already used on line {seen_ids[example.id]}")
-        seen_ids[example.id] = number
+        seen_ids.add(example.id, number, where)
         examples.append(example)
         if limit is not None and len(examples) >= limit:
             break

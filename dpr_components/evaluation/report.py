@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
-from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.output_files import (
     prepare_output_folder,
@@ -51,9 +53,7 @@ def _cell(value: Any) -> str:
 
 
 def _markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return lines
+    return markdown_table([_cell(c) for c in columns], [[_cell(v) for v in row] for row in rows])
 
 
 def _command_text(command: str | Sequence[str]) -> str:
@@ -93,17 +93,12 @@ def _render_markdown(
         if table.note:
             lines += [table.note, ""]
         lines += _markdown_table(table.columns, table.rows)
-    lines += ["", "Produced by:", "", "```", command, "```", ""]
+    lines += ["", *produced_by(command)]
     return "\n".join(lines)
 
 
 def _plot(path: Path, systems: Mapping[str, RetrievalResult], title: str, log_x: bool) -> None:
-    # Figure + Agg canvas directly, so the global pyplot backend is left alone.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 4.5), dpi=120)
-    FigureCanvasAgg(figure)
+    figure = new_figure((7, 4.5), dpi=120)
     axes = figure.add_subplot()
     for name, result in systems.items():
         ks = sorted(result.top_k)
@@ -120,8 +115,7 @@ def _plot(path: Path, systems: Mapping[str, RetrievalResult], title: str, log_x:
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(loc="lower right")
     figure.tight_layout()
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png")
+    save_png(figure, path)
 
 
 def write_retrieval_report(

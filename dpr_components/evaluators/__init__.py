@@ -1,9 +1,8 @@
 """Evaluator components: DPR's top-k retrieval accuracy and SQuAD exact match / F1. Classes load on first use."""
 
-import sys
 from typing import TYPE_CHECKING
 
-from lazy_imports import LazyImporter
+from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
     "answer_exact_match": ["AnswerExactMatchF1Evaluator"],
@@ -18,4 +17,4 @@ if TYPE_CHECKING:
         RetrievalAccuracyEvaluator as RetrievalAccuracyEvaluator,
     )
 else:
-    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
+    make_lazy(__name__, __file__, _import_structure)

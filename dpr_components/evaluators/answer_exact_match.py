@@ -12,9 +12,11 @@ from haystack import component, default_to_dict
 from dpr_components.evaluation.answer_metrics import exact_match, f1
 from dpr_components.evaluators.batch_checks import check_batch
 from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.published import EVALUATORS, published_in
 
 
 @component
+@published_in(EVALUATORS)
 class AnswerExactMatchF1Evaluator:
     """SQuAD v1.1 exact match and token F1 of one predicted answer per question, each the
     maximum over that question's gold answers. A None or blank prediction scores 0.
@@ -34,8 +36,18 @@ class AnswerExactMatchF1Evaluator:
     @component.output_types(
         exact_match=float, f1=float, score=float, individual_scores=list[float], individual_f1=list[float]
     )
-    def run(self, ground_truth_answers: list[list[str]], predicted_answers: list[str | None]) -> dict[str, Any]:
-        """Score each prediction against its gold answers."""
+    def run(
+        self, ground_truth_answers: list[list[str]], predicted_answers: list[str | None] | None = None
+    ) -> dict[str, Any]:
+        """Score each prediction against its gold answers.
+
+        :param ground_truth_answers: the gold answers of each question.
+        :param predicted_answers: one predicted answer per question (None when the system gave none). Left
+            out (a retrieval system in a pipeline that scores both kinds), the evaluator returns no outputs.
+        :returns: ``exact_match``, ``f1``, ``score``, ``individual_scores`` and ``individual_f1``.
+        """
+        if predicted_answers is None:
+            return {}
         check_batch(ground_truth_answers, predicted_answers, "predicted_answers")
         ems: list[float] = []
         f1s: list[float] = []

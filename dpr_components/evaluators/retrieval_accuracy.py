@@ -20,10 +20,12 @@ from dpr_components.evaluation.retrieval_metrics import (
 )
 from dpr_components.evaluators.batch_checks import check_batch, passage_texts
 from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.published import EVALUATORS, published_in
 from dpr_components.utils.validation import check_positive_int
 
 
 @component
+@published_in(EVALUATORS)
 class RetrievalAccuracyEvaluator:
     """DPR's top-k retrieval accuracy: a question counts at k if one of its first k documents
     contains a gold answer. Matching uses ``Document.content`` only, never ``meta["title"]``.
@@ -64,8 +66,18 @@ class RetrievalAccuracyEvaluator:
         mrr=float,
         first_hit_ranks=list[int | None],
     )
-    def run(self, ground_truth_answers: list[list[str]], retrieved_documents: list[list[Document]]) -> dict[str, Any]:
-        """Score each question's ranked documents against its gold answers."""
+    def run(
+        self, ground_truth_answers: list[list[str]], retrieved_documents: list[list[Document]] | None = None
+    ) -> dict[str, Any]:
+        """Score each question's ranked documents against its gold answers.
+
+        :param ground_truth_answers: the gold answers of each question.
+        :param retrieved_documents: each question's documents, best first. Left out (an answer system
+            in a pipeline that scores both kinds), the evaluator scores nothing and returns no outputs.
+        :returns: ``score``, ``individual_scores``, ``top_k_accuracy``, ``mrr`` and ``first_hit_ranks``.
+        """
+        if retrieved_documents is None:
+            return {}
         check_batch(ground_truth_answers, retrieved_documents, "retrieved_documents")
         ranks = [
             first_hit_rank_for(answers, passage_texts(documents, index), self.match_mode)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from dpr_components.indexing.corpus import CorpusFormat, read_corpus
+from dpr_components.indexing.corpus import CorpusFormat, CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
 from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.published import CONVERTERS, PREPROCESSORS, published_in
 from dpr_components.utils.validation import (
     MAX_PASSAGE_CHARS,
     describe_long_word,
@@ -18,6 +20,7 @@ from dpr_components.utils.validation import (
 
 
 @component
+@published_in(CONVERTERS)
 class CorpusReader:
     """Reads a corpus file, or documents given as ``records``, into Documents (``meta["title"]`` holds the title).
 
@@ -33,7 +36,7 @@ class CorpusReader:
     ```
     """
 
-    def __init__(self, format: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> None:
+    def __init__(self, *, format: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> None:
         if format not in ("auto", "jsonl", "tsv"):
             raise ValueError(f"format must be auto, jsonl or tsv, got {format!r}")
         if on_empty not in ("error", "skip"):
@@ -50,9 +53,20 @@ class CorpusReader:
 
     @component.output_types(documents=list[Document])
     def run(self, path: str | None = None, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """Documents from the corpus file at ``path`` or from ``records`` (``{"id", "title", "text"}`` objects)."""
+        """Read documents from the corpus file at ``path`` or from ``records`` (give exactly one).
+
+        :param path: a corpus file in the init ``format``.
+        :param records: documents as ``{"id", "title", "text"}`` objects (``title`` optional).
+        :returns: ``documents``: one Document per record, with the record's id, ``text`` as content and
+            ``meta["title"]``; records without text are left out when ``on_empty`` is ``skip``.
+        :raises ValueError: when both or neither of ``path`` and ``records`` are given, the file is
+            outside the input root, missing or malformed, a record lacks a field or repeats an id, a
+            text is unfit to index (empty under ``on_empty="error"``, a word over 1,000 characters,
+            invalid Unicode), or no document has text.
+        """
         if (path is None) == (records is None):
             raise ValueError("CorpusReader needs exactly one of 'path' (a corpus file) or 'records' (a list of documents)")
+        read: Iterable[CorpusRecord]
         if path is not None:
             read = read_corpus(check_input_path(path, "corpus file"), self.format, self.on_empty)
         else:
@@ -61,6 +75,7 @@ class CorpusReader:
 
 
 @component
+@published_in(PREPROCESSORS)
 class DPRPassageSplitter:
     """Splits documents into DPR passages: disjoint blocks of at most ``words_per_passage`` words.
 
@@ -81,7 +96,7 @@ class DPRPassageSplitter:
     [p.id for p in passages]  # ["d1#0", "d1#1", "d1#2"]
     ```"""
 
-    def __init__(self, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS) -> None:
+    def __init__(self, *, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS) -> None:
         if words_per_passage <= 0:
             raise ValueError(f"words_per_passage must be positive, got {words_per_passage}")
         if max_passage_chars <= 0:
@@ -98,6 +113,14 @@ class DPRPassageSplitter:
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:
+        """Split each document into passages of at most ``words_per_passage`` words.
+
+        :param documents: the documents to split.
+        :returns: ``documents``: the passages in document order, each with its document's meta plus
+            ``document_id`` and ``passage_index``, and the id ``<document id>#<index>``.
+        :raises ValueError: when a document has no text, a word of more than 1,000 characters, or a
+            passage longer than ``max_passage_chars``.
+        """
         passages = []
         for doc in documents:
             if doc.content is None or not doc.content.strip():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpr_components.indexing.shard_spec import MAX_SHARDS
+from dpr_components.utils.line_files import existing_file
 
 _BLOCK = 1 << 20
 
@@ -39,11 +40,7 @@ def split_corpus(path: str | Path, count: int) -> CorpusSplit:
     may exceed the file's lines (some ranges are then empty) but not :data:`MAX_SHARDS`."""
     if not 1 <= count <= MAX_SHARDS:
         raise ValueError(f"shard count must be 1 to {MAX_SHARDS:,}, got {count:,}")
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"corpus file {path} is a directory, not a file")
-    if not path.is_file():
-        raise ValueError(f"corpus file {path} does not exist")
+    path = existing_file(path, "corpus file")
     size = path.stat().st_size
     # Shard i begins with the first line that starts at or after byte i * size / count.
     boundaries = [i * size // count for i in range(1, count)]

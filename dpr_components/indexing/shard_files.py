@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard, cast
 
 import numpy as np
 from haystack import Document
@@ -138,7 +138,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -209,7 +209,7 @@ def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str
         if len(block) != wanted * row_bytes:
             raise ShardError(f"{where}: {VECTORS} ends within row {done + len(block) // row_bytes + 1:,}, its manifest says {rows:,} rows")
         vectors = np.frombuffer(block, dtype=_FLOAT).reshape(wanted, dim)
-        yield from zip(vectors, np.isfinite(vectors).all(axis=1).tolist())
+        yield from zip(vectors, cast(list[bool], np.isfinite(vectors).all(axis=1).tolist()))
         done += wanted
 
 

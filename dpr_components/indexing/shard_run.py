@@ -91,7 +91,7 @@ def run_shard(
         if report:
             report(f"shard {spec}: {documents:,} documents, {passages:,} passages (corpus lines {first:,} to {end - 1:,} of {split.lines:,})")
 
-    if sender is None:
+    if sender is None or shard_dir is None:  # both or neither
         for result in chunk_results():
             passages += sum(v for outputs in result.values() for k, v in outputs.items() if k == "documents_written")
             progress()
@@ -122,11 +122,12 @@ def pipeline_settings(pipeline: Pipeline) -> dict[str, Any]:
     (its weights and every setting that changes its vectors) instead of its model path."""
     settings: dict[str, Any] = {}
     for name, instance in pipeline.walk():
-        encoder = getattr(instance, "encoder", None)
-        if callable(getattr(encoder, "fingerprint", None)):
-            settings[name] = {"type": type(instance).__name__, "encoder": encoder.fingerprint()}
+        fingerprint = getattr(getattr(instance, "encoder", None), "fingerprint", None)
+        if callable(fingerprint):
+            settings[name] = {"type": type(instance).__name__, "encoder": fingerprint()}
             continue
-        data = instance.to_dict() if callable(getattr(instance, "to_dict", None)) else {}
+        to_dict = getattr(instance, "to_dict", None)
+        data = to_dict() if callable(to_dict) else {}
         params = {k: v for k, v in (data.get("init_parameters") or {}).items() if k not in _NO_EFFECT}
         settings[name] = {"type": type(instance).__name__, **params}
     return json.loads(json.dumps(settings, default=str))

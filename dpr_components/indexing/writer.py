@@ -10,19 +10,21 @@ stale passage until the same command is run again, never a document without its 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from dpr_components.store_access.async_calls import call_store
+from dpr_components.utils.published import WRITERS, published_in
 
 DOCUMENT_ID = "document_id"
 _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits terms queries)
 
 
 @component
+@published_in(WRITERS)
 class PassageWriter:
     """Writes passages to any store with ``filter_documents``, ``delete_documents`` and
     ``write_documents``; a document's passages replace all its previously stored ones.
@@ -42,7 +44,7 @@ class PassageWriter:
     ```
     """
 
-    def __init__(self, document_store: DocumentStore) -> None:
+    def __init__(self, *, document_store: DocumentStore) -> None:
         for method in ("filter_documents", "delete_documents", "write_documents"):
             if not callable(getattr(document_store, method, None)):
                 raise ValueError(f"PassageWriter needs a document store with {method}(), got {type(document_store).__name__}")
@@ -57,7 +59,7 @@ class PassageWriter:
         if not isinstance(store, dict) or "type" not in store:
             raise ValueError("PassageWriter needs init parameter 'document_store' with a 'type'")
         try:
-            store_class = import_class_by_name(store["type"])
+            store_class = cast(type[DocumentStore], import_class_by_name(store["type"]))
         except ImportError as error:
             raise ValueError(f"PassageWriter: cannot import document store type {store['type']!r}: {error}") from error
         data["init_parameters"]["document_store"] = store_class.from_dict(store)
@@ -65,7 +67,12 @@ class PassageWriter:
 
     @component.output_types(documents_written=int)
     def run(self, documents: list[Document]) -> dict[str, int]:
-        """Write ``documents``; return how many were written (stale passages deleted not counted)."""
+        """Write the passages (overwriting), then delete the stored passages of their documents that they lack.
+
+        :param documents: passages; those with ``meta["document_id"]`` replace all stored passages of
+            that document, the others are only written.
+        :returns: ``documents_written``: how many were written (stale passages deleted not counted).
+        """
         store = self.document_store
         written = store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
         stored = [p.id for f in _passage_filters(documents) for p in store.filter_documents(f)]
@@ -76,7 +83,7 @@ class PassageWriter:
 
     @component.output_types(documents_written=int)
     async def run_async(self, documents: list[Document]) -> dict[str, int]:
-        """As :meth:`run`, without blocking the event loop."""
+        """Asynchronous version of :meth:`run`, without blocking the event loop."""
         store = self.document_store
         written = await call_store(store, "write_documents", documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
         stored = [p.id for f in _passage_filters(documents) for p in await call_store(store, "filter_documents", f)]

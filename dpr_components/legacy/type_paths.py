@@ -37,22 +37,55 @@ LEGACY_TYPE_PATHS: dict[str, str] = {
 }
 
 
-def _import_type(type_path: str) -> type:
+# type path of a class's defining module -> its published path (see dpr_components.utils.published);
+# these stay loadable for good, with ``allowed_modules=["dpr_components"]``
+DEFINITION_PATHS: dict[str, str] = {}
+
+
+def current_type_path(type_path: str) -> str:
+    """The path a class is published under today, for any path it was or is also known by."""
+    seen = {type_path}
+    while type_path in LEGACY_TYPE_PATHS or type_path in DEFINITION_PATHS:
+        type_path = LEGACY_TYPE_PATHS.get(type_path) or DEFINITION_PATHS[type_path]
+        if type_path in seen:
+            break
+        seen.add(type_path)
+    return type_path
+
+
+def register_definition_path(defined: str, published: str) -> None:
+    """Keep ``defined`` (``module.Class`` where the class is written) loadable from pipeline files once the
+    class is published as ``published``."""
+    DEFINITION_PATHS[defined] = published
+    if defined != published and defined not in component.registry:
+        component.registry[defined] = _stand_in(defined, published)
+
+
+def _import_type(type_path: str) -> type[Any]:
     module_name, class_name = type_path.rsplit(".", 1)
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def _stand_in(old: str, current: str) -> type:
-    """A registry entry for ``old`` that builds the class at ``current`` from pipeline data."""
+def _stand_in(path: str, current: str) -> type:
+    """A registry entry for ``path`` that builds the class published at ``current`` from pipeline data,
+    importing it only then."""
 
-    class LegacyComponent:
+    class StandIn:
         @classmethod
         def from_dict(cls, data: dict[str, Any]) -> Any:
-            return from_dict_any_path(_import_type(current), data)
+            published = current_type_path(current)
+            return _import_type(published).from_dict({**data, "type": published})
 
-    LegacyComponent.__name__ = LegacyComponent.__qualname__ = current.rsplit(".", 1)[1]
-    LegacyComponent.__doc__ = f"Stands for {current} under its old path {old} (removed in {REMOVED_IN})."
-    return LegacyComponent
+    StandIn.__name__ = StandIn.__qualname__ = current.rsplit(".", 1)[1]
+    StandIn.__doc__ = f"Stands for {current} under the path {path} until the class is imported."
+    return StandIn
+
+
+def register_lazy_class(published: str) -> None:
+    """Let ``Pipeline.from_dict`` find the class published at ``published`` in Haystack's component
+    registry before its module is imported; importing the class then registers the class itself."""
+    if published not in component.registry:
+        component.registry[published] = _stand_in(published, published)
 
 
 def register_legacy_paths(module_name: str) -> None:
@@ -66,6 +99,6 @@ def register_legacy_paths(module_name: str) -> None:
 def from_dict_any_path(cls: type[T], data: dict[str, Any]) -> T:
     """``default_from_dict`` that also accepts an old type path of ``cls``."""
     current = generate_qualified_class_name(cls)
-    if LEGACY_TYPE_PATHS.get(data.get("type", "")) == current:
+    if data.get("type") != current and current_type_path(str(data.get("type", ""))) == current:
         data = {**data, "type": current}
     return default_from_dict(cls, data)

@@ -1,9 +1,8 @@
 """Ranker components: the DPR hybrid of BM25 and dense scores (and reciprocal rank fusion). Classes load on first use."""
 
-import sys
 from typing import TYPE_CHECKING
 
-from lazy_imports import LazyImporter
+from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
     "hybrid": ["HybridRanker"],
@@ -12,4 +11,4 @@ _import_structure = {
 if TYPE_CHECKING:
     from dpr_components.rankers.hybrid import HybridRanker as HybridRanker
 else:
-    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
+    make_lazy(__name__, __file__, _import_structure)

@@ -27,6 +27,7 @@ from dpr_components.store_access.search_backend import (
     search_backend,
 )
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.validation import check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]
@@ -57,6 +58,7 @@ class _Fusion(NamedTuple):
 
 
 @component
+@published_in(RANKERS)
 class HybridRanker:
     """Fuses ``bm25_documents`` and ``dense_documents`` into one ranking.
 
@@ -98,6 +100,7 @@ class HybridRanker:
 
     def __init__(
         self,
+        *,
         document_store: Any = None,
         mode: FusionMode = "dpr",
         weight: float = 1.1,
@@ -147,6 +150,20 @@ class HybridRanker:
         top_k: int | None = None,
         weight: float | None = None,
     ) -> dict[str, Any]:
+        """Fuse the two retrievers' lists into one ranking.
+
+        :param bm25_documents: the BM25 retriever's documents, best first.
+        :param dense_documents: the dense retriever's documents, best first.
+        :param query: the question text; mode ``dpr`` needs it to score the union by BM25.
+        :param query_embedding: the question vector; mode ``dpr`` needs it to score the union by similarity.
+        :param top_k: documents returned; ``None`` keeps the init value.
+        :param weight: λ of mode ``dpr``; ``None`` keeps the init value (mode ``rrf`` ignores it).
+        :returns: ``documents``: the best ``top_k`` of the union, scored by the fused score, with
+            ``meta["bm25_score"]`` and ``meta["dense_score"]`` (in mode ``rrf`` the retrievers' own
+            scores, ``None`` for a document the other list lacks).
+        :raises ValueError: when ``top_k`` is not a positive integer, or in mode ``dpr`` with documents
+            to fuse, when ``query`` or ``query_embedding`` is missing or ``weight`` is not a finite number.
+        """
         fusion = self._prepare(bm25_documents, dense_documents, query, query_embedding, top_k, weight)
         scores = None
         if fusion.needs_scores:
@@ -164,7 +181,8 @@ class HybridRanker:
         top_k: int | None = None,
         weight: float | None = None,
     ) -> dict[str, Any]:
-        """As :meth:`run`; mode ``dpr`` scores the union through the store's async API (or a worker thread)."""
+        """Asynchronous version of :meth:`run`; mode ``dpr`` scores the union through the store's async API
+        (or a worker thread)."""
         fusion = self._prepare(bm25_documents, dense_documents, query, query_embedding, top_k, weight)
         scores = None
         if fusion.needs_scores:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
+from dpr_components.evaluation.answer_matching import MatchMode
 from dpr_components.evaluation.retrieval_metrics import (
     answer_hits,
     top_k_accuracy_from_ranks,
@@ -53,10 +54,10 @@ def union_from_lists(
 
 
 def collect_candidates(
-    contents: Sequence[str], bm25: np.ndarray, dense: np.ndarray, answers: Sequence[str], match_mode: str = "string"
+    contents: Sequence[str], bm25: np.ndarray, dense: np.ndarray, answers: Sequence[str], match_mode: MatchMode = "string"
 ) -> Candidates:
     """A question's scored union with the answer hit of each member."""
-    hits = np.array(answer_hits(answers, list(contents), match_mode), dtype=bool)
+    hits = np.array(answer_hits(answers, list(contents), match_mode), dtype=np.bool_)
     return Candidates(bm25=np.asarray(bm25, dtype=np.float64), dense=np.asarray(dense, dtype=np.float64), hits=hits)
 
 

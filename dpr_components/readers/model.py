@@ -10,28 +10,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from dpr_components.encoders.model_files import (
-    LOAD_ERRORS,
-    ModelFileError,
-    check_finite_to_save,
-    check_finite_weights,
-    check_model_files,
-    describe_load_error,
-    first_line,
-    quiet_transformers,
-    weight_files,
+from dpr_components.encoders import model_files
+from dpr_components.encoders.bundled import (
+    BundledModelError,
+    is_bundled_encoder,
+    model_folder,
 )
 from dpr_components.encoders.text_encoder import (
-    BUNDLED_PREFIX,
     EncoderLoadError,
     resolve_model_path,
 )
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 READER_ARCHITECTURE = "DPRReader"
 _HARMLESS_MISSING = ("embeddings.position_ids",)
@@ -43,7 +40,7 @@ _BERT_FIELDS = (
 )
 
 
-class ReaderLoadError(ModelFileError):
+class ReaderLoadError(model_files.ModelFileError):
     """A reader folder is missing, is not a reader, or would run with random weights."""
 
 
@@ -58,31 +55,27 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def resolve_reader_path(model: str) -> Path:
-    """The folder of a reader checkpoint; bundled names are refused (they hold no reader heads)."""
-    if model.startswith(BUNDLED_PREFIX):
+    """The folder of a reader checkpoint: ``bundled:reader-minilm`` or a folder; the bundled encoders are
+    refused (they hold no reader heads)."""
+    if is_bundled_encoder(model):
         raise ReaderLoadError(
             f"{model!r} is an encoder without reader heads; train a reader from it with "
             "training/train_reader.py and give the output folder"
         )
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise ReaderLoadError(
-            f"reader model folder {model!r} does not exist (models are never downloaded; "
-            "train one with training/train_reader.py, see training/READER.md)"
-        )
-    if not (path / "config.json").is_file():
-        raise ReaderLoadError(f"reader model folder {model!r} has no config.json: not a transformers checkpoint")
-    return path
+    try:
+        return model_folder(model, "reader", "train one with training/train_reader.py, see training/READER.md")
+    except BundledModelError as error:
+        raise ReaderLoadError(str(error)) from None
 
 
 def load_tokenizer(path: Path) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        with quiet_transformers():
+        with model_files.quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
-    except LOAD_ERRORS as error:
-        raise ReaderLoadError(f"cannot load the tokenizer of {path} (tokenizer.json, vocab.txt): {first_line(error)}") from error
+    except model_files.LOAD_ERRORS as error:
+        raise ReaderLoadError(f"cannot load the tokenizer of {path} (tokenizer.json, vocab.txt): {model_files.first_line(error)}") from error
     if not getattr(tokenizer, "is_fast", False):
         raise ReaderLoadError(f"{path} has no fast tokenizer (tokenizer.json); the reader needs its character offsets")
     if len(tokenizer) < 100 or tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -102,22 +95,26 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
             f"{path} is a {architectures or config.get('model_type', 'unknown')} checkpoint, not a DPRReader: "
             "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
         )
-    check_model_files(path)
+    model_files.check_model_files(path)
     try:
-        with quiet_transformers():
-            reader, info = DPRReader.from_pretrained(
-                str(path), output_loading_info=True, dtype=torch.float32, trust_remote_code=False
+        with model_files.quiet_transformers():
+            # transformers types from_pretrained as returning the model alone, not (model, info)
+            reader, info = cast(
+                tuple[DPRReader, dict[str, Any]],
+                DPRReader.from_pretrained(
+                    str(path), output_loading_info=True, dtype=torch.float32, trust_remote_code=False
+                ),
             )
-    except LOAD_ERRORS as error:
-        raise ReaderLoadError(describe_load_error(path, error)) from error
+    except model_files.LOAD_ERRORS as error:
+        raise ReaderLoadError(model_files.describe_load_error(path, error)) from error
     missing = sorted(k for k in info.get("missing_keys", []) if not any(h in k for h in _HARMLESS_MISSING))
     if missing:
-        files = ", ".join(p.name for p in weight_files(path)) or "no weight file"
+        files = ", ".join(p.name for p in model_files.weight_files(path)) or "no weight file"
         raise ReaderLoadError(
             f"the weights in {path} ({files}) lack {len(missing)} reader weights (e.g. {missing[:3]}): not a "
             "DPRReader's weights; it would run with random weights"
         )
-    check_finite_weights(path, reader.state_dict())
+    model_files.check_finite_weights(path, reader.state_dict())
     return reader.eval(), load_tokenizer(path)
 
 
@@ -148,20 +145,20 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
         layout = detect_layout(resolve_model_path(model))
     except EncoderLoadError as error:
         raise ReaderLoadError(str(error)) from error
-    check_model_files(layout.transformer_path)
+    model_files.check_model_files(layout.transformer_path)
     try:
-        with quiet_transformers():
+        with model_files.quiet_transformers():
             encoder, info = AutoModel.from_pretrained(
                 str(layout.transformer_path), output_loading_info=True, dtype=torch.float32, trust_remote_code=False
             )
-    except LOAD_ERRORS as error:
-        raise ReaderLoadError(describe_load_error(layout.transformer_path, error)) from error
+    except model_files.LOAD_ERRORS as error:
+        raise ReaderLoadError(model_files.describe_load_error(layout.transformer_path, error)) from error
     missing = [k for k in info.get("missing_keys", []) if "pooler" not in k and "position_ids" not in k]
     if missing:
         raise ReaderLoadError(f"{layout.transformer_path} lacks encoder weights (e.g. {sorted(missing)[:3]})")
     if encoder.config.model_type != "bert":
         raise ReaderLoadError(f"a DPRReader needs a BERT encoder; {model!r} is a {encoder.config.model_type!r} model")
-    check_finite_weights(layout.transformer_path, encoder.state_dict())
+    model_files.check_finite_weights(layout.transformer_path, encoder.state_dict())
     settings = {name: getattr(encoder.config, name) for name in _BERT_FIELDS if hasattr(encoder.config, name)}
     config = DPRConfig(**settings, projection_dim=0)
     torch.manual_seed(seed)
@@ -190,10 +187,11 @@ def save_reader(
     state = {
         k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()
     }
-    check_finite_to_save(Path(path), state)
-    with quiet_transformers(), atomic_directory(path) as tmp:
-        reader.config.architectures = [READER_ARCHITECTURE]
-        reader.save_pretrained(str(tmp), state_dict=state, safe_serialization=True)
+    model_files.check_finite_to_save(Path(path), state)
+    pretrained = cast("PreTrainedModel", reader)  # a DPRReader
+    with model_files.quiet_transformers(), atomic_directory(path) as tmp:
+        pretrained.config.architectures = [READER_ARCHITECTURE]
+        pretrained.save_pretrained(str(tmp), state_dict=state, safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         if info is not None:
             atomic_write_text(tmp / "reader_info.json", json.dumps(info, indent=1, sort_keys=True) + "\n")

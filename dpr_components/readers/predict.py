@@ -121,8 +121,10 @@ def row_logits(
         chunk = rows[first : first + size]
         batch = collate(chunk, pad_id)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            start, end, relevance = reader_logits(reader, batch["input_ids"], batch["attention_mask"])
-        start, end, relevance = start.numpy(), end.numpy(), relevance.numpy()
+            start_logits, end_logits, relevance_logits = reader_logits(
+                reader, batch["input_ids"], batch["attention_mask"]
+            )
+        start, end, relevance = start_logits.numpy(), end_logits.numpy(), relevance_logits.numpy()
         if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(relevance).all()):
             raise NonFiniteLogits()
         for i, row in enumerate(chunk):

@@ -22,12 +22,14 @@ from dpr_components.readers.predict import (
     SpanPrediction,
     read,
 )
+from dpr_components.utils.published import READERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"
 
 
 @component
+@published_in(READERS)
 class SpanReader:
     """Extracts answer spans from the top-k documents of a question (Karpukhin et al. 2020, section 6).
 
@@ -75,6 +77,7 @@ class SpanReader:
 
     def __init__(
         self,
+        *,
         model: str = DEFAULT_READER,
         top_k: int = 5,
         ranking: Ranking = "passage",
@@ -139,7 +142,15 @@ class SpanReader:
 
     @component.output_types(answers=list[ExtractedAnswer])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
-        """Answers to ``query`` from ``documents`` (documents without text are skipped)."""
+        """Extract answers to ``query`` from ``documents`` (loading the model on first use).
+
+        :param query: the question.
+        :param documents: the passages to read, in the retriever's order; documents without text are skipped.
+        :param top_k: answers returned; ``None`` keeps the init value.
+        :returns: ``answers``: up to ``top_k`` ``ExtractedAnswer``s, best first (none when no document has text).
+        :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
+            ``top_k`` is not a positive integer.
+        """
         top_k, readable = self._prepare(query, documents, top_k)
         if not readable:
             return {"answers": []}
@@ -147,7 +158,7 @@ class SpanReader:
 
     @component.output_types(answers=list[ExtractedAnswer])
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
-        """As :meth:`run`, reading in a worker thread so the event loop is not blocked."""
+        """Asynchronous version of :meth:`run`, reading in a worker thread so the event loop is not blocked."""
         top_k, readable = self._prepare(query, documents, top_k)
         if not readable:
             return {"answers": []}

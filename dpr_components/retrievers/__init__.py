@@ -1,12 +1,9 @@
 """Retriever components: DPR dense retrieval, BM25 and their exact hybrid, over the embedded store, Elasticsearch or any
 Haystack store with public ``embedding_retrieval`` / ``bm25_retrieval`` methods. Classes load on first use."""
 
-import sys
 from typing import TYPE_CHECKING
 
-from lazy_imports import LazyImporter
-
-from dpr_components.legacy.type_paths import register_legacy_paths
+from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
     "bm25": ["BM25Retriever"],
@@ -19,7 +16,5 @@ if TYPE_CHECKING:
     from dpr_components.retrievers.dense import DenseRetriever as DenseRetriever
     from dpr_components.retrievers.hybrid import HybridRetriever as HybridRetriever
 else:
-    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)
-
-# This package is also the old module path dpr_components.retrievers.<Class> of pipeline files.
-register_legacy_paths(__name__)
+    # This package is also the old module path dpr_components.retrievers.<Class> of pipeline files.
+    make_lazy(__name__, __file__, _import_structure, legacy_paths=True)

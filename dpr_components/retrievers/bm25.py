@@ -8,17 +8,16 @@ from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
 from dpr_components.legacy.type_paths import from_dict_any_path
-from dpr_components.store_access.filter_settings import (
-    effective_filters,
-    parse_filter_policy,
-)
-from dpr_components.store_access.search_backend import search_backend, warn_if_empty
+from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.store_access.store_retriever import StoreRetriever
+from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
 @component
-class BM25Retriever:
+@published_in(RETRIEVERS)
+class BM25Retriever(StoreRetriever):
     """Ranks documents by BM25 in any document store with BM25 retrieval: ``EmbeddedDocumentStore``
     (Lucene-style), ``ElasticsearchDocumentStore``, Haystack's ``InMemoryDocumentStore`` or any
     store with a public ``bm25_retrieval(query, filters, top_k)``.
@@ -42,24 +41,14 @@ class BM25Retriever:
 
     def __init__(
         self,
+        *,
         document_store: Any,
         top_k: int = 10,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
         scale_score: bool = False,
     ) -> None:
-        self.document_store = document_store
-        self.top_k = check_positive_int("top_k", top_k)
-        self.filters = filters
-        self.filter_policy = parse_filter_policy(filter_policy)
-        self.scale_score = bool(scale_score)
-        self._backend = search_backend(document_store, required=("bm25_retrieval",))
-        self._warmed_up = False
-
-    def warm_up(self) -> None:
-        if not self._warmed_up:
-            warn_if_empty(self.document_store)
-            self._warmed_up = True
+        self._init_search(document_store, "bm25_retrieval", top_k, filters, filter_policy, scale_score)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -80,6 +69,16 @@ class BM25Retriever:
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
     ) -> dict[str, Any]:
+        """Search the store by BM25.
+
+        :param query: the search text.
+        :param top_k: documents returned; ``None`` keeps the init value.
+        :param filters: filters on the documents, combined with the init filters by ``filter_policy``.
+        :param scale_score: ``None`` keeps the init value.
+        :returns: ``documents``: the best ``top_k`` documents with their BM25 scores.
+        :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
+            ``top_k`` is not a positive integer.
+        """
         return {"documents": self._backend.bm25_retrieval(*self._prepare(query, top_k, filters, scale_score))}
 
     @component.output_types(documents=list[Document])
@@ -90,7 +89,7 @@ class BM25Retriever:
         filters: dict[str, Any] | None = None,
         scale_score: bool | None = None,
     ) -> dict[str, Any]:
-        """As :meth:`run`, through the store's async API (or a worker thread)."""
+        """Asynchronous version of :meth:`run`, through the store's async API (or a worker thread)."""
         return {"documents": await self._backend.bm25_retrieval_async(*self._prepare(query, top_k, filters, scale_score))}
 
     def _prepare(

@@ -17,12 +17,10 @@ from dpr_components.encoders.pairing import (
 )
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.legacy.type_paths import from_dict_any_path
-from dpr_components.store_access.filter_settings import (
-    effective_filters,
-    parse_filter_policy,
-)
-from dpr_components.store_access.search_backend import search_backend, warn_if_empty
+from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.store_access.store_retriever import StoreRetriever
+from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
@@ -38,7 +36,8 @@ class _Search(NamedTuple):
 
 
 @component
-class DenseRetriever:
+@published_in(RETRIEVERS)
+class DenseRetriever(StoreRetriever):
     """DPR retrieval: encodes the question with E_Q and searches the passage vectors by inner product.
 
     Takes question text (``query``) or a ready ``query_embedding``; also returns the embedding so
@@ -72,6 +71,7 @@ class DenseRetriever:
 
     def __init__(
         self,
+        *,
         document_store: Any,
         model: str = BUNDLED_MINILM,
         top_k: int = 10,
@@ -84,22 +84,14 @@ class DenseRetriever:
         scale_score: bool = False,
         return_embedding: bool = False,
     ) -> None:
-        self.document_store = document_store
         self.return_embedding = bool(return_embedding)
-        self.top_k = check_positive_int("top_k", top_k)
-        self.filters = filters
-        self.filter_policy = parse_filter_policy(filter_policy)
-        self.scale_score = bool(scale_score)
-        self._backend = search_backend(document_store, required=("embedding_retrieval",))
-        self._warmed_up = False
+        self._init_search(document_store, "embedding_retrieval", top_k, filters, filter_policy, scale_score)
         self.embedder = QuestionEmbedder(
             model=model, pooling=pooling, normalize=normalize, max_length=max_length, precision=precision
         )
 
     def warm_up(self) -> None:
-        if not self._warmed_up:
-            warn_if_empty(self.document_store)
-            self._warmed_up = True
+        self._check_store_once()
         self.embedder.warm_up()
         self.check_store_pairing()
 
@@ -127,6 +119,20 @@ class DenseRetriever:
         scale_score: bool | None = None,
         return_embedding: bool | None = None,
     ) -> dict[str, Any]:
+        """Encode the question with E_Q and search the store's passage vectors.
+
+        :param query: the question text; not needed (and not read) when ``query_embedding`` is given.
+        :param query_embedding: a ready question vector, searched as is.
+        :param top_k: documents returned; ``None`` keeps the init value.
+        :param filters: filters on the documents, combined with the init filters by ``filter_policy``.
+        :param scale_score: ``None`` keeps the init value.
+        :param return_embedding: ``None`` keeps the init value.
+        :returns: ``documents``: the best ``top_k`` documents with their similarity scores;
+            ``query_embedding``: the question vector searched with.
+        :raises ValueError: when neither ``query`` nor ``query_embedding`` is given, ``query`` is not
+            text, has no visible character or is too long, ``top_k`` is not a positive integer, or the
+            store's passages were embedded by a passage encoder not paired with this question encoder.
+        """
         search = self._prepare(query, query_embedding, top_k, filters, scale_score, return_embedding)
         store_checked = self.check_store_pairing()
         embedding = search.query_embedding
@@ -147,8 +153,8 @@ class DenseRetriever:
         scale_score: bool | None = None,
         return_embedding: bool | None = None,
     ) -> dict[str, Any]:
-        """As :meth:`run`; the question is encoded in a worker thread and the store searched
-        through its async API (or in a worker thread), so the event loop is never blocked."""
+        """Asynchronous version of :meth:`run`: the question is encoded in a worker thread and the store
+        searched through its async API (or in a worker thread), so the event loop is never blocked."""
         search = self._prepare(query, query_embedding, top_k, filters, scale_score, return_embedding)
         store_checked = await asyncio.to_thread(self.check_store_pairing)  # reads the store, hashes weights once
         embedding = search.query_embedding

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, NamedTuple
 
 from haystack import Document, component, default_to_dict
@@ -19,11 +18,13 @@ from dpr_components.store_access.filter_settings import (
     parse_filter_policy,
 )
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import (
     check_finite,
     check_positive_int,
     check_query,
 )
+from dpr_components.utils.worker_threads import in_worker_thread
 
 
 class _Request(NamedTuple):
@@ -35,6 +36,7 @@ class _Request(NamedTuple):
 
 
 @component
+@published_in(RETRIEVERS)
 class HybridRetriever:
     """BM25 and DPR retrieval fused as in the paper (Karpukhin et al. 2020, section 5.1): the union
     of both top-``candidates`` lists, every member scored ``BM25(q, p) + weight · sim(q, p)``
@@ -67,6 +69,7 @@ class HybridRetriever:
 
     def __init__(
         self,
+        *,
         document_store: Any,
         model: str = BUNDLED_MINILM,
         candidates: int = 2000,
@@ -87,13 +90,13 @@ class HybridRetriever:
         self.filter_policy = parse_filter_policy(filter_policy)
         # The dense side (question encoding, pairing checks, the store's vector search) is a DenseRetriever.
         self.dense = DenseRetriever(
-            document_store, model=model, top_k=candidates, pooling=pooling, normalize=normalize,
+            document_store=document_store, model=model, top_k=candidates, pooling=pooling, normalize=normalize,
             max_length=max_length, precision=precision,
         )
         self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
         if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods
-            self.bm25 = BM25Retriever(document_store, top_k=candidates)
-            self.ranker = HybridRanker(document_store, mode="dpr", weight=weight, top_k=top_k)
+            self.bm25 = BM25Retriever(document_store=document_store, top_k=candidates)
+            self.ranker = HybridRanker(document_store=document_store, mode="dpr", weight=weight, top_k=top_k)
 
     def warm_up(self) -> None:
         self.dense.warm_up()
@@ -120,6 +123,19 @@ class HybridRetriever:
         filters: dict[str, Any] | None = None,
         weight: float | None = None,
     ) -> dict[str, Any]:
+        """Search by BM25 and DPR and rank the union of both lists by ``BM25 + weight · sim``.
+
+        :param query: the question text (BM25 needs it even when ``query_embedding`` is given).
+        :param query_embedding: a ready question vector; ``None`` encodes ``query`` with E_Q.
+        :param top_k: documents returned; ``None`` keeps the init value.
+        :param filters: filters on the documents, combined with the init filters by ``filter_policy``.
+        :param weight: λ; ``None`` keeps the init value.
+        :returns: ``documents``: the best ``top_k`` documents, scored by the fused score, with
+            ``meta["bm25_score"]`` and ``meta["dense_score"]``; ``query_embedding``: the question vector.
+        :raises ValueError: when ``query`` is not text, has no visible character or is too long,
+            ``top_k`` is not a positive integer, ``weight`` is not a finite number, or the store's
+            passages were embedded by a passage encoder not paired with this question encoder.
+        """
         request = self._prepare(query, query_embedding, top_k, filters, weight)
         embedding = request.query_embedding or self.dense.embedder.run(query=request.query)["embedding"]
         if self._in_store:
@@ -130,20 +146,14 @@ class HybridRetriever:
             return {"documents": documents, "query_embedding": embedding}
         dense = self.dense.run(query_embedding=embedding, filters=request.filters)["documents"]
         bm25 = self.bm25.run(query=request.query, filters=request.filters)["documents"]
-        fused = self.ranker.run(bm25, dense, request.query, embedding, request.top_k, request.weight)
+        fused = self.ranker.run(
+            bm25_documents=bm25, dense_documents=dense, query=request.query, query_embedding=embedding,
+            top_k=request.top_k, weight=request.weight,
+        )
         return {"documents": fused["documents"], "query_embedding": embedding}
 
-    @component.output_types(documents=list[Document], query_embedding=list[float])
-    async def run_async(
-        self,
-        query: str,
-        query_embedding: list[float] | None = None,
-        top_k: int | None = None,
-        filters: dict[str, Any] | None = None,
-        weight: float | None = None,
-    ) -> dict[str, Any]:
-        """As :meth:`run`, in a worker thread (encoding and array work, no I/O to await)."""
-        return await asyncio.to_thread(self.run, query, query_embedding, top_k, filters, weight)
+    # Encoding and array work, no I/O to await: the whole run goes to a worker thread.
+    run_async = in_worker_thread(run)
 
     def search_batch(
         self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None,
@@ -166,7 +176,10 @@ class HybridRetriever:
                     chunk, embeddings, settings.weight, settings.top_k, self.candidates, settings.filters
                 )
             else:
-                results += [self.run(q, e, top_k, filters, weight)["documents"] for q, e in zip(chunk, embeddings)]
+                results += [
+                    self.run(query=q, query_embedding=e, top_k=top_k, filters=filters, weight=weight)["documents"]
+                    for q, e in zip(chunk, embeddings)
+                ]
         return results
 
     def union_scores(self, query: str, filters: dict[str, Any] | None = None) -> tuple[list[str], Any, Any]:

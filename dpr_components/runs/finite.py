@@ -12,13 +12,13 @@ without these checks (they only read values)."""
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from haystack import logging
 
 from dpr_components.encoders.model_files import non_finite_tensor
 
@@ -93,8 +93,10 @@ def apply_update(
         raise diverged(step, problem, kept(), detail, skippable=True)
     else:
         optimizer.zero_grad(set_to_none=True)
-        logger.warning("step %d: %s: the weights were not updated (skipped step %d of %d allowed)",
-                       step, problem, skipped + 1, budget)
+        logger.warning(
+            "step {step}: {problem}: the weights were not updated (skipped step {skipped} of {budget} allowed)",
+            step=step, problem=problem, skipped=skipped + 1, budget=budget,
+        )
     with warnings.catch_warnings():
         # A skipped first step advances the schedule before any optimizer step, on purpose.
         warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before")

@@ -10,7 +10,8 @@ def adamw_with_decay_groups(
 ) -> torch.optim.Optimizer:
     """AdamW over the trainable parameters, with weight decay on all but biases and LayerNorm weights
     (as in BERT and DPR)."""
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, parameter in model.named_parameters():
         if not parameter.requires_grad:
             continue

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from haystack import Document
+from haystack import Document, logging
+from haystack.document_stores.errors import DocumentStoreError
 
 from dpr_components.store_access.async_calls import async_method
 
@@ -256,13 +256,25 @@ def is_embedded_store(store: Any) -> bool:
     return module is not None and isinstance(store, module.EmbeddedDocumentStore)
 
 
-def warn_if_empty(store: Any) -> None:
-    """An empty embedded store almost always means the index was never built (or a wrong path)."""
-    if is_embedded_store(store) and store.count_documents() == 0:
+class MissingStoreError(DocumentStoreError):
+    """A search pipeline names an embedded store folder that holds no store."""
+
+
+def check_store_is_built(store: Any) -> None:
+    """A search over an embedded store folder that was never indexed is an error, not an empty answer
+    (a mistyped path would otherwise look like a corpus with no match); an existing store without
+    documents is only warned about."""
+    if not is_embedded_store(store):
+        return
+    if store.path is not None and not store.exists():
+        raise MissingStoreError(
+            f"no document store at {str(store.path)!r}: index a corpus there first, e.g. "
+            f"haystack run index --input path=corpus.jsonl --store {store.path}"
+        )
+    if store.count_documents() == 0:
         logger.warning(
-            "document store %s is empty: index a corpus first, e.g. "
-            "haystack run pipelines/index.yml --input path=examples/corpus.jsonl",
-            store.path or "(in memory)",
+            "document store {store} is empty: index a corpus first, e.g. haystack run index --input path=corpus.jsonl --store DIR",
+            store=store.path or "(in memory)",
         )
 
 

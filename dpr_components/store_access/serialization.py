@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from haystack.core.serialization import import_class_by_name
+from haystack.document_stores.types import DocumentStore
+
+from dpr_components.legacy.type_paths import current_type_path
+from dpr_components.utils.published import DOCUMENT_STORES
+
+EMBEDDED_STORE_TYPE = f"{DOCUMENT_STORES}.EmbeddedDocumentStore"
 
 
 def store_to_dict(store: Any) -> dict[str, Any]:
@@ -15,13 +21,30 @@ def store_from_dict(data: dict[str, Any]) -> Any:
     """Rebuild a document store from its ``{"type", "init_parameters"}`` dict."""
     if not isinstance(data, dict) or "type" not in data:
         raise ValueError(f"document_store must be a dict with a 'type', got {data!r}")
-    if data["type"] == "dpr_components.document_stores.embedded.EmbeddedDocumentStore":
+    if current_type_path(str(data["type"])) == EMBEDDED_STORE_TYPE:
         # Our own store needs no allowlist entry; any other class goes through Haystack's allowlist.
         from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
         return EmbeddedDocumentStore.from_dict(data)
     try:
-        store_class = import_class_by_name(data["type"])
+        store_class = cast(type[DocumentStore], import_class_by_name(data["type"]))
     except ImportError as error:
         raise ValueError(f"cannot import document store class {data['type']!r}: {error}") from error
     return store_class.from_dict(data)
+
+
+def replace_store_paths(node: Any, path: str) -> int:
+    """Set the folder of every embedded store inside pipeline data ``node`` to ``path``; how many were set."""
+    count = 0
+    if isinstance(node, dict):
+        if current_type_path(str(node.get("type", ""))) == EMBEDDED_STORE_TYPE and isinstance(
+            node.get("init_parameters"), dict
+        ):
+            node["init_parameters"]["path"] = path
+            count += 1
+        for value in node.values():
+            count += replace_store_paths(value, path)
+    elif isinstance(node, list):
+        for value in node:
+            count += replace_store_paths(value, path)
+    return count

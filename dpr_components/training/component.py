@@ -14,12 +14,14 @@ from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.published import TRAINERS, published_in
 from dpr_components.utils.sources import resolve_data_source
 
 logger = logging.getLogger(__name__)
 
 
 @component
+@published_in(TRAINERS)
 class DPRTrainer:
     """Trains question and passage encoders (Karpukhin et al. 2020) on DPR-format data.
 
@@ -41,6 +43,7 @@ class DPRTrainer:
 
     def __init__(
         self,
+        *,
         output_dir: str = "runs/dpr",
         model: str = BUNDLED_MINILM,
         epochs: int = 3,
@@ -94,10 +97,23 @@ class DPRTrainer:
         corpus: str | None = None,
         split: str | None = None,
     ) -> dict[str, Any]:
-        """Train on ``data`` (a file or ``datasets`` source, see ``load_training_examples``) or on
-        ``examples``; ``dev_data`` enables validation and best-model selection; ``corpus`` (a
-        JSONL/TSV corpus, split into 100-word passages) gives random negatives and the sampled
-        validation pool."""
+        """Train the encoders on ``data`` or on ``examples`` (give exactly one).
+
+        :param data: training data: a file or ``datasets`` source (see ``load_training_examples``).
+        :param examples: training examples given directly.
+        :param dev_data: dev data in the same formats; enables validation and best-model selection.
+        :param corpus: a JSONL/TSV corpus, split into 100-word passages: random negatives and the
+            sampled validation pool.
+        :param split: the ``datasets`` split of ``data``.
+        :returns: ``checkpoint``: the folder of the best validated model (else the final one), holding
+            ``question_encoder/`` and ``passage_encoder/``; ``question_model`` and ``passage_model``:
+            those two folders; ``metrics``: ``steps``, ``best_step``, ``best_metric``,
+            ``last_validation`` and ``examples_per_second``.
+        :raises ValueError: when both or neither of ``data`` and ``examples`` are given, a file is
+            outside the input root, a record is malformed, the ``corpus`` file is missing or malformed,
+            or there is no training example.
+        :raises FileNotFoundError: when a ``data`` or ``dev_data`` file does not exist.
+        """
         from dpr_components.training.negatives import load_corpus_passages
         from dpr_components.training.trainer import train
 

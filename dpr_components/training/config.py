@@ -18,6 +18,7 @@ from dpr_components.runs.setting_types import check_setting_types
 from dpr_components.training.batching import NEGATIVE_SOURCES
 from dpr_components.training.losses import LOSSES
 from dpr_components.training.losses.similarity import SIMILARITIES
+from dpr_components.utils.similarity import canonical_similarity
 
 # Settings that may change when a run is resumed (they do not change what is computed).
 RESUMABLE_CHANGES = frozenset(
@@ -145,7 +146,7 @@ class TrainingConfig:
     @property
     def normalize(self) -> bool:
         """Cosine training yields unit vectors, so the exported encoders normalise; dot and L2 do not."""
-        return self.similarity == "cosine"
+        return canonical_similarity(self.similarity) == "cosine"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -15,8 +15,10 @@ pooling. Our passages are encoded as the pair (title, text); with sentence-trans
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -40,9 +42,12 @@ from dpr_components.encoders.text_encoder import (
     load_tokenizer,
     resolve_model_path,
 )
-from dpr_components.training.dpr_layout import dpr_class, dpr_to_bert
+from dpr_components.training.dpr_layout import Role, dpr_class, dpr_to_bert
 from dpr_components.training.export import export_dpr, save_encoder_folder, save_weights
 from dpr_components.training.frozen_passages import check_same_vectors
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 from dpr_components.training.model import BiEncoder
 from dpr_components.utils.atomic_files import atomic_directory
 
@@ -78,7 +83,7 @@ def _portable(reference: str) -> str:
     return path.name if path.is_absolute() else reference
 
 
-def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, str]:
+def _bert_and_layout(source: str) -> tuple[PreTrainedModel, Any, ModelLayout, str]:
     """The plain BertModel inside ``source``, its tokenizer and layout, and the pooling to record."""
     from transformers import AutoModel
 
@@ -88,7 +93,7 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
     try:
         with quiet_transformers():
             if layout.kind in ("dpr_question", "dpr_context"):
-                role = "question" if layout.kind == "dpr_question" else "context"
+                role: Role = "question" if layout.kind == "dpr_question" else "context"
                 model = dpr_class(role).from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
                 bert = dpr_to_bert(model)
             else:
@@ -96,6 +101,7 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
     except LOAD_ERRORS as error:
         raise EncoderLoadError(describe_load_error(folder, error)) from error
     check_finite_weights(folder, bert.state_dict())
+    pooling: str
     if layout.kind in ("dpr_question", "dpr_context"):
         pooling = "cls" if layout.pooling == "pooler" else layout.pooling
     else:
@@ -105,13 +111,21 @@ def _bert_and_layout(source: str) -> tuple[torch.nn.Module, Any, ModelLayout, st
     return bert, load_tokenizer(layout), layout, pooling
 
 
-def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
-    """One encoder as a plain BERT folder with a sidecar (loadable by ``TextEncoder``)."""
+@contextmanager
+def _bert_folder(source: str, out: Path, fp16: bool) -> Iterator[tuple[Path, PreTrainedModel, ModelLayout, str]]:
+    """The folder being written at ``out``, holding the weights and tokenizer of ``source``'s BERT, with
+    the model, its layout and pooling; the caller adds its format's files before the folder takes ``out``."""
     bert, tokenizer, layout, pooling = _bert_and_layout(source)
-    out = Path(out)
     with atomic_directory(out) as tmp:
         save_weights(bert, tmp, fp16)
         tokenizer.save_pretrained(str(tmp))
+        yield tmp, bert, layout, pooling
+
+
+def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
+    """One encoder as a plain BERT folder with a sidecar (loadable by ``TextEncoder``)."""
+    out = Path(out)
+    with _bert_folder(source, out, fp16) as (tmp, _, layout, pooling):
         sidecar = {"pooling": pooling, "normalize": layout.normalize, "max_length": layout.max_length, "title_mode": "pair"}
         (tmp / SIDECAR_FILE).write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
     return out
@@ -119,11 +133,8 @@ def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
 
 def to_sentence_transformers(source: str, out: str | Path, fp16: bool = False) -> Path:
     """One encoder as a sentence-transformers folder."""
-    bert, tokenizer, layout, pooling = _bert_and_layout(source)
     out = Path(out)
-    with atomic_directory(out) as tmp:
-        save_weights(bert, tmp, fp16)
-        tokenizer.save_pretrained(str(tmp))
+    with _bert_folder(source, out, fp16) as (tmp, bert, layout, pooling):
         (tmp / "1_Pooling").mkdir()
         pooling_config = {
             "word_embedding_dimension": bert.config.hidden_size,

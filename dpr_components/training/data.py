@@ -32,6 +32,7 @@ from dpr_components.training.records import RecordError, example_from_record
 from dpr_components.training.squad import examples_from_squad, looks_like_squad
 from dpr_components.utils.input_files import input_root, open_input_file
 from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
+from dpr_components.utils.record_ids import LineIds
 from dpr_components.utils.sources import DATASETS_SUFFIXES, resolve_source
 
 MAX_JSON_FILE_BYTES = 256 * 1024 * 1024
@@ -145,7 +146,7 @@ def _from_records(records: object, path: Path, limit: int | None) -> LoadedExamp
 def _load_json_lines(path: Path, limit: int | None) -> LoadedExamples:
     examples: list[TrainingExample] = []
     skipped = 0
-    seen: dict[str, int] = {}
+    seen = LineIds(RecordError)
     for number, line in numbered_lines(path, "training data file", MAX_LINE_BYTES, RecordError):
         where = f"{path}, line {number}"
         if number == 1:
@@ -160,9 +161,7 @@ def _load_json_lines(path: Path, limit: int | None) -> LoadedExamples:
         if example is None:
             skipped += 1
             continue
-        if example.id in seen:
-            raise RecordError(f"{where}: field 'id': {example.id!r} already used on line {seen[example.id]}")
-        seen[example.id] = number
+        seen.add(example.id, number, where)
         examples.append(example)
         if limit is not None and len(examples) >= limit:
             break

@@ -73,16 +73,19 @@ def sum_gradients(parameters: Iterable[torch.nn.Parameter]) -> None:
     _, world = rank_and_world()
     if world == 1:
         return
-    params = [p for p in parameters if p.requires_grad]
-    for p in params:
+    grads: list[torch.Tensor] = []
+    for p in parameters:
+        if not p.requires_grad:
+            continue
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
+        grads.append(p.grad)
+    flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat, op=dist.ReduceOp.SUM)
     offset = 0
-    for p in params:
-        n = p.numel()
-        p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset : offset + n].view_as(g))
         offset += n
 
 

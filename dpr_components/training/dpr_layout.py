@@ -7,15 +7,18 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel
 
 Role = Literal["question", "context"]
 _PREFIX = {"question": "question_encoder.bert_model.", "context": "ctx_encoder.bert_model."}
 
 
-def dpr_class(role: Role) -> type:
+def dpr_class(role: Role) -> type[PreTrainedModel]:
     from transformers import DPRContextEncoder, DPRQuestionEncoder
 
     if role not in _PREFIX:
@@ -70,13 +73,13 @@ def dpr_to_dpr(model: torch.nn.Module, role: Role) -> torch.nn.Module:
     source = role_of(model)
     if source == role:
         return model
-    converted = dpr_class(role)(model.config)
+    converted = dpr_class(role)(cast("PretrainedConfig", model.config))
     state = {_PREFIX[role] + k[len(_PREFIX[source]) :]: v for k, v in model.state_dict().items()}
     converted.load_state_dict(state)
     return converted
 
 
-def dpr_to_bert(model: torch.nn.Module) -> torch.nn.Module:
+def dpr_to_bert(model: torch.nn.Module) -> PreTrainedModel:
     """The DPR encoder's BERT as a plain ``BertModel`` (without pooler: DPR has none)."""
     from transformers import BertModel
 

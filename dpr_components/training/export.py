@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -31,6 +31,9 @@ from dpr_components.training.model import BiEncoder
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 TRAINING_FILE = "training.json"
 
 
@@ -40,7 +43,7 @@ def save_weights(model: torch.nn.Module, folder: Path, fp16: bool = False) -> No
 
     transformers_logging.disable_progress_bar()
     folder.mkdir(parents=True, exist_ok=True)
-    to_save = copy.deepcopy(model).to(torch.float16) if fp16 else model
+    to_save = cast("PreTrainedModel", copy.deepcopy(model).to(torch.float16) if fp16 else model)
     to_save.save_pretrained(str(folder), safe_serialization=True)
     if fp16:
         config_path = folder / "config.json"

@@ -6,7 +6,7 @@ Rows are either DPR-shaped (``question``, ``answers``, ``positive_ctxs``...) or 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ def load_hf_examples(source: str, split: str | None = None, limit: int | None = 
         raise RecordError(f"{source}: no split {split!r}; available splits are {names}")
     dataset = loaded[split]
     columns = set(dataset.column_names)
+    parse: Callable[[Mapping[str, Any], str, str], TrainingExample | None]
     if "positive_ctxs" in columns:
         parse = example_from_record
     elif {"question", "context"} <= columns:

@@ -9,7 +9,7 @@ Inputs and pooling are exactly those of ``TextEncoder``: questions alone, passag
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 import torch
 
@@ -41,13 +41,17 @@ def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[to
     layout = detect_layout(resolve_model_path(model))
     folder = layout.transformer_path
     check_model_files(folder)
-    overrides = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    overrides: dict[str, Any] = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     try:
         with quiet_transformers():
             if layout.kind in ("dpr_question", "dpr_context"):
                 source_role: Role = "question" if layout.kind == "dpr_question" else "context"
-                encoder, info = dpr_class(source_role).from_pretrained(
-                    str(folder), dtype=torch.float32, output_loading_info=True, trust_remote_code=False, **overrides
+                # transformers types from_pretrained as returning the model alone, not (model, info)
+                encoder, info = cast(
+                    tuple[torch.nn.Module, dict[str, Any]],
+                    dpr_class(source_role).from_pretrained(
+                        str(folder), dtype=torch.float32, output_loading_info=True, trust_remote_code=False, **overrides
+                    ),
                 )
                 encoder = dpr_to_dpr(encoder, role)
             else:
@@ -94,7 +98,7 @@ class BiEncoder(torch.nn.Module):
         self.passage_model = None if self.tied else passage_model
         self.question_tokenizer = question_tokenizer
         self.passage_tokenizer = passage_tokenizer
-        self.pooling = pooling
+        self.pooling = cast(Literal["cls", "mean", "pooler"], pooling)  # checked above
         self.normalize = normalize
         self.max_length = max_length
         self.bf16 = bf16

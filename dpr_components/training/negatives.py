@@ -134,10 +134,10 @@ class NegativeMiner:
     def __init__(
         self,
         passages: Sequence[Passage],
-        index: SearchIndex | Sequence[SearchIndex],
+        index: SearchIndex | list[SearchIndex] | tuple[SearchIndex, ...],
         settings: NegativeMiningSettings | None = None,
     ) -> None:
-        self.indexes: list[SearchIndex] = list(index) if isinstance(index, (list, tuple)) else [index]  # type: ignore[arg-type]
+        self.indexes: list[SearchIndex] = list(index) if isinstance(index, (list, tuple)) else [index]
         for one in self.indexes:
             if len(one) != len(passages):
                 raise ValueError(f"an index holds {len(one)} passages but {len(passages)} were given")

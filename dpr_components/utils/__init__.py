@@ -1,4 +1,6 @@
 """Small helpers with one job each, used across the package: checks of user text and numbers
 (``validation``, ``type_checks``), files (``atomic_files``, ``line_files``, ``input_files``,
 ``output_files``), settings from the environment (``settings``), pipeline graphs
-(``pipeline_graph``) and named fault points for crash tests (``fault_points``)."""
+(``pipeline_graph``), record ids read once (``record_ids``), async twins of methods
+(``worker_threads``), lazily loaded package faces (``lazy_package``) and named fault points for
+crash tests (``fault_points``)."""

@@ -15,15 +15,21 @@ from dpr_components.utils.input_files import open_input_file
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
 
-def numbered_lines(
-    path: str | Path, what: str = "file", max_line_bytes: int = MAX_LINE_BYTES, error: type[ValueError] = ValueError
-) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)``; raise ``error`` naming ``what`` and the file, or ``file:line``."""
+def existing_file(path: str | Path, what: str = "file", error: type[ValueError] = ValueError) -> Path:
+    """``path`` as a Path; raise ``error`` naming ``what`` when it is a directory or does not exist."""
     path = Path(path)
     if path.is_dir():
         raise error(f"{what} {path} is a directory, not a file")
     if not path.is_file():
         raise error(f"{what} {path} does not exist")
+    return path
+
+
+def numbered_lines(
+    path: str | Path, what: str = "file", max_line_bytes: int = MAX_LINE_BYTES, error: type[ValueError] = ValueError
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)``; raise ``error`` naming ``what`` and the file, or ``file:line``."""
+    path = existing_file(path, what, error)
     try:
         handle = open_input_file(path, what)
     except OSError as failure:

@@ -101,7 +101,7 @@ def type_mismatch(value: Any, hint: Any, check_classes: bool = False) -> str | N
     return f"expected {_describe(hint)}, got {short_repr(value)}"
 
 
-def init_hints(cls: type) -> tuple[dict[str, Any], set[str], bool]:
+def init_hints(cls: type[Any]) -> tuple[dict[str, Any], set[str], bool]:
     """Type hints of ``cls.__init__``, its parameter names, and whether it takes ``**kwargs``."""
     import inspect
 

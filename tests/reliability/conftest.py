@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.corpora import SMALL_CORPUS, write_jsonl, write_training_data
 from tests.reliability.harness import EXPECTATIONS
 
 
@@ -47,17 +48,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 
 @pytest.fixture(scope="session")
 def _built_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
-    from tests.conftest import SMALL_CORPUS
     from tests.reliability.harness import PIPELINES, assert_success, cli
 
     folder = tmp_path_factory.mktemp("reliability_store")
-    corpus = folder / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(d) for d in SMALL_CORPUS) + "\n", encoding="utf-8")
+    corpus = write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)
     assert_success(cli(
         "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", folder / "store",
         "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
     ))
     return folder / "store"
+
+
+@pytest.fixture(scope="session")
+def finished_dpr_run(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> tuple[Path, Path]:
+    """A finished, uninterrupted 6-step DPR run (``training_checks.train_args``) and its data; copy it to change it."""
+    from tests.reliability.harness import assert_success
+    from tests.reliability.training_checks import train_args, train_command
+
+    folder = tmp_path_factory.mktemp("dpr_run")
+    data = write_training_data(folder / "train.jsonl")
+    assert_success(train_command(train_args(data, folder / "run", tiny_bert_dir)))
+    return folder / "run", data
 
 
 @pytest.fixture()

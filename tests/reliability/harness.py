@@ -6,7 +6,7 @@ in one line, what the user does. ``expect`` is what must happen:
 - ``"correct result"``: the command succeeds and its result is right;
 - ``"nothing lost"``: after a fault, every document saved before it is still there and searches
   return what they returned before.
-``python -m benchmarks.reliability_report`` runs the suite and writes docs/reliability.md."""
+``python -m benchmarks.reliability.reliability_report`` runs the suite and writes docs/reliability.md."""
 
 from __future__ import annotations
 

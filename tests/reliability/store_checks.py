@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gc
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tests.helpers.corpora import write_jsonl
 from tests.reliability.harness import PIPELINES
 
 QUERIES = ["who wrote hamlet", "highest mountain", "nobel prize physics", "largest planet gas giant"]
@@ -46,8 +46,8 @@ def index_args(corpus: Path, store: Path, model: Path) -> list[Any]:
 
 
 def write_corpus(path: Path, records: list[dict[str, str]]) -> Path:
-    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
-    return path
+    """``records`` as a JSON-lines corpus file."""
+    return write_jsonl(path, records)
 
 
 MORE_CORPUS = [

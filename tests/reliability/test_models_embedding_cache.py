@@ -4,12 +4,12 @@ aside and its passages encoded again, never read as wrong vectors."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.reliability.harness import (
     PIPELINES,
     assert_success,
@@ -30,11 +30,8 @@ def _index_args(corpus: Path, store: Path, model: Path, cache: Path) -> list[str
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> dict:
     """The store snapshot of an uninterrupted indexing run with the same settings."""
-    from tests.conftest import SMALL_CORPUS
-
     folder = tmp_path_factory.mktemp("cache_reference")
-    corpus = folder / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(d) for d in SMALL_CORPUS) + "\n", encoding="utf-8")
+    corpus = write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)
     assert_success(cli(*_index_args(corpus, folder / "store", tiny_st_dir, folder / "cache")))
     return store_snapshot(folder / "store")
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.corpora import write_training_data
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
-from tests.reliability.training_checks import train_command, write_training_data
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+from tests.reliability.training_checks import train_command
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 WEIGHTS = "model.safetensors"
 
@@ -109,7 +111,7 @@ def test_damaged_passage_encoder(tmp_path: Path, tiny_st_dir: Path, small_corpus
 @pytest.mark.parametrize("damage", [_lying_header, _weights_of_another_model], ids=["weights header lies about sizes", "weights of another model"])
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_damaged_reader(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, damage: Callable  # noqa: F811
+    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, damage: Callable
 ) -> None:
     """Answering questions with a span reader folder whose weights are damaged (reader.model)"""
     folder = _damaged_copy(tiny_reader_dir, tmp_path, damage)

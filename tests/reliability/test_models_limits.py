@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.corpora import write_training_data
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
 from tests.reliability.training_checks import (
     edit_json,
     poison_weights,
     train_command,
-    write_training_data,
 )
-from tests.test_reader import one_thread, tiny_encoder_dir, tiny_reader_dir, tokenizer  # noqa: F401  (shared fixtures)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 # config.json change -> the field the error must name; the tiny models have 2 layers, hidden size 32.
 CONFIG_CLAIMS = {
@@ -73,7 +74,7 @@ def test_passage_encoder_with_infinite_weights(tmp_path: Path, tiny_st_dir: Path
 
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_reader_with_nan_weights(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path  # noqa: F811
+    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path
 ) -> None:
     """Answering questions with a span reader folder whose weights hold NaN (reader.model)"""
     folder = _copy(tiny_reader_dir, tmp_path)
@@ -116,7 +117,7 @@ def test_config_claiming_other_sizes(
 
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_reader_config_claiming_a_million_layers(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path  # noqa: F811
+    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path
 ) -> None:
     """Answering questions with a span reader folder whose config.json claims a million layers"""
     folder = _copy(tiny_reader_dir, tmp_path)

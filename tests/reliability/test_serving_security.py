@@ -20,8 +20,8 @@ from starlette.testclient import TestClient
 from dpr_components.cli.server_guards import RequestGuard
 from dpr_components.cli.server_security import ServerPolicy
 from dpr_components.cli.serving import build_app
+from dpr_components.store_access.serialization import replace_store_paths
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
-from tests.test_serving import _set_stores
 
 CLEAR = pytest.mark.reliability(category="server", expect="clear error")
 CORRECT = pytest.mark.reliability(category="server", expect="correct result")
@@ -40,7 +40,7 @@ def pipelines_dir(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_b
     folder.mkdir()
     for name in SERVED:
         spec = yaml.safe_load((PIPELINES / f"{name}.yml").read_text(encoding="utf-8"))
-        _set_stores(spec, str(indexed_store))
+        replace_store_paths(spec, str(indexed_store))
         params = {name: data.get("init_parameters", {}) for name, data in spec["components"].items()}
         if "embedder" in params:
             params["embedder"].update(model=str(tiny_st_dir), cache_dir=None, progress_bar=False)
@@ -72,7 +72,7 @@ def assert_http_error(response: Any, status: int, *fragments: str) -> None:
 
 def _document_count(client: TestClient) -> int:
     found = client.post("/bm25/run", json={"query": "zebra stripes savanna"})
-    return sum(d["id"].startswith("zebra") for d in found.json()["result"]["bm25"]["documents"])
+    return sum(d["id"].startswith("zebra") for d in found.json()["result"]["documents"])
 
 
 ZEBRA = [{"id": "zebra", "title": "Zebra", "text": "Zebras are African equines with black and white stripes."}]
@@ -141,7 +141,7 @@ def test_allowed_origin(pipelines_dir: Path) -> None:
     response = client.post("/bm25/run", json={"query": "who wrote hamlet"}, headers={"Origin": "https://app.example"})
     assert response.status_code == 200, response.text
     assert response.headers["access-control-allow-origin"] == "https://app.example"
-    assert response.json()["result"]["bm25"]["documents"][0]["id"].startswith("hamlet")
+    assert response.json()["result"]["documents"][0]["id"].startswith("hamlet")
     refused = client.post("/bm25/run", json={"query": "x"}, headers={"Origin": EVIL})
     assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
 
@@ -225,7 +225,7 @@ def _routes(client: TestClient) -> set[tuple[str, str]]:
 def test_only_the_pipelines_are_mounted(client: TestClient) -> None:
     """A client looks for hayhooks' OpenAI-compatible, file, deploy and docs routes"""
     assert _routes(client) == {
-        ("GET", "/status"), ("GET", "/openapi.json"),
+        ("GET", "/status"), ("GET", "/openapi.json"), ("GET", "/"), ("GET", "/page/app.js"), ("GET", "/page/app.css"),
         ("POST", "/bm25/run"), ("POST", "/index/run"), ("POST", "/train_dpr/run"),
     }
     for method, path in [("POST", "/v1/chat/completions"), ("POST", "/chat/completions"), ("POST", "/v1/files"),
@@ -261,7 +261,7 @@ def test_api_key(pipelines_dir: Path) -> None:
     auth = {"Authorization": f"Bearer {KEY}"}
     assert client.post("/index/run", json={"records": ZEBRA}, headers=auth).status_code == 200
     found = client.post("/bm25/run", json={"query": "zebra stripes"}, headers=auth)
-    assert found.status_code == 200 and found.json()["result"]["bm25"]["documents"][0]["id"] == "zebra#0"
+    assert found.status_code == 200 and found.json()["result"]["documents"][0]["id"] == "zebra#0"
 
 
 @CLEAR

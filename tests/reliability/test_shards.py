@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SMALL_CORPUS
+from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import (
     assert_clear_error,
     assert_success,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from tests.conftest import SMALL_CORPUS
+from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import REPO, CliResult, assert_success, cli_process
 from tests.reliability.store_checks import (
     MORE_CORPUS,

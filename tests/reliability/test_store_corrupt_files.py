@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
 from tests.reliability.store_checks import (
     MORE_CORPUS,
@@ -79,8 +80,6 @@ def _edit_manifest(folder: Path, **state: object) -> None:
 @pytest.fixture(scope="session")
 def other_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
     """Another store built like the test store (same encoder, passage count and generation) from other texts."""
-    from tests.conftest import SMALL_CORPUS
-
     folder = tmp_path_factory.mktemp("other_store")
     corpus = [{**d, "text": d["text"] + " Also about something else entirely."} for d in SMALL_CORPUS]
     assert_success(cli(*index_args(write_corpus(folder / "other.jsonl", corpus), folder / "store", tiny_st_dir)))

@@ -11,7 +11,7 @@ from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from dpr_components.indexing.writer import PassageWriter
-from tests.conftest import SMALL_CORPUS
+from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import (
     PIPELINES,
     assert_clear_error,

@@ -13,29 +13,20 @@ import numpy as np
 import pytest
 import torch
 
-from tests.reliability.harness import assert_clear_error, assert_success
+from tests.helpers.reader_training import train_reader
+from tests.reliability.harness import assert_clear_error
 from tests.reliability.training_checks import (
     as_command,
     train_args,
     train_command,
     write_malicious_pickle,
-    write_training_data,
 )
-from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
-from tests.test_reader_training import _train as train_reader
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture(scope="session")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> tuple[Path, Path]:
-    """A finished 6-step DPR run and its data."""
-    folder = tmp_path_factory.mktemp("dpr_run")
-    data = write_training_data(folder / "train.jsonl")
-    assert_success(train_command(train_args(data, folder / "run", tiny_bert_dir)))
-    return folder / "run", data
-
-
-def _copy_run(finished_run: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
-    run, data = finished_run
+def _copy_run(finished_dpr_run: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    run, data = finished_dpr_run
     return Path(shutil.copytree(run, tmp_path / "run")), data
 
 
@@ -44,9 +35,9 @@ def _latest_checkpoint(run: Path) -> Path:
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_malicious_optimizer_file(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_malicious_optimizer_file(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
     """A DPR checkpoint's optimizer.pt is replaced by a pickle that creates a file when loaded"""
-    run, data = _copy_run(finished_run, tmp_path)
+    run, data = _copy_run(finished_dpr_run, tmp_path)
     marker = tmp_path / "code-ran"
     write_malicious_pickle(_latest_checkpoint(run) / "optimizer.pt", marker)
     result = train_command(train_args(data, run, tiny_bert_dir))
@@ -55,9 +46,9 @@ def test_malicious_optimizer_file(finished_run: tuple[Path, Path], tmp_path: Pat
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_old_format_generator_states(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_old_format_generator_states(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
     """Resuming from a checkpoint of an older version, whose rng.pt holds pickled generator states"""
-    run, data = _copy_run(finished_run, tmp_path)
+    run, data = _copy_run(finished_dpr_run, tmp_path)
     checkpoint = _latest_checkpoint(run)
     (checkpoint / "rng.json").unlink()
     old_states = [{"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}]
@@ -67,9 +58,9 @@ def test_old_format_generator_states(finished_run: tuple[Path, Path], tmp_path: 
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_truncated_model_checkpoint(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_truncated_model_checkpoint(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
     """A DPR checkpoint's model.pt is cut in half (a disk filled up)"""
-    run, data = _copy_run(finished_run, tmp_path)
+    run, data = _copy_run(finished_dpr_run, tmp_path)
     weights = _latest_checkpoint(run) / "model.pt"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     result = train_command(train_args(data, run, tiny_bert_dir))
@@ -77,16 +68,16 @@ def test_truncated_model_checkpoint(finished_run: tuple[Path, Path], tmp_path: P
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_malformed_generator_states(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_malformed_generator_states(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
     """A DPR checkpoint's rng.json is valid JSON of the wrong shape"""
-    run, data = _copy_run(finished_run, tmp_path)
+    run, data = _copy_run(finished_dpr_run, tmp_path)
     (_latest_checkpoint(run) / "rng.json").write_text('[{"python": 1}]')
     result = train_command(train_args(data, run, tiny_bert_dir))
     assert_clear_error(result, "cannot resume from checkpoint", "generator states")
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_malicious_reader_state(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+def test_malicious_reader_state(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     """A reader training checkpoint's state.pt is replaced by a pickle that creates a file when loaded"""
     with pytest.raises(KeyboardInterrupt):  # stopped at step 1: a checkpoint is saved
         train_reader(tmp_path / "run", tiny_encoder_dir, after_step=_interrupt)
@@ -109,9 +100,9 @@ def _poison(tensors: dict) -> str:
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_nan_weights_in_model_checkpoint(finished_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_nan_weights_in_model_checkpoint(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
     """Resuming DPR training from a checkpoint whose model.pt holds NaN weights (saved by a run that diverged)"""
-    run, data = _copy_run(finished_run, tmp_path)
+    run, data = _copy_run(finished_dpr_run, tmp_path)
     (run / "result.json").unlink()
     weights_file = _latest_checkpoint(run) / "model.pt"
     weights = torch.load(weights_file, weights_only=True)
@@ -124,7 +115,7 @@ def test_nan_weights_in_model_checkpoint(finished_run: tuple[Path, Path], tmp_pa
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_nan_weights_in_reader_checkpoint(tmp_path: Path, tiny_encoder_dir: Path) -> None:  # noqa: F811
+def test_nan_weights_in_reader_checkpoint(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     """Resuming reader training from a checkpoint whose state.pt holds NaN weights"""
     with pytest.raises(KeyboardInterrupt):  # stopped at step 1: a checkpoint is saved
         train_reader(tmp_path / "run", tiny_encoder_dir, after_step=_interrupt)

@@ -19,6 +19,9 @@ from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.readers.model import load_reader
 from dpr_components.runs.run_log import read_log
 from dpr_components.training.trainer import RESULT_FILE
+from tests.helpers.corpora import write_training_data
+from tests.helpers.models import one_torch_thread
+from tests.helpers.reader_training import assert_same_state, reader_state, train_reader
 from tests.reliability.harness import REPO, assert_clear_error, assert_success
 from tests.reliability.training_checks import (
     as_command,
@@ -26,11 +29,9 @@ from tests.reliability.training_checks import (
     train_args,
     train_command,
     train_process,
-    write_training_data,
 )
-from tests.test_reader import one_thread, tiny_encoder_dir, tokenizer  # noqa: F401  (shared fixtures)
-from tests.test_reader_training import _assert_same_state, _state
-from tests.test_reader_training import _train as train_reader
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 # (fault point, what is interrupted); the 6-step run checkpoints at steps 2, 3, 4 and 6.
 DPR_FAULTS = {
@@ -49,28 +50,19 @@ import sys
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from tests.test_reader_training import _train
-_train(Path(sys.argv[1]), Path(sys.argv[2]))
+from tests.helpers.reader_training import train_reader
+train_reader(Path(sys.argv[1]), Path(sys.argv[2]))
 """
-
-
-@pytest.fixture(scope="session")
-def dpr_reference(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> tuple[Path, Path]:
-    """An uninterrupted 6-step DPR run and its data."""
-    folder = tmp_path_factory.mktemp("dpr_reference")
-    data = write_training_data(folder / "train.jsonl")
-    assert_success(train_command(train_args(data, folder / "run", tiny_bert_dir)))
-    return folder / "run", data
 
 
 @pytest.mark.parametrize("point", list(DPR_FAULTS.values()), ids=list(DPR_FAULTS))
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
 def test_dpr_training_killed(
-    dpr_reference: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path, point: str,
+    finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path, point: str,
     record_property: pytest.RecordProperty,
 ) -> None:
     """DPR training (python -m training.train) is killed with SIGKILL, then the same command is run again"""
-    reference, data = dpr_reference
+    reference, data = finished_dpr_run
     args = train_args(data, tmp_path / "run", tiny_bert_dir)
     killed = train_process(args, fault_point=point)
     assert killed.code == -signal.SIGKILL, f"the fault point was not reached (exit {killed.code}):\n{killed.err[-2000:]}"
@@ -86,22 +78,18 @@ def test_dpr_training_killed(
 
 
 @pytest.fixture(scope="session")
-def reader_reference(tmp_path_factory: pytest.TempPathFactory, tiny_encoder_dir: Path) -> Path:  # noqa: F811
+def reader_reference(tmp_path_factory: pytest.TempPathFactory, tiny_encoder_dir: Path) -> Path:
     """An uninterrupted 6-step reader run."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        run = tmp_path_factory.mktemp("reader_reference") / "run"
+    run = tmp_path_factory.mktemp("reader_reference") / "run"
+    with one_torch_thread():
         train_reader(run, tiny_encoder_dir)
-    finally:
-        torch.set_num_threads(threads)
     return run
 
 
 @pytest.mark.parametrize("point", list(READER_FAULTS.values()), ids=list(READER_FAULTS))
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
 def test_reader_training_killed(
-    reader_reference: Path, tmp_path: Path, tiny_encoder_dir: Path, point: str,  # noqa: F811
+    reader_reference: Path, tmp_path: Path, tiny_encoder_dir: Path, point: str,
     record_property: pytest.RecordProperty,
 ) -> None:
     """Reader training is killed with SIGKILL, then the same training is run again"""
@@ -111,13 +99,9 @@ def test_reader_training_killed(
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, f"the fault point was not reached:\n{killed.stderr[-2000:]}"
     assert not (run / "export").exists()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         train_reader(run, tiny_encoder_dir)
-    finally:
-        torch.set_num_threads(threads)
-    _assert_same_state(_state(reader_reference), _state(run))
+    assert_same_state(reader_state(reader_reference), reader_state(run))
     assert same_weights(reader_reference / "export", run / "export")
     assert _leftovers(run) == []
     record_property("checkpoint and exported reader equal an uninterrupted run's", True)
@@ -257,20 +241,20 @@ def test_ddp_training_diverges(tmp_path: Path, tiny_bert_dir: Path) -> None:
 
 @pytest.mark.reliability(category="training faults", expect="clear error")
 def test_reader_training_loss_becomes_nan(
-    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None  # noqa: F811
+    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None
 ) -> None:
     """Reader training computes a NaN loss at step 3"""
     run = tmp_path / "run"
     result = as_command(lambda: train_reader(run, tiny_encoder_dir))
     assert_clear_error(result, "training stopped at step 3", "the loss is nan",
                        f"last good checkpoint is kept: {run / 'checkpoint'} (step 2)")
-    assert _state(run)["position"]["step"] == 2 and _finite(run / "checkpoint" / "state.pt")
+    assert reader_state(run)["position"]["step"] == 2 and _finite(run / "checkpoint" / "state.pt")
     assert not (run / "export").exists(), "a reader was exported"
 
 
 @pytest.mark.reliability(category="training faults", expect="correct result")
 def test_reader_training_resumed_with_a_skip_budget(
-    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None  # noqa: F811
+    tmp_path: Path, tiny_encoder_dir: Path, nan_reader_loss_on_question: None
 ) -> None:
     """Reader training stopped by a NaN loss is run again allowing 2 skipped steps (--skip-nonfinite-steps 2)"""
     run = tmp_path / "run"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.corpora import write_training_data
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
 from tests.reliability.training_checks import (
     as_command,
     train_command,
-    write_training_data,
 )
 
 # --set of pipelines/train_dpr.yml -> the setting the error must name

@@ -13,11 +13,11 @@ NETWORK = pytest.mark.reliability(category="network components", expect="clear e
 
 BM25_COMPONENT = """
   bm25:
-    type: dpr_components.retrievers.bm25.BM25Retriever
+    type: haystack_integrations.components.retrievers.dpr.BM25Retriever
     init_parameters:
       top_k: {top_k}
       document_store:
-        type: dpr_components.document_stores.embedded.EmbeddedDocumentStore
+        type: haystack_integrations.document_stores.dpr.EmbeddedDocumentStore
         init_parameters:
           path: {store}
 """
@@ -37,7 +37,7 @@ def _alias_bomb(levels: int = 9, width: int = 9) -> str:
     lines = ['l0: &l0 ["lol"]']
     for level in range(1, levels + 1):
         lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * width) + "]")
-    lines.append(f"components: {{bomb: {{type: dpr_components.retrievers.bm25.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}")
+    lines.append(f"components: {{bomb: {{type: haystack_integrations.components.retrievers.dpr.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}")
     return "\n".join(lines) + "\n"
 
 
@@ -128,7 +128,7 @@ def test_connection_to_missing_component(tmp_path: Path, indexed_store: Path) ->
 @YAML
 def test_connection_socket_mismatch(tmp_path: Path, indexed_store: Path) -> None:
     """A connection between sockets that do not exist"""
-    extra = "  ranker:\n    type: dpr_components.rankers.hybrid.HybridRanker\n    init_parameters: {mode: rrf}\n"
+    extra = "  ranker:\n    type: haystack_integrations.components.rankers.dpr.HybridRanker\n    init_parameters: {mode: rrf}\n"
     path = _bm25_pipeline(tmp_path, indexed_store, extra=extra, connections="[{sender: bm25.nothing, receiver: ranker.bm25_documents}]")
     assert_clear_error(cli("run", path, "-q", "x"), "cannot connect the components")
 
@@ -184,7 +184,7 @@ connections: []
 
 SECRET_IN_LOCAL_COMPONENT = """components:
   reader:
-    type: dpr_components.indexing.components.CorpusReader
+    type: haystack_integrations.components.converters.dpr.CorpusReader
     init_parameters:
       format: {type: env_var, env_vars: [HOME], strict: false}
 connections: []
@@ -231,7 +231,7 @@ def test_remote_store_smuggled_through_set(indexed_store: Path) -> None:
 @pytest.mark.parametrize("how", ["flag", "environment"])
 def test_network_components_build_when_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
     """A trusted pipeline with a fetcher, a generator and an Elasticsearch store, allowed (built only, nothing sent)"""
-    from dpr_components.cli.pipeline_loading import load_pipeline
+    from dpr_components.pipeline_files.loading import load_pipeline
 
     if how == "environment":
         monkeypatch.setenv("DPR_ALLOW_NETWORK", "1")

@@ -19,19 +19,6 @@ from safetensors.torch import load_file
 from tests.reliability.harness import REPO, CliResult
 
 
-def write_training_data(path: Path) -> Path:
-    """12 DPR-format examples: with batch 4, 3 steps per epoch."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for i in range(12):
-            record = {
-                "id": f"q{i}", "question": f"what is fact number {i} about subject {i % 5}", "answers": [f"value{i}"],
-                "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
-                "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
-            }
-            handle.write(json.dumps(record) + "\n")
-    return path
-
-
 def train_args(data: Path, out: Path, model: Path, *extra: str) -> list[str]:
     """``python -m training.train`` arguments of a 6-step run (checkpoints at steps 2, 3, 4 and 6)."""
     settings = {"model": str(model), "batch_size": 4, "epochs": 2, "max_length": 32, "learning_rate": 1e-3,

@@ -7,8 +7,12 @@ from typing import Literal
 
 import torch
 
-Similarity = Literal["dot", "cosine", "l2"]
-SIMILARITIES = ("dot", "cosine", "l2")
+from dpr_components.utils.similarity import canonical_similarity
+
+# the training settings' spellings (``dot`` is the paper's word for ``dot_product``; one vocabulary:
+# dpr_components.utils.similarity)
+Similarity = Literal["dot", "dot_product", "cosine", "l2"]
+SIMILARITIES = ("dot", "dot_product", "cosine", "l2")
 
 
 def similarity_matrix(questions: torch.Tensor, passages: torch.Tensor, kind: Similarity) -> torch.Tensor:
@@ -16,11 +20,10 @@ def similarity_matrix(questions: torch.Tensor, passages: torch.Tensor, kind: Sim
 
     ``l2`` is the negative squared Euclidean distance: it ranks like the L2 distance and, unlike
     the distance itself, has a finite gradient when a question and passage vector coincide."""
-    if kind == "dot":
+    kind = canonical_similarity(kind)
+    if kind == "dot_product":
         return questions @ passages.T
     if kind == "cosine":
         return torch.nn.functional.normalize(questions, dim=-1) @ torch.nn.functional.normalize(passages, dim=-1).T
-    if kind == "l2":
-        squared = (questions * questions).sum(-1, keepdim=True) + (passages * passages).sum(-1) - 2 * questions @ passages.T
-        return -squared.clamp(min=0)
-    raise ValueError(f"similarity must be one of {SIMILARITIES}, got {kind!r}")
+    squared = (questions * questions).sum(-1, keepdim=True) + (passages * passages).sum(-1) - 2 * questions @ passages.T
+    return -squared.clamp(min=0)

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import torch
 
-from dpr_components.training.losses.similarity import Similarity, similarity_matrix
+from dpr_components.training.losses.candidates import CandidateLoss
+from dpr_components.training.losses.similarity import Similarity
 
 
-class TripletLoss(torch.nn.Module):
+class TripletLoss(CandidateLoss):
     def __init__(self, similarity: Similarity = "dot", margin: float = 1.0) -> None:
-        super().__init__()
+        super().__init__(similarity)
         if margin < 0:
             raise ValueError(f"margin must be >= 0, got {margin}")
-        self.similarity = similarity
         self.margin = margin
 
-    def forward(
-        self, questions: torch.Tensor, passages: torch.Tensor, positive_index: torch.Tensor, mask: torch.Tensor
-    ) -> torch.Tensor:
-        scores = similarity_matrix(questions, passages, self.similarity)
+    def score_loss(self, scores: torch.Tensor, positive_index: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         positive = scores.gather(1, positive_index[:, None])
         negative = mask.clone()
         negative[torch.arange(len(positive_index)), positive_index] = False

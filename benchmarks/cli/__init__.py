@@ -1,0 +1,1 @@
+"""The command line's time to first answer."""

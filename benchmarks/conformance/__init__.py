@@ -1,0 +1,1 @@
+"""Conformance with Haystack's document store tests and drop-in use."""

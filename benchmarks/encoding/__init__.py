@@ -1,0 +1,1 @@
+"""Passage encoding speed and agreement."""

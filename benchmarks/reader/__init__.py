@@ -1,0 +1,1 @@
+"""The span reader: accuracy, end-to-end QA, latency, decoding."""

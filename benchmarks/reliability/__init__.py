@@ -1,0 +1,1 @@
+"""The reliability suite's report."""

@@ -1,0 +1,1 @@
+"""Retrieval accuracy and speed on the pool."""

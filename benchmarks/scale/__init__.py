@@ -1,0 +1,1 @@
+"""The store at growing corpus sizes."""

@@ -1,0 +1,1 @@
+"""What writes to the store cost."""

@@ -1,0 +1,1 @@
+"""FAISS index types for the dense store."""

@@ -1,0 +1,111 @@
+"""The routes of ``haystack serve``: ``POST /{name}/run`` from a wrapper's typed ``run_api``, the
+training jobs, the status and the training-off answer.
+
+hayhooks builds the request model from ``run_api``'s parameters and the response model
+(``{"result": ...}``) from its return annotation; each route declares the 400 and 422 answers
+(``{"detail": "one line"}``) in the OpenAPI schema."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import docstring_parser
+from fastapi import FastAPI, HTTPException
+from hayhooks import BasePipelineWrapper, log
+from hayhooks.server.pipelines.models import create_request_model_from_callable, create_response_model_from_callable
+from haystack.document_stores.errors import DocumentStoreError
+from haystack.errors import FilterError
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from dpr_components.cli.pipeline_runner import one_line, user_error_cause
+from dpr_components.cli.serving_jobs import TrainingJobs
+from dpr_components.cli.serving_models import ERROR_RESPONSES, ErrorDetail, TrainingJob
+
+# Errors that describe a bad request; any other failure stays a 500 (a server fault).
+REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
+STATUS_PATH, OPENAPI_PATH, JOBS_PATH = "/status", "/openapi.json", "/jobs/{job_id}"
+TRAINING_OFF = "training over HTTP is off: start haystack serve with --enable-training to serve {name}"
+
+
+def request_error(error: BaseException) -> BaseException | None:
+    """The outermost error caused by the request in the chain of ``error`` and its causes, if any."""
+    return user_error_cause(error, REQUEST_ERRORS)
+
+
+def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The request and response models hayhooks derives from ``wrapper.run_api``."""
+    run = wrapper.run_api
+    docstring = docstring_parser.parse(inspect.getdoc(run) or "")
+    response = create_response_model_from_callable(run, f"{name}Run", docstring)
+    assert response is not None  # run_api returns a model, never a stream
+    return create_request_model_from_callable(run, f"{name}Run", docstring), response
+
+
+def _endpoint(name: str, wrapper: BasePipelineWrapper, request_model: type[BaseModel],
+              response_model: type[BaseModel]) -> Callable[..., Awaitable[BaseModel]]:
+    """The route handler: the request's fields to ``run_api`` in a worker thread; a failure the request
+    caused is a 400 with its one-line message, any other a 500 (logged without variables' values)."""
+    fields = list(request_model.model_fields)
+
+    async def run(body: BaseModel) -> BaseModel:
+        log.bind(params=body.model_dump()).info("Running pipeline '{}'", name)
+        try:
+            result = await run_in_threadpool(wrapper.run_api, **{field: getattr(body, field) for field in fields})
+        except HTTPException:
+            raise
+        except Exception as error:
+            cause = request_error(error)
+            if cause is not None:
+                raise HTTPException(status_code=400, detail=one_line(cause)) from None
+            log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
+            raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {one_line(error)}") from None
+        return response_model(result=result)
+
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=request_model)],
+        return_annotation=response_model,
+    )
+    run.__doc__ = inspect.getdoc(wrapper.run_api)
+    return run
+
+
+def add_run_route(app: FastAPI, name: str, wrapper: BasePipelineWrapper, status_code: int = 200) -> None:
+    """``POST /{name}/run`` for ``wrapper`` (already set up)."""
+    request_model, response_model = run_models(name, wrapper)
+    summary = docstring_parser.parse(inspect.getdoc(wrapper.run_api) or "").short_description
+    app.add_api_route(f"/{name}/run", _endpoint(name, wrapper, request_model, response_model), methods=["POST"],
+                      response_model=response_model, status_code=status_code, responses=ERROR_RESPONSES,
+                      name=f"{name}_run", summary=summary, tags=["pipelines"])
+
+
+def add_jobs_route(app: FastAPI, jobs: TrainingJobs) -> None:
+    """``GET /jobs/{job_id}``: a training job's status and, once done, its checkpoint."""
+    async def job_status(job_id: str) -> TrainingJob:
+        """A training job's status."""
+        job = jobs.get(job_id)
+        if job is None:
+            raise HTTPException(status_code=404, detail=f"no training job {job_id[:40]!r} on this server")
+        return job
+
+    app.add_api_route(JOBS_PATH, job_status, methods=["GET"], response_model=TrainingJob, tags=["training"],
+                      responses={404: {"model": ErrorDetail, "description": "No such job"}})
+
+
+def add_status_route(app: FastAPI, deployed: list[str]) -> None:
+    """``GET /status``: whether the server is up, and the pipelines it serves."""
+    async def status() -> dict[str, Any]:
+        """Whether the server is up, and the pipelines it serves."""
+        return {"status": "Up!", "pipelines": list(deployed)}
+
+    app.add_api_route(STATUS_PATH, status, methods=["GET"], tags=["status"])
+
+
+def add_training_off_route(app: FastAPI, name: str) -> None:
+    """``POST /{name}/run`` answering 403 with how to turn training on."""
+    async def training_off() -> None:
+        raise HTTPException(status_code=403, detail=TRAINING_OFF.format(name=name))
+
+    app.add_api_route(f"/{name}/run", training_off, methods=["POST"], include_in_schema=False)

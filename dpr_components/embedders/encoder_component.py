@@ -1,0 +1,24 @@
+"""What both embedders share: the encoder settings they take, the encoder built from them and its warm-up."""
+
+from __future__ import annotations
+
+from dpr_components.encoders.factory import make_encoder
+from dpr_components.encoders.text_encoder import Pooling, Precision, TitleMode
+
+
+class EncoderComponent:
+    """Base of :class:`PassageEmbedder` and :class:`QuestionEmbedder`."""
+
+    def _init_encoder(
+        self, model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, precision: Precision,
+        batch_size: int, title_mode: TitleMode, plain_torch: bool = False,
+    ) -> None:
+        """Keep the settings as init parameters and build the encoder (it checks them; weights load on warm-up)."""
+        self.model, self.pooling, self.normalize = model, pooling, normalize
+        self.max_length, self.precision, self.batch_size = max_length, precision, batch_size
+        self.encoder = make_encoder(
+            model, pooling, normalize, max_length, title_mode, precision, batch_size, plain_torch=plain_torch
+        )
+
+    def warm_up(self) -> None:
+        self.encoder.load()

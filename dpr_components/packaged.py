@@ -1,0 +1,56 @@
+"""The pipelines that ship with the package, by name: ``index``, ``bm25``, ``dense``, ``search``
+(the hybrid), ``qa``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the Elasticsearch variants.
+
+They name their models as ``bundled:`` references (installed with the package) and their store
+folder relative to the working directory (``indexes/example``); ``store`` replaces it.
+
+```python
+from dpr_components.packaged import load_pipeline
+
+load_pipeline("index", store="my_store").run({"reader": {"path": "corpus.jsonl"}})
+qa = load_pipeline("qa", store="my_store")
+qa.run({"hybrid": {"query": "who wrote hamlet"}, "reader": {"query": "who wrote hamlet"}})
+```
+
+The files load with plain Haystack too, no allowlist needed:
+``Pipeline.loads(packaged_pipeline_path("qa").read_text())``. On the command line,
+``haystack run qa --store my_store -q "who wrote hamlet"``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from haystack import Pipeline
+
+from dpr_components.store_access.serialization import replace_store_paths
+
+PIPELINES_DIR = Path(__file__).resolve().parent / "pipelines"
+SUFFIX = ".yml"
+
+
+def packaged_pipeline_names() -> list[str]:
+    """The names of the pipelines that ship with the package."""
+    return sorted(path.stem for path in PIPELINES_DIR.glob(f"*{SUFFIX}"))
+
+
+def is_packaged_name(name: str) -> bool:
+    """Whether ``name`` has the shape of a packaged pipeline's name (``qa`` or ``qa.yml``), not of a path."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
+
+
+def packaged_pipeline_path(name: str) -> Path:
+    """The file of the packaged pipeline ``name`` (``qa`` or ``qa.yml``); KeyError listing the names if none."""
+    stem = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
+    path = PIPELINES_DIR / f"{stem}{SUFFIX}"
+    if not is_packaged_name(name) or not path.is_file():
+        raise KeyError(f"no packaged pipeline {name!r}; the packaged pipelines are {', '.join(packaged_pipeline_names())}")
+    return path
+
+
+def load_pipeline(name: str, store: str | Path | None = None) -> Pipeline:
+    """Build the packaged pipeline ``name`` with plain Haystack; ``store`` replaces its store folder."""
+    data = yaml.safe_load(packaged_pipeline_path(name).read_text(encoding="utf-8"))
+    if store is not None and replace_store_paths(data, str(store)) == 0:
+        raise ValueError(f"the packaged pipeline {name!r} uses no EmbeddedDocumentStore to point at {str(store)!r}")
+    return Pipeline.from_dict(data)

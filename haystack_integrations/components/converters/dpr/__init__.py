@@ -1,0 +1,5 @@
+"""CorpusReader: a corpus file (JSON lines, TSV, DPR wiki split) as Haystack documents. Loaded on first use."""
+
+from dpr_components.utils.published import lazy_face
+
+__getattr__, __dir__, __all__ = lazy_face(__name__)

@@ -1,0 +1,1 @@
+from dpr_components.indexing.components import CorpusReader as CorpusReader

@@ -1,0 +1,2 @@
+from dpr_components.embedders.passage import PassageEmbedder as PassageEmbedder
+from dpr_components.embedders.question import QuestionEmbedder as QuestionEmbedder

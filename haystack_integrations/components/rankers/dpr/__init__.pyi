@@ -1,0 +1,1 @@
+from dpr_components.rankers.hybrid import HybridRanker as HybridRanker

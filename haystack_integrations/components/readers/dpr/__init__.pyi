@@ -1,0 +1,1 @@
+from dpr_components.readers.span_reader import SpanReader as SpanReader

@@ -1,0 +1,5 @@
+"""DPRTrainer: trains a DPR question/passage encoder pair from question-passage data. Loaded on first use."""
+
+from dpr_components.utils.published import lazy_face
+
+__getattr__, __dir__, __all__ = lazy_face(__name__)

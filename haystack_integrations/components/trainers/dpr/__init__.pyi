@@ -1,0 +1,1 @@
+from dpr_components.training.component import DPRTrainer as DPRTrainer

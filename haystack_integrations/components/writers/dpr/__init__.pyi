@@ -1,0 +1,1 @@
+from dpr_components.indexing.writer import PassageWriter as PassageWriter

@@ -1,0 +1,1 @@
+from dpr_components.document_stores.embedded import EmbeddedDocumentStore as EmbeddedDocumentStore
