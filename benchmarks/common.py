@@ -35,7 +35,11 @@ def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
     """Median, 95th percentile (nearest rank) and mean of ``seconds``, in milliseconds."""
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return {"p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * p95, "mean_ms": 1000 * statistics.fmean(ordered)}
+    return {
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p95_ms": 1000 * p95,
+        "mean_ms": 1000 * statistics.fmean(ordered),
+    }
 
 
 def cpu_name() -> str:

@@ -44,7 +44,9 @@ def packaged_pipeline_path(name: str) -> Path:
     stem = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
     path = PIPELINES_DIR / f"{stem}{SUFFIX}"
     if not is_packaged_name(name) or not path.is_file():
-        raise KeyError(f"no packaged pipeline {name!r}; the packaged pipelines are {', '.join(packaged_pipeline_names())}")
+        raise KeyError(
+            f"no packaged pipeline {name!r}; the packaged pipelines are {', '.join(packaged_pipeline_names())}"
+        )
     return path
 
 

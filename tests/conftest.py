@@ -121,10 +121,21 @@ def indexed_store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) ->
     from dpr_components.cli.main import main
 
     store = tmp_path / "index"
-    code = main([
-        "run", str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(store),
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
-        "--set", "embedder.progress_bar=false",
-    ])
+    code = main(
+        [
+            "run",
+            str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml"),
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            str(store),
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        ]
+    )
     assert code == 0
     return store

@@ -24,7 +24,9 @@ PASSAGES = {
 
 def _documents() -> list[Document]:
     return [
-        Document(id=i, content=text, meta={"lang": "en" if i != "everest" else "de", "year": 2020 if i == "zebra" else 1999})
+        Document(
+            id=i, content=text, meta={"lang": "en" if i != "everest" else "de", "year": 2020 if i == "zebra" else 1999}
+        )
         for i, text in PASSAGES.items()
     ]
 
@@ -103,14 +105,18 @@ def test_hybrid_ranker_on_in_memory_store(embedded_store: InMemoryDocumentStore,
     dense_documents = dense.run(query=PASSAGES["everest"])["documents"]
     bm25_documents = BM25Retriever(document_store=embedded_store, top_k=1).run(query="striped zebras")["documents"]
     assert [d.id for d in dense_documents] == ["everest"] and [d.id for d in bm25_documents] == ["zebra"]
-    fused = HybridRanker(document_store=embedded_store, mode="rrf", rrf_k=1, top_k=3).run(bm25_documents, dense_documents)["documents"]
+    fused = HybridRanker(document_store=embedded_store, mode="rrf", rrf_k=1, top_k=3).run(
+        bm25_documents, dense_documents
+    )["documents"]
     assert {d.id for d in fused} == {"everest", "zebra"}
     assert all(d.score == pytest.approx(0.5) for d in fused)
 
 
 def test_yaml_pipeline_with_in_memory_store(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
-    store = {"type": "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
-             "init_parameters": {"index": embedded_store.index, "embedding_similarity_function": "dot_product"}}
+    store = {
+        "type": "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
+        "init_parameters": {"index": embedded_store.index, "embedding_similarity_function": "dot_product"},
+    }
     pipeline = Pipeline()
     pipeline.add_component("bm25", BM25Retriever(document_store=embedded_store, top_k=2))
     pipeline.add_component("dense", DenseRetriever(document_store=embedded_store, model=str(tiny_st_dir), top_k=2))
@@ -151,7 +157,9 @@ def test_any_store_with_public_methods(tiny_st_dir: Path) -> None:
     assert [(d.id, d.score) for d in result["documents"]] == [("only", 3.0)]
 
 
-def test_question_embedder_fits_haystacks_text_embedder_protocol(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
+def test_question_embedder_fits_haystacks_text_embedder_protocol(
+    embedded_store: InMemoryDocumentStore, tiny_st_dir: Path
+) -> None:
     """Our E_Q takes ``text`` like Haystack's text embedders, so it feeds Haystack's own retriever."""
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
@@ -171,7 +179,9 @@ def test_question_embedder_fits_haystacks_text_embedder_protocol(embedded_store:
         embedder.run(text="a", query="b")
 
 
-def test_return_embedding_on_ours_and_in_memory(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path, tmp_path: Path) -> None:
+def test_return_embedding_on_ours_and_in_memory(
+    embedded_store: InMemoryDocumentStore, tiny_st_dir: Path, tmp_path: Path
+) -> None:
     from dpr_components.document_stores import EmbeddedDocumentStore
 
     ours = EmbeddedDocumentStore(path=str(tmp_path / "store"))
@@ -184,4 +194,6 @@ def test_return_embedding_on_ours_and_in_memory(embedded_store: InMemoryDocument
         assert [len(d.embedding or []) for d in with_vectors] == [32, 32]
         expected = {d.id: d.embedding for d in embedded_store.filter_documents()}
         assert all(d.embedding == pytest.approx(expected[d.id], abs=1e-6) for d in with_vectors)
-        assert DenseRetriever.from_dict(DenseRetriever(document_store=store, model=str(tiny_st_dir), return_embedding=True).to_dict()).return_embedding
+        assert DenseRetriever.from_dict(
+            DenseRetriever(document_store=store, model=str(tiny_st_dir), return_embedding=True).to_dict()
+        ).return_embedding

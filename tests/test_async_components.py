@@ -38,7 +38,15 @@ QUESTIONS = [
     "the solar system is the largest, the colony has a single queen",
     "metres above sea level in 1600 and 1903",
 ]
-OUR_COMPONENTS = (BM25Retriever, DenseRetriever, HybridRanker, QuestionEmbedder, PassageEmbedder, SpanReader, PassageWriter)
+OUR_COMPONENTS = (
+    BM25Retriever,
+    DenseRetriever,
+    HybridRanker,
+    QuestionEmbedder,
+    PassageEmbedder,
+    SpanReader,
+    PassageWriter,
+)
 
 
 def _yaml(name: str, store: Path, encoder: Path, reader: Path | None = None) -> str:
@@ -73,10 +81,13 @@ def _summary(result: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {}
     for component, outputs in result.items():
         if "documents" in outputs:
-            out[component] = [(d.id, d.score, d.meta.get("bm25_score"), d.meta.get("dense_score")) for d in outputs["documents"]]
+            out[component] = [
+                (d.id, d.score, d.meta.get("bm25_score"), d.meta.get("dense_score")) for d in outputs["documents"]
+            ]
         if "answers" in outputs:
             out[component] = [
-                (a.data, a.score, a.document.id, a.document_offset.start, a.document_offset.end) for a in outputs["answers"]
+                (a.data, a.score, a.document.id, a.document_offset.start, a.document_offset.end)
+                for a in outputs["answers"]
             ]
     return out
 
@@ -113,8 +124,13 @@ def indexed_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -
 def test_our_components_support_async() -> None:
     store = EmbeddedDocumentStore()
     components = [
-        BM25Retriever(document_store=store), DenseRetriever(document_store=store), HybridRanker(document_store=store), QuestionEmbedder(), PassageEmbedder(),
-        SpanReader(), PassageWriter(document_store=store),
+        BM25Retriever(document_store=store),
+        DenseRetriever(document_store=store),
+        HybridRanker(document_store=store),
+        QuestionEmbedder(),
+        PassageEmbedder(),
+        SpanReader(),
+        PassageWriter(document_store=store),
     ]
     for instance in components:
         assert instance.__haystack_supports_async__, type(instance).__name__
@@ -201,7 +217,9 @@ def test_model_work_runs_off_the_event_loop(
     embedded, loop_thread = asyncio.run(_run_and_loop_thread(passages.run_async(documents=[document])))
     assert embedded["documents"][0].embedding == passages.run(documents=[document])["documents"][0].embedding
     assert passage_threads[0] != loop_thread
-    answers, loop_thread = asyncio.run(_run_and_loop_thread(reader.run_async(query="who wrote hamlet", documents=[document])))
+    answers, loop_thread = asyncio.run(
+        _run_and_loop_thread(reader.run_async(query="who wrote hamlet", documents=[document]))
+    )
     expected = reader.run(query="who wrote hamlet", documents=[document])["answers"]
     assert [(a.data, a.score) for a in answers["answers"]] == [(a.data, a.score) for a in expected]
     assert reader_threads[0] != loop_thread
@@ -285,7 +303,9 @@ def test_store_async_methods_are_used_or_sync_ones_run_in_a_thread() -> None:
 
     sync_only = _SyncOnlyStore()
     sync_only.inner.write_documents(documents)
-    result, loop_thread = asyncio.run(_run_and_loop_thread(BM25Retriever(document_store=sync_only).run_async(query="hamlet")))
+    result, loop_thread = asyncio.run(
+        _run_and_loop_thread(BM25Retriever(document_store=sync_only).run_async(query="hamlet"))
+    )
     assert result["documents"][0].id == "h"
     assert sync_only.threads and sync_only.threads[0] != loop_thread
 
@@ -308,7 +328,12 @@ class ElasticsearchDocumentStore:
 def test_elasticsearch_adapter_awaits_the_store() -> None:
     store = ElasticsearchDocumentStore()
     assert asyncio.run(BM25Retriever(document_store=store, top_k=3).run_async(query="q"))["documents"][0].id == "es"
-    assert asyncio.run(DenseRetriever(document_store=store, top_k=4).run_async(query_embedding=[1.0, 0.0]))["documents"][0].id == "es"
+    assert (
+        asyncio.run(DenseRetriever(document_store=store, top_k=4).run_async(query_embedding=[1.0, 0.0]))["documents"][
+            0
+        ].id
+        == "es"
+    )
     assert store.calls == [
         ("bm25", {"query": "q", "filters": None, "fuzziness": "0", "top_k": 3}),
         ("knn", {"filters": None, "top_k": 4, "num_candidates": 40}),

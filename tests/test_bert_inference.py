@@ -78,8 +78,16 @@ def test_dpr_projection_equals_transformers(tmp_path: Path, tiny_bert_dir: Path)
 
     torch.manual_seed(2)
     folder = tmp_path / "projected"
-    DPRQuestionEncoder(DPRConfig(vocab_size=30522, projection_dim=16, hidden_size=32, num_hidden_layers=2,
-                                 num_attention_heads=2, intermediate_size=37)).save_pretrained(folder)
+    DPRQuestionEncoder(
+        DPRConfig(
+            vocab_size=30522,
+            projection_dim=16,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=37,
+        )
+    ).save_pretrained(folder)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tiny_bert_dir / name, folder / name)
     ours, theirs, encoder = _pair(str(folder), "pooler", "fp32", TINY_LENGTH)
@@ -132,10 +140,18 @@ def _edit_json(path: Path, **changes: object) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"hidden_act": "gelu_new"}, {"position_embedding_type": "relative_key"}, {"is_decoder": True},
-     {"model_type": "roberta"}, {"chunk_size_feed_forward": 1}, {"intermediate_size": 40}],
+    [
+        {"hidden_act": "gelu_new"},
+        {"position_embedding_type": "relative_key"},
+        {"is_decoder": True},
+        {"model_type": "roberta"},
+        {"chunk_size_feed_forward": 1},
+        {"intermediate_size": 40},
+    ],
 )
-def test_unsupported_configurations_fall_back_to_transformers(tiny_bert_dir: Path, tmp_path: Path, change: dict) -> None:
+def test_unsupported_configurations_fall_back_to_transformers(
+    tiny_bert_dir: Path, tmp_path: Path, change: dict
+) -> None:
     folder = _copy(tiny_bert_dir, tmp_path / "model")
     _edit_json(folder / "config.json", **change)
     assert load_plain_bert(folder, detect_layout(folder).kind, bf16=False) is None
@@ -170,8 +186,12 @@ def test_pooler_pooling_without_pooler_weights_falls_back(tiny_bert_dir: Path, t
 
 @pytest.mark.parametrize(
     "change",
-    [{"tokenizer_class": "RobertaTokenizer"}, {"tokenizer_class": None}, {"padding_side": "left"},
-     {"added_tokens_decoder": {"30522": {"content": "<new>", "special": False}}}],
+    [
+        {"tokenizer_class": "RobertaTokenizer"},
+        {"tokenizer_class": None},
+        {"padding_side": "left"},
+        {"added_tokens_decoder": {"30522": {"content": "<new>", "special": False}}},
+    ],
 )
 def test_unsupported_tokenizers_fall_back(tiny_bert_dir: Path, tmp_path: Path, change: dict) -> None:
     folder = _copy(tiny_bert_dir, tmp_path / "model")
@@ -196,8 +216,17 @@ def test_special_tokens_listed_in_tokenizer_config_are_supported(tmp_path: Path)
 def test_extra_added_token_in_tokenizer_json_falls_back(tiny_bert_dir: Path, tmp_path: Path) -> None:
     folder = _copy(tiny_bert_dir, tmp_path / "model")
     data = json.loads((folder / "tokenizer.json").read_text())
-    data["added_tokens"].append({"id": 999, "content": "hamlet", "single_word": False, "lstrip": False,
-                                 "rstrip": False, "normalized": True, "special": False})
+    data["added_tokens"].append(
+        {
+            "id": 999,
+            "content": "hamlet",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": True,
+            "special": False,
+        }
+    )
     (folder / "tokenizer.json").write_text(json.dumps(data))
     assert load_bert_tokenizer(folder) is None
 
@@ -206,8 +235,20 @@ def test_search_command_does_not_import_transformers(indexed_store: Path, tiny_s
     """The command line path (``main()`` reading ``sys.argv``) answers a question without
     transformers' model code and closes the store before the interpreter shuts down."""
     store = shutil.copytree(indexed_store, tmp_path / "store")  # this test process may hold the original open
-    argv = ["haystack", "run", str(ROOT / "pipelines" / "search.yml"), "--store", str(store),
-            "--set", f"hybrid.model={tiny_st_dir}", "-q", "who wrote hamlet", "--top-k", "1", "--json"]
+    argv = [
+        "haystack",
+        "run",
+        str(ROOT / "pipelines" / "search.yml"),
+        "--store",
+        str(store),
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "-q",
+        "who wrote hamlet",
+        "--top-k",
+        "1",
+        "--json",
+    ]
     code = (
         "import json, os, sys\n"
         "from dpr_components.cli.main import main\n"

@@ -93,7 +93,9 @@ def test_scores_match_bm25s(method: str) -> None:
             vocab.setdefault(term, len(vocab))
     reference = bm25s.BM25(k1=0.9, b=0.4, method=method)
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    reference.index(([[vocab[t] for t in terms] for terms in corpus], vocab), create_empty_token=False, show_progress=False)
+    reference.index(
+        ([[vocab[t] for t in terms] for terms in corpus], vocab), create_empty_token=False, show_progress=False
+    )
     for query in QUERIES[:-1]:
         ids = [vocab[t] for t in index.analyzer.analyze(query) if t in vocab]
         np.testing.assert_allclose(index.scores(query), reference.get_scores_from_ids(ids), rtol=1e-6)
@@ -208,13 +210,17 @@ def test_store_catches_up_adds_deletes_overwrites(
         for step in range(6):
             store.write_documents(_docs(rng, range(200 + 30 * step, 230 + 30 * step)))
             store.delete_documents([f"d{i}" for i in rng.sample(range(200), 5)])
-            store.write_documents(_docs(rng, range(rng.randint(0, 150), 200 + 30 * step, 17)), policy=DuplicatePolicy.OVERWRITE)
+            store.write_documents(
+                _docs(rng, range(rng.randint(0, 150), 200 + 30 * step, 17)), policy=DuplicatePolicy.OVERWRITE
+            )
             if step == 2:
                 store.update_by_filter({"field": "id", "operator": "==", "value": "d3"}, {"title": "zebra"})
             before = backend._bm25
             incremental = _results(store)
             assert backend._bm25 is not before  # caught up on a copy (searches in flight keep theirs)
-            _same(incremental, _results(_rebuilt_twin(store, tmp_path / f"scratch{step}", bm25_title_field=title_field)))
+            _same(
+                incremental, _results(_rebuilt_twin(store, tmp_path / f"scratch{step}", bm25_title_field=title_field))
+            )
     assert not [r for r in caplog.records if "rebuild" in r.getMessage()], "caught up, never rebuilt"
 
 
@@ -280,7 +286,9 @@ def test_index_older_than_the_change_log_is_rebuilt(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(document_table, "CHANGE_LOG_LIMIT", 10)
     builds = []
     original_build = BM25Index.build
-    monkeypatch.setattr(BM25Index, "build", lambda self, texts, **kw: builds.append(len(texts)) or original_build(self, texts, **kw))
+    monkeypatch.setattr(
+        BM25Index, "build", lambda self, texts, **kw: builds.append(len(texts)) or original_build(self, texts, **kw)
+    )
     rng = random.Random(4)
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"), autosave=False)
     store.write_documents(_docs(rng, range(50)))

@@ -118,7 +118,10 @@ def _run_docstring_gaps(path: Path) -> Iterator[str]:
         ):
             continue
         for method in cls.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name not in ("run", "run_async"):
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name not in (
+                "run",
+                "run_async",
+            ):
                 continue
             where = f"{path.relative_to(REPO)}: {cls.name}.{method.name}"
             doc = ast.get_docstring(method)

@@ -100,7 +100,9 @@ def edited(tmp_path: Path) -> tuple[EmbeddedDocumentStore, EmbeddedDocumentStore
     return _fresh(store), scratch, path
 
 
-def test_results_equal_a_store_built_from_scratch(edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path]) -> None:
+def test_results_equal_a_store_built_from_scratch(
+    edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path],
+) -> None:
     store, scratch, path = edited
     assert store._backend.dense().delta_size > 0 and store._backend.dense().is_mapped
     assert store.count_documents() == scratch.count_documents()
@@ -119,7 +121,9 @@ def test_results_equal_a_store_built_from_scratch(edited: tuple[EmbeddedDocument
     assert _stamp(path / DENSE_DIR) == _stamp(path / DENSE_DIR)
 
 
-def test_exact_vectors_come_from_the_right_layer(edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path]) -> None:
+def test_exact_vectors_come_from_the_right_layer(
+    edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path],
+) -> None:
     store, scratch, _ = edited
     backend = store._backend
     index = backend.dense()
@@ -136,7 +140,9 @@ def test_exact_vectors_come_from_the_right_layer(edited: tuple[EmbeddedDocumentS
     assert scores["d0"][1] == pytest.approx(float(vectors["d0"] @ _queries(1)[0]), rel=1e-6)
 
 
-def test_another_process_writes_are_caught_up(edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path]) -> None:
+def test_another_process_writes_are_caught_up(
+    edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path],
+) -> None:
     store, scratch, path = edited
     _dense(store, _queries(1)[0])  # loaded: main mapped plus the saved delta
     other = _open(path, dense_delta_fraction=0.5)
@@ -226,7 +232,9 @@ store.write_documents([random_document(i, 6, prefix="k") for i in range(5)])
 store.save()
 """
     env = {**os.environ, "DPR_FAULT_POINT": point}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=Path(__file__).parents[1])
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=Path(__file__).parents[1]
+    )
     assert result.returncode == -9, result.stderr
 
 
@@ -273,12 +281,17 @@ def test_a_damaged_delta_is_caught_up_from_the_documents(
 
 def test_delete_all_keeps_the_vector_count_right(tmp_path: Path) -> None:
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
-    store.write_documents([random_document(i, 1) for i in range(50)] + [random_document(i, 1, with_vector=False, prefix="t") for i in range(5)])
+    store.write_documents(
+        [random_document(i, 1) for i in range(50)]
+        + [random_document(i, 1, with_vector=False, prefix="t") for i in range(5)]
+    )
     table = store._backend.table
     assert table.vector_count()[0] == 50
     store.delete_all_documents()
     assert table.vector_count()[0] == 0 and store.count_documents() == 0
-    store.write_documents([random_document(i, 2) for i in range(7)] + [random_document(0, 2, with_vector=False, prefix="t")])
+    store.write_documents(
+        [random_document(i, 2) for i in range(7)] + [random_document(0, 2, with_vector=False, prefix="t")]
+    )
     assert table.vector_count()[0] == 7
     store.write_documents([random_document(1, 2, with_vector=False)], policy=DuplicatePolicy.OVERWRITE)
     assert table.vector_count()[0] == 6
@@ -302,7 +315,8 @@ def test_a_damaged_delta_is_written_again_at_the_next_save(
 
 
 def test_a_read_only_store_searches_main_plus_delta(
-    edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path], monkeypatch: pytest.MonkeyPatch,
+    edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store, scratch, path = edited
     del store

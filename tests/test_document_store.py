@@ -57,10 +57,12 @@ def test_flat_search_is_exact_for_each_metric(similarity: str) -> None:
 def test_dot_product_is_not_cosine() -> None:
     """DPR's metric is the raw inner product: a long vector beats a well-aligned short one."""
     store = EmbeddedDocumentStore(similarity="dot_product")
-    store.write_documents([
-        Document(id="aligned", content="a", embedding=[1.0, 0.0]),
-        Document(id="long", content="b", embedding=[3.0, 3.0]),
-    ])
+    store.write_documents(
+        [
+            Document(id="aligned", content="a", embedding=[1.0, 0.0]),
+            Document(id="long", content="b", embedding=[3.0, 3.0]),
+        ]
+    )
     assert store.embedding_retrieval([1.0, 0.0], top_k=1)[0].id == "long"
 
 
@@ -76,14 +78,20 @@ def test_dot_product_is_not_cosine() -> None:
         {"field": "meta.missing", "operator": "==", "value": None},
         {"field": "meta.missing", "operator": "!=", "value": "x"},
         {"field": "id", "operator": "in", "value": ["d1", "d2", "nope"]},
-        {"operator": "AND", "conditions": [
-            {"field": "meta.year", "operator": "<", "value": 2003},
-            {"field": "meta.lang", "operator": "==", "value": "en"},
-        ]},
-        {"operator": "OR", "conditions": [
-            {"field": "meta.year", "operator": "==", "value": 2000},
-            {"field": "meta.lang", "operator": "==", "value": "de"},
-        ]},
+        {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.year", "operator": "<", "value": 2003},
+                {"field": "meta.lang", "operator": "==", "value": "en"},
+            ],
+        },
+        {
+            "operator": "OR",
+            "conditions": [
+                {"field": "meta.year", "operator": "==", "value": 2000},
+                {"field": "meta.lang", "operator": "==", "value": "de"},
+            ],
+        },
         {"operator": "NOT", "conditions": [{"field": "meta.missing", "operator": "==", "value": "x"}]},
     ],
 )
@@ -320,15 +328,21 @@ def test_passage_encoder_is_recorded_and_enforced(tmp_path: Path) -> None:
     plain = _docs(2)
     store.write_documents(plain)  # unstamped vectors (other tools) record nothing
     assert store.passage_encoder is None
-    stamped = [Document(id=f"p{i}", content="x", meta={"passage_encoder": "aaaa"}, embedding=[0.5] * 8) for i in range(3)]
+    stamped = [
+        Document(id=f"p{i}", content="x", meta={"passage_encoder": "aaaa"}, embedding=[0.5] * 8) for i in range(3)
+    ]
     store.write_documents(stamped)
     assert store.passage_encoder == "aaaa"
     other = Document(id="q", content="y", meta={"passage_encoder": "bbbb"}, embedding=[0.5] * 8)
-    with pytest.raises(EncoderMismatchError, match="indexed with passage encoder aaaa.*embedded by passage encoder bbbb"):
+    with pytest.raises(
+        EncoderMismatchError, match="indexed with passage encoder aaaa.*embedded by passage encoder bbbb"
+    ):
         store.write_documents([other])
     assert store.count_documents() == 5
     with pytest.raises(ValueError, match="mixes vectors of passage encoders"):
-        store.write_documents([other, Document(id="r", content="z", meta={"passage_encoder": "aaaa"}, embedding=[1.0] * 8)])
+        store.write_documents(
+            [other, Document(id="r", content="z", meta={"passage_encoder": "aaaa"}, embedding=[1.0] * 8)]
+        )
     # Once no vector is left, the store starts over with the next encoder.
     store.delete_documents([d.id for d in plain + stamped])
     store.write_documents([other])

@@ -65,8 +65,14 @@ ROWS: dict[str, str] = {
 REFUSED: dict[tuple[str, str], str] = {
     ("test_hybrid_retriever", IN_MEMORY): "the store cannot score given documents exactly; use HybridRanker mode rrf",
     ("test_hybrid_ranker_dpr", IN_MEMORY): "the store cannot score given documents exactly; use mode rrf",
-    ("test_haystack_in_memory_embedding_retriever", EMBEDDED): "Haystack's retriever takes only an InMemoryDocumentStore",
-    ("test_haystack_in_memory_embedding_retriever", ELASTICSEARCH): "Haystack's retriever takes only an InMemoryDocumentStore",
+    (
+        "test_haystack_in_memory_embedding_retriever",
+        EMBEDDED,
+    ): "Haystack's retriever takes only an InMemoryDocumentStore",
+    (
+        "test_haystack_in_memory_embedding_retriever",
+        ELASTICSEARCH,
+    ): "Haystack's retriever takes only an InMemoryDocumentStore",
 }
 
 PASSAGES = {
@@ -169,7 +175,10 @@ def _run_both(pipeline: Pipeline, data: dict[str, Any]) -> dict[str, Any]:
 HAYSTACK_RETRIEVERS = {  # the Haystack retrievers made for each store (ours has FilterRetriever only)
     ("bm25", EMBEDDED): "haystack.components.retrievers.filter_retriever.FilterRetriever",
     ("bm25", IN_MEMORY): "haystack.components.retrievers.in_memory.bm25_retriever.InMemoryBM25Retriever",
-    ("bm25", ELASTICSEARCH): "haystack_integrations.components.retrievers.elasticsearch.bm25_retriever.ElasticsearchBM25Retriever",
+    (
+        "bm25",
+        ELASTICSEARCH,
+    ): "haystack_integrations.components.retrievers.elasticsearch.bm25_retriever.ElasticsearchBM25Retriever",
     ("embedding", IN_MEMORY): "haystack.components.retrievers.in_memory.embedding_retriever.InMemoryEmbeddingRetriever",
     ("embedding", ELASTICSEARCH): (
         "haystack_integrations.components.retrievers.elasticsearch.embedding_retriever.ElasticsearchEmbeddingRetriever"
@@ -189,7 +198,9 @@ def test_dense_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
         result = pipeline.run({"dense": {"query": text}})["dense"]
         assert result["documents"][0].id == doc_id and len(result["documents"]) == 2
     german = {"field": "meta.lang", "operator": "==", "value": "de"}
-    assert _ids(pipeline.run({"dense": {"query": PASSAGES["hamlet"], "filters": german}})["dense"]["documents"]) == ["everest"]
+    assert _ids(pipeline.run({"dense": {"query": PASSAGES["hamlet"], "filters": german}})["dense"]["documents"]) == [
+        "everest"
+    ]
 
 
 def test_bm25_retriever(store: StoreSpec) -> None:
@@ -245,7 +256,9 @@ def test_hybrid_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
             HybridRetriever(document_store=handle, model=str(tiny_st_dir))
         return
     pipeline = Pipeline()
-    pipeline.add_component("hybrid", HybridRetriever(document_store=handle, model=str(tiny_st_dir), candidates=2, top_k=3))
+    pipeline.add_component(
+        "hybrid", HybridRetriever(document_store=handle, model=str(tiny_st_dir), candidates=2, top_k=3)
+    )
     pipeline = _round_trip(pipeline)
     question = PASSAGES["hamlet"]
     expected = _hybrid(handle, tiny_st_dir, "dpr").run(
@@ -268,10 +281,17 @@ def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
     _fill_embedded(store, tiny_st_dir)
     embedder = _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir))
     if store.column == EMBEDDED:
-        retriever = _node("haystack_integrations.components.retrievers.dpr.DenseRetriever", document_store=store.data, model=str(tiny_st_dir), top_k=1)
+        retriever = _node(
+            "haystack_integrations.components.retrievers.dpr.DenseRetriever",
+            document_store=store.data,
+            model=str(tiny_st_dir),
+            top_k=1,
+        )
     else:
         retriever = _node(HAYSTACK_RETRIEVERS["embedding", store.column], document_store=store.data, top_k=1)
-    pipeline = _load({"embedder": embedder, "retriever": retriever}, [("embedder.embedding", "retriever.query_embedding")])
+    pipeline = _load(
+        {"embedder": embedder, "retriever": retriever}, [("embedder.embedding", "retriever.query_embedding")]
+    )
     for doc_id, text in PASSAGES.items():
         assert _ids(pipeline.run({"embedder": {"text": text}})["retriever"]["documents"]) == [doc_id]
 
@@ -279,8 +299,12 @@ def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
 def test_passage_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
     from dpr_components.retrievers import DenseRetriever
 
-    embedder = _node("haystack_integrations.components.embedders.dpr.PassageEmbedder", model=str(tiny_st_dir), progress_bar=False)
-    writer = _node("haystack.components.writers.document_writer.DocumentWriter", document_store=store.data, policy="OVERWRITE")
+    embedder = _node(
+        "haystack_integrations.components.embedders.dpr.PassageEmbedder", model=str(tiny_st_dir), progress_bar=False
+    )
+    writer = _node(
+        "haystack.components.writers.document_writer.DocumentWriter", document_store=store.data, policy="OVERWRITE"
+    )
     pipeline = _load({"embedder": embedder, "writer": writer}, [("embedder.documents", "writer.documents")])
     assert pipeline.run({"embedder": {"documents": _documents()}})["writer"]["documents_written"] == 3
     handle = store.make()
@@ -295,11 +319,16 @@ def test_passage_writer(store: StoreSpec) -> None:
     def passages(texts: list[str], source: str) -> list[Document]:
         return [Document(id=f"{source}#{i}", content=t, meta={"document_id": source}) for i, t in enumerate(texts)]
 
-    pipeline = _load({"writer": _node("haystack_integrations.components.writers.dpr.PassageWriter", document_store=store.data)})
+    pipeline = _load(
+        {"writer": _node("haystack_integrations.components.writers.dpr.PassageWriter", document_store=store.data)}
+    )
     first = passages(["one", "two", "three"], "doc") + passages(["other text"], "other")
     assert pipeline.run({"writer": {"documents": first}})["writer"]["documents_written"] == 4
     # The document shrank to two passages: its third one must go, the other document stays.
-    assert pipeline.run({"writer": {"documents": passages(["one again", "two"], "doc")}})["writer"]["documents_written"] == 2
+    assert (
+        pipeline.run({"writer": {"documents": passages(["one again", "two"], "doc")}})["writer"]["documents_written"]
+        == 2
+    )
     stored = {d.id: d.content for d in store.make().filter_documents()}
     assert stored == {"doc#0": "one again", "doc#1": "two", "other#0": "other text"}
 
@@ -325,8 +354,11 @@ def test_span_reader_after_haystack_retriever(store: StoreSpec, tiny_reader_dir:
     _fill_text(store)
     question = "who wrote the tragedy Hamlet"
     if store.column == EMBEDDED:
-        retriever = _node(HAYSTACK_RETRIEVERS["bm25", store.column], document_store=store.data,
-                          filters={"field": "id", "operator": "==", "value": "hamlet"})
+        retriever = _node(
+            HAYSTACK_RETRIEVERS["bm25", store.column],
+            document_store=store.data,
+            filters={"field": "id", "operator": "==", "value": "hamlet"},
+        )
         inputs: dict[str, Any] = {}
     else:
         retriever = _node(HAYSTACK_RETRIEVERS["bm25", store.column], document_store=store.data, top_k=1)
@@ -348,12 +380,17 @@ def test_haystack_document_writer(store: StoreSpec, policy: str) -> None:
     again = [Document(id="hamlet", content="changed", meta={"lang": "en"}), Document(id="new", content="new text")]
     handle = store.make()
     if policy in ("NONE", "FAIL"):  # NONE is the store's default: FAIL for all three stores
-        for run in (lambda: pipeline.run({"writer": {"documents": again}}),
-                    lambda: asyncio.run(pipeline.run_async({"writer": {"documents": again}}))):
+        for run in (
+            lambda: pipeline.run({"writer": {"documents": again}}),
+            lambda: asyncio.run(pipeline.run_async({"writer": {"documents": again}})),
+        ):
             with pytest.raises(PipelineRuntimeError) as error:
                 run()
             assert isinstance(error.value.__cause__, DuplicateDocumentError)
-        assert handle.filter_documents({"field": "id", "operator": "==", "value": "hamlet"})[0].content == PASSAGES["hamlet"]
+        assert (
+            handle.filter_documents({"field": "id", "operator": "==", "value": "hamlet"})[0].content
+            == PASSAGES["hamlet"]
+        )
         return
     written = asyncio.run(pipeline.run_async({"writer": {"documents": again}}))["writer"]["documents_written"]
     stored = {d.id: d.content for d in handle.filter_documents()}
@@ -365,23 +402,39 @@ def test_haystack_document_writer(store: StoreSpec, policy: str) -> None:
 def test_haystack_filter_retriever(store: StoreSpec) -> None:
     _fill_text(store)
     english = {"field": "meta.lang", "operator": "==", "value": "en"}
-    pipeline = _load({"filter": _node("haystack.components.retrievers.filter_retriever.FilterRetriever",
-                                      document_store=store.data, filters=english)})
+    pipeline = _load(
+        {
+            "filter": _node(
+                "haystack.components.retrievers.filter_retriever.FilterRetriever",
+                document_store=store.data,
+                filters=english,
+            )
+        }
+    )
     assert sorted(_ids(_run_both(pipeline, {"filter": {}})["filter"]["documents"])) == ["hamlet", "zebra"]
     german = {"field": "meta.lang", "operator": "==", "value": "de"}
     assert _ids(_run_both(pipeline, {"filter": {"filters": german}})["filter"]["documents"]) == ["everest"]
 
 
 def test_haystack_sentence_window_retriever(store: StoreSpec) -> None:
-    splitter = _node("haystack.components.preprocessors.document_splitter.DocumentSplitter",
-                     split_by="word", split_length=4, split_overlap=0)
-    indexing = _load({"splitter": splitter, "writer": _node(WRITER, document_store=store.data)},
-                     [("splitter.documents", "writer.documents")])
+    splitter = _node(
+        "haystack.components.preprocessors.document_splitter.DocumentSplitter",
+        split_by="word",
+        split_length=4,
+        split_overlap=0,
+    )
+    indexing = _load(
+        {"splitter": splitter, "writer": _node(WRITER, document_store=store.data)},
+        [("splitter.documents", "writer.documents")],
+    )
     text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu omicron pi rho sigma"
     assert indexing.run({"splitter": {"documents": [Document(content=text)]}})["writer"]["documents_written"] == 4
     bm25 = _node("haystack_integrations.components.retrievers.dpr.BM25Retriever", document_store=store.data, top_k=1)
-    window = _node("haystack.components.retrievers.sentence_window_retriever.SentenceWindowRetriever",
-                   document_store=store.data, window_size=1)
+    window = _node(
+        "haystack.components.retrievers.sentence_window_retriever.SentenceWindowRetriever",
+        document_store=store.data,
+        window_size=1,
+    )
     pipeline = _load({"bm25": bm25, "window": window}, [("bm25.documents", "window.retrieved_documents")])
     result = _run_both(pipeline, {"bm25": {"query": "kappa"}})["window"]
     assert [d.meta["split_id"] for d in result["context_documents"]] == [1, 2, 3]
@@ -397,8 +450,15 @@ def test_haystack_auto_merging_retriever(store: StoreSpec) -> None:
     leaves = sorted((d for d in documents if d.meta["__level"] == 2), key=lambda d: d.content)
     block = next(d for d in documents if d.meta["__level"] == 1 and "seven" in d.content)
     children = [d for d in leaves if d.id in block.meta["__children_ids"]]
-    pipeline = _load({"merge": _node("haystack.components.retrievers.auto_merging_retriever.AutoMergingRetriever",
-                                     document_store=store.data, threshold=0.5)})
+    pipeline = _load(
+        {
+            "merge": _node(
+                "haystack.components.retrievers.auto_merging_retriever.AutoMergingRetriever",
+                document_store=store.data,
+                threshold=0.5,
+            )
+        }
+    )
     # Both children of a block: the block replaces them; one of its parent's two blocks is not enough.
     assert _ids(_run_both(pipeline, {"merge": {"documents": children}})["merge"]["documents"]) == [block.id]
     assert _ids(_run_both(pipeline, {"merge": {"documents": children[:1]}})["merge"]["documents"]) == [children[0].id]
@@ -408,8 +468,13 @@ def test_haystack_cache_checker(store: StoreSpec) -> None:
     store.make().write_documents(
         [Document(id=f"page{i}", content=f"page {i}", meta={"url": f"https://example.com/{i}"}) for i in range(3)]
     )
-    pipeline = _load({"cache": _node("haystack.components.caching.cache_checker.CacheChecker",
-                                     document_store=store.data, cache_field="url")})
+    pipeline = _load(
+        {
+            "cache": _node(
+                "haystack.components.caching.cache_checker.CacheChecker", document_store=store.data, cache_field="url"
+            )
+        }
+    )
     result = _run_both(pipeline, {"cache": {"items": ["https://example.com/1", "https://example.com/9"]}})["cache"]
     assert _ids(result["hits"]) == ["page1"] and result["misses"] == ["https://example.com/9"]
 
@@ -421,14 +486,15 @@ def test_haystack_in_memory_embedding_retriever(store: StoreSpec, tiny_st_dir: P
     _fill_embedded(store, tiny_st_dir)
     components = {
         "embedder": _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir)),
-        "retriever": _node(HAYSTACK_RETRIEVERS["embedding", IN_MEMORY],
-                           document_store=store.data, top_k=1),
+        "retriever": _node(HAYSTACK_RETRIEVERS["embedding", IN_MEMORY], document_store=store.data, top_k=1),
     }
     connections = [("embedder.embedding", "retriever.query_embedding")]
     if store.column != IN_MEMORY:
         with pytest.raises(DeserializationError) as error:
             _load(components, connections)
-        assert "document_store must be an instance of InMemoryDocumentStore" in str(error.value.__cause__ or error.value)
+        assert "document_store must be an instance of InMemoryDocumentStore" in str(
+            error.value.__cause__ or error.value
+        )
         return
     pipeline = _load(components, connections)
     for doc_id, text in PASSAGES.items():

@@ -32,11 +32,23 @@ def es_index(small_corpus_file: Path, tiny_st_dir: Path):
     )
 
     index = f"dpr-test-{uuid.uuid4().hex[:8]}"
-    code = main([
-        "run", str(PIPELINES / "index_elasticsearch.yml"), "--allow-network", "--input", f"path={small_corpus_file}",
-        "--set", f"writer.document_store.hosts={URL}", "--set", f"writer.document_store.index={index}",
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
-    ])
+    code = main(
+        [
+            "run",
+            str(PIPELINES / "index_elasticsearch.yml"),
+            "--allow-network",
+            "--input",
+            f"path={small_corpus_file}",
+            "--set",
+            f"writer.document_store.hosts={URL}",
+            "--set",
+            f"writer.document_store.index={index}",
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+        ]
+    )
     assert code == 0
     store = ElasticsearchDocumentStore(hosts=URL, index=index)
     store.client.indices.refresh(index=index)
@@ -47,13 +59,32 @@ def es_index(small_corpus_file: Path, tiny_st_dir: Path):
 def _es_args(index: str, model: Path) -> list[str]:
     args = ["--allow-network"]
     for component in ("bm25", "dense", "ranker"):
-        args += ["--set", f"{component}.document_store.hosts={URL}", "--set", f"{component}.document_store.index={index}"]
+        args += [
+            "--set",
+            f"{component}.document_store.hosts={URL}",
+            "--set",
+            f"{component}.document_store.index={index}",
+        ]
     return args + ["--set", f"dense.model={model}"]
 
 
 def test_hybrid_search_on_elasticsearch(es_index: str, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = _es_args(es_index, tiny_st_dir)
-    assert main(["run", str(PIPELINES / "search_elasticsearch.yml"), *args, "-q", "who wrote hamlet", "--top-k", "3", "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(PIPELINES / "search_elasticsearch.yml"),
+                *args,
+                "-q",
+                "who wrote hamlet",
+                "--top-k",
+                "3",
+                "--json",
+            ]
+        )
+        == 0
+    )
     documents = json.loads(capsys.readouterr().out)["ranker"]["documents"]
     assert documents[0]["id"] == "hamlet#0"
     assert documents[0]["meta"]["bm25_score"] > 0 and documents[0]["meta"]["dense_score"] is not None

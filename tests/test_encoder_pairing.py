@@ -113,7 +113,9 @@ def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypa
     calls = []
     original = retrievers.check_pairing
     monkeypatch.setattr(retrievers, "check_pairing", lambda *args: calls.append(args) or original(*args))
-    retriever = DenseRetriever(document_store=_index(trained_pair / "passage_encoder"), model=str(trained_pair / "question_encoder"))
+    retriever = DenseRetriever(
+        document_store=_index(trained_pair / "passage_encoder"), model=str(trained_pair / "question_encoder")
+    )
     retriever.warm_up()
     for _ in range(3):
         retriever.run(query="who wrote hamlet", top_k=3)
@@ -128,7 +130,11 @@ def test_committed_question_encoder_records_its_passage_encoder() -> None:
     question = REPO / "models" / "dpr-minilm-multi" / "question_encoder"
     record = json.loads((question / PAIR_FILE).read_text())
     assert record["role"] == "question" and record["passage_model"] == "bundled:all-MiniLM-L6-v2"
-    assert expected_passage_digest(str(question)) == weights_digest("bundled:all-MiniLM-L6-v2") == record["passage_encoder"]
+    assert (
+        expected_passage_digest(str(question))
+        == weights_digest("bundled:all-MiniLM-L6-v2")
+        == record["passage_encoder"]
+    )
 
 
 def test_encoder_models_names_both_sides(tmp_path: Path, tiny_bert_dir: Path) -> None:

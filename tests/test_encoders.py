@@ -182,7 +182,9 @@ def _copy_with_weights(source: Path, target: Path, change) -> Path:  # type: ign
 
     folder = Path(shutil.copytree(source, target))
     tensors = load_file(str(folder / "model.safetensors"))
-    save_file({n: change(n, t) for n, t in tensors.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        {n: change(n, t) for n, t in tensors.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"}
+    )
     return folder
 
 
@@ -190,22 +192,30 @@ def _copy_with_weights(source: Path, target: Path, change) -> Path:  # type: ign
 def test_nan_weights_are_refused_at_load(tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool) -> None:
     from dpr_components.encoders.model_files import ModelFileError
 
-    folder = _copy_with_weights(tiny_bert_dir, tmp_path / "nan", lambda n, t: t.fill_(float("nan")) if "query.bias" in n else t)
+    folder = _copy_with_weights(
+        tiny_bert_dir, tmp_path / "nan", lambda n, t: t.fill_(float("nan")) if "query.bias" in n else t
+    )
     encoder = TextEncoder(EncoderSettings(model=str(folder), precision="fp32"), plain_torch=plain_torch)
-    with pytest.raises(ModelFileError, match=rf"weights in {folder} \(model.safetensors\) hold NaN .*encoder.layer.0.attention"):
+    with pytest.raises(
+        ModelFileError, match=rf"weights in {folder} \(model.safetensors\) hold NaN .*encoder.layer.0.attention"
+    ):
         encoder.load()
 
 
 def test_vectors_that_overflow_name_the_model_folder(tiny_bert_dir: Path, tmp_path: Path) -> None:
     """Finite weights so large that the forward pass overflows: the error names the folder, not the query."""
-    folder = _copy_with_weights(tiny_bert_dir, tmp_path / "huge", lambda n, t: t.fill_(3e38) if "word_embeddings" in n else t)
+    folder = _copy_with_weights(
+        tiny_bert_dir, tmp_path / "huge", lambda n, t: t.fill_(3e38) if "word_embeddings" in n else t
+    )
     encoder = TextEncoder(EncoderSettings(model=str(folder), precision="fp32"), plain_torch=True)
     with pytest.raises(EncoderLoadError, match=rf"the encoder {folder} computed NaN or infinite vectors"):
         encoder.encode_questions(["who wrote hamlet"])
 
 
 @pytest.mark.parametrize("plain_torch", [True, False], ids=["plain torch", "transformers"])
-def test_config_claiming_a_million_layers_is_refused_at_once(tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool) -> None:
+def test_config_claiming_a_million_layers_is_refused_at_once(
+    tiny_bert_dir: Path, tmp_path: Path, plain_torch: bool
+) -> None:
     import shutil
     import time
 
@@ -215,7 +225,9 @@ def test_config_claiming_a_million_layers_is_refused_at_once(tiny_bert_dir: Path
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1_000_000}))
     start = time.perf_counter()
-    with pytest.raises(ModelFileError, match=rf"{folder / 'config.json'}: num_hidden_layers must be an integer from 1 to 256"):
+    with pytest.raises(
+        ModelFileError, match=rf"{folder / 'config.json'}: num_hidden_layers must be an integer from 1 to 256"
+    ):
         TextEncoder(EncoderSettings(model=str(folder)), plain_torch=plain_torch).load()
     assert time.perf_counter() - start < 1
     (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 5}))
@@ -235,7 +247,9 @@ def test_max_length_is_a_positive_integer_within_the_model_positions(tiny_bert_d
     assert TextEncoder(EncoderSettings(model=str(tiny_bert_dir))).max_length == 128
     folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "sidecar"))
     (folder / "encoder_config.json").write_text(json.dumps({"pooling": "average"}))
-    with pytest.raises(EncoderLoadError, match="encoder_config.json: pooling must be cls, mean or pooler, got 'average'"):
+    with pytest.raises(
+        EncoderLoadError, match="encoder_config.json: pooling must be cls, mean or pooler, got 'average'"
+    ):
         detect_layout(folder)
 
 
@@ -251,5 +265,7 @@ def test_config_is_checked_against_pytorch_bin_weights_too(tiny_bert_dir: Path, 
     (folder / "model.safetensors").unlink()
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "intermediate_size": 4096}))
-    with pytest.raises(ModelFileError, match=r"\(pytorch_model.bin\) do not fit .*intermediate_size is 4,096, .* has 37"):
+    with pytest.raises(
+        ModelFileError, match=r"\(pytorch_model.bin\) do not fit .*intermediate_size is 4,096, .* has 37"
+    ):
         TextEncoder(EncoderSettings(model=str(folder))).load()

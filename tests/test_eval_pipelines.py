@@ -35,7 +35,9 @@ def questions_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("name", "questions"), [("eval_nq.yml", "nq/dev.jsonl"), ("eval_squad.yml", "squad/dev.jsonl")])
+@pytest.mark.parametrize(
+    ("name", "questions"), [("eval_nq.yml", "nq/dev.jsonl"), ("eval_squad.yml", "squad/dev.jsonl")]
+)
 def test_evaluation_files_load(name: str, questions: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DPR_DATA_DIR", str(tmp_path / "data"))
     spec = load_pipeline_spec(PIPELINES / name)
@@ -87,8 +89,24 @@ def test_a_system_with_nothing_to_score_is_a_clear_error() -> None:
 
 
 def _eval_args(*files: str, store: Path, model: Path, questions: Path, out: Path) -> list[str]:
-    return ["eval", *files, "--questions", str(questions), "--store", str(store), "--set", f"dense.model={model}",
-            "--set", f"hybrid.model={model}", "--set", "hybrid.weight=0.001", "--top-k", "5", "--out", str(out)]
+    return [
+        "eval",
+        *files,
+        "--questions",
+        str(questions),
+        "--store",
+        str(store),
+        "--set",
+        f"dense.model={model}",
+        "--set",
+        f"hybrid.model={model}",
+        "--set",
+        "hybrid.weight=0.001",
+        "--top-k",
+        "5",
+        "--out",
+        str(out),
+    ]
 
 
 def test_eval_pipeline_equals_the_systems_given_directly(
@@ -96,8 +114,18 @@ def test_eval_pipeline_equals_the_systems_given_directly(
 ) -> None:
     """The evaluation file's own systems, and the same systems named on the command line, give one set of numbers."""
     from_file, direct = tmp_path / "from_file", tmp_path / "direct"
-    assert main(_eval_args(str(PIPELINES / "eval_nq.yml"), store=indexed_store, model=tiny_st_dir,
-                           questions=questions_file, out=from_file)) == 0
+    assert (
+        main(
+            _eval_args(
+                str(PIPELINES / "eval_nq.yml"),
+                store=indexed_store,
+                model=tiny_st_dir,
+                questions=questions_file,
+                out=from_file,
+            )
+        )
+        == 0
+    )
     systems = [str(PIPELINES / name) for name in ("bm25.yml", "dense.yml", "search.yml")]
     assert main(_eval_args(*systems, store=indexed_store, model=tiny_st_dir, questions=questions_file, out=direct)) == 0
     capsys.readouterr()
@@ -112,14 +140,32 @@ def test_eval_pipeline_equals_the_systems_given_directly(
 
 
 def test_eval_of_a_qa_pipeline_reports_exact_match(
-    indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, questions_file: Path, tmp_path: Path,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    tiny_reader_dir: Path,
+    questions_file: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     reader = tiny_reader_dir
     out = tmp_path / "qa"
-    args = ["eval", str(PIPELINES / "eval_nq.yml"), str(PIPELINES / "qa.yml"), "--questions", str(questions_file),
-            "--store", str(indexed_store), "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={reader}",
-            "--top-k", "5", "--out", str(out)]
+    args = [
+        "eval",
+        str(PIPELINES / "eval_nq.yml"),
+        str(PIPELINES / "qa.yml"),
+        "--questions",
+        str(questions_file),
+        "--store",
+        str(indexed_store),
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "--set",
+        f"reader.model={reader}",
+        "--top-k",
+        "5",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     assert "qa: exact_match" in capsys.readouterr().out
     report = (out / "report.md").read_text()
@@ -129,15 +175,33 @@ def test_eval_of_a_qa_pipeline_reports_exact_match(
 
 def test_eval_errors_are_clear(questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     nq = str(PIPELINES / "eval_nq.yml")
-    assert main(["eval", nq, str(PIPELINES / "eval_squad.yml"), "--questions", str(questions_file), "--out", str(tmp_path / "a")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                nq,
+                str(PIPELINES / "eval_squad.yml"),
+                "--questions",
+                str(questions_file),
+                "--out",
+                str(tmp_path / "a"),
+            ]
+        )
+        == 2
+    )
     assert "at most one evaluation pipeline" in capsys.readouterr().err
-    assert main(["eval", nq, "--questions", str(questions_file), "--set", "nothing.top_k=3", "--out", str(tmp_path / "b")]) == 2
+    assert (
+        main(["eval", nq, "--questions", str(questions_file), "--set", "nothing.top_k=3", "--out", str(tmp_path / "b")])
+        == 2
+    )
     assert "no system has a component 'nothing'" in capsys.readouterr().err
     bare = tmp_path / "bare.yml"
-    bare.write_text("components:\n  acc:\n    type: haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator\n", encoding="utf-8")
+    bare.write_text(
+        "components:\n  acc:\n    type: haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator\n",
+        encoding="utf-8",
+    )
     assert main(["eval", str(bare), "--questions", str(questions_file), "--out", str(tmp_path / "c")]) == 2
     assert "no systems to evaluate" in capsys.readouterr().err
-
 
 
 DOCS_EVALUATION = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"
@@ -163,23 +227,45 @@ def test_evaluation_files_run_as_plain_pipelines() -> None:
         assert retrieval["retrieval_accuracy"]["top_k_accuracy"][1] == 50.0
         answers = pipeline.run({"ground_truth_answers": golds, "predicted_answers": ["Shakespeare", None]})
         assert set(answers) == {"answer_exact_match"} and answers["answer_exact_match"]["exact_match"] == 50.0
-        both = pipeline.run({"ground_truth_answers": golds, "retrieved_documents": documents,
-                             "predicted_answers": ["Shakespeare", None]})
+        both = pipeline.run(
+            {
+                "ground_truth_answers": golds,
+                "retrieved_documents": documents,
+                "predicted_answers": ["Shakespeare", None],
+            }
+        )
         assert set(both) == {"retrieval_accuracy", "answer_exact_match"}
 
 
 def test_documented_python_loop_equals_haystack_eval(
-    indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, questions_file: Path, tmp_path: Path,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    tiny_reader_dir: Path,
+    questions_file: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     evaluate = _documented_evaluate()
     evaluation = Pipeline.loads((PIPELINES / "eval_nq.yml").read_text(encoding="utf-8"))
-    overrides = {"bm25.yml": [], "search.yml": [f"hybrid.model={tiny_st_dir}", "hybrid.weight=0.001"],
-                 "qa.yml": [f"hybrid.model={tiny_st_dir}", f"reader.model={tiny_reader_dir}"]}
+    overrides = {
+        "bm25.yml": [],
+        "search.yml": [f"hybrid.model={tiny_st_dir}", "hybrid.weight=0.001"],
+        "qa.yml": [f"hybrid.model={tiny_st_dir}", f"reader.model={tiny_reader_dir}"],
+    }
     for name, sets in overrides.items():
         out = tmp_path / name
-        args = ["eval", str(PIPELINES / name), "--questions", str(questions_file), "--store", str(indexed_store),
-                "--top-k", "5", "--out", str(out)]
+        args = [
+            "eval",
+            str(PIPELINES / name),
+            "--questions",
+            str(questions_file),
+            "--store",
+            str(indexed_store),
+            "--top-k",
+            "5",
+            "--out",
+            str(out),
+        ]
         for assignment in sets:
             args += ["--set", assignment]
         assert main(args) == 0

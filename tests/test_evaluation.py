@@ -187,7 +187,7 @@ def test_load_dpr_tsv(tmp_path: Path) -> None:
         tmp_path / "nq-test.qa.csv",
         "who got the first nobel prize in physics\t['Wilhelm Conrad Röntgen']\n"
         'what is the o\'hare airport code\t["ORD", "KORD"]\n'
-        "who wrote \"it's a long way\"\t[\"Jack Judge\", 'Harry Williams']\r\n",
+        'who wrote "it\'s a long way"\t["Jack Judge", \'Harry Williams\']\r\n',
     )
     examples = load_questions(source)
     assert [e.answers for e in examples] == [
@@ -215,8 +215,11 @@ def test_load_dpr_tsv(tmp_path: Path) -> None:
         ("a.jsonl", '{"question": "q"}\n', "line 1: missing field 'answers'"),
         ("a.jsonl", '{"answers": ["a"]}\n', "line 1: missing field 'question'"),
         ("a.jsonl", '{"question": "q", "answers": ["a"]}\n[1, 2]\n', "line 2: bad JSON|line 2: expected a JSON object"),
-        ("a.jsonl", '{"id": "x", "question": "q", "answers": ["a"]}\n{"id": "x", "question": "r", "answers": ["b"]}\n',
-         "line 2: field 'id': 'x' already used on line 1"),
+        (
+            "a.jsonl",
+            '{"id": "x", "question": "q", "answers": ["a"]}\n{"id": "x", "question": "r", "answers": ["b"]}\n',
+            "line 2: field 'id': 'x' already used on line 1",
+        ),
         ("a.jsonl", '{"data": [], "version": "1.1"}\n', "SQuAD's nested JSON"),
         ("a.tsv", "q\t['a']\nno tab here\n", "line 2: expected DPR's 'question<TAB>\\[answers\\]' layout"),
         ("a.tsv", "q\t['a'\n", "line 1: field 'answers': not a JSON or Python list literal"),

@@ -23,8 +23,11 @@ QUESTIONS = ["honey bee river", "zebra stripe", "tragedy king castle", "ocean is
 def _corpus(n: int, seed: int = 0) -> list[Document]:
     rng = np.random.default_rng(seed)
     return [
-        Document(id=f"d{i}", content=" ".join(rng.choice(WORDS, size=int(rng.integers(3, 12)))),
-                 meta={"title": f"T{i % 7}", "group": int(i % 3)})
+        Document(
+            id=f"d{i}",
+            content=" ".join(rng.choice(WORDS, size=int(rng.integers(3, 12)))),
+            meta={"title": f"T{i % 7}", "group": int(i % 3)},
+        )
         for i in range(n)
     ]
 
@@ -77,10 +80,18 @@ def test_same_ranking_as_the_composed_pipeline(
         assert got["query_embedding"] == expected["dense"]["query_embedding"]
 
 
-def test_filters_batch_async_and_serialisation(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
+def test_filters_batch_async_and_serialisation(
+    tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]
+) -> None:
     store = _store(tmp_path, embedded_documents)
-    retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=10, weight=2.0, top_k=5,
-                                filters={"field": "meta.group", "operator": "==", "value": 1})
+    retriever = HybridRetriever(
+        document_store=store,
+        model=str(tiny_st_dir),
+        candidates=10,
+        weight=2.0,
+        top_k=5,
+        filters={"field": "meta.group", "operator": "==", "value": 1},
+    )
     retriever.warm_up()
     one_by_one = [retriever.run(query=q)["documents"] for q in QUESTIONS]
     assert all(d.meta["group"] == 1 for documents in one_by_one for d in documents)
@@ -90,7 +101,9 @@ def test_filters_batch_async_and_serialisation(tmp_path: Path, tiny_st_dir: Path
     assert (rebuilt.candidates, rebuilt.weight, rebuilt.top_k, rebuilt.filters) == (10, 2.0, 5, retriever.filters)
 
 
-def test_union_for_fitting_equals_the_ranker_path(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
+def test_union_for_fitting_equals_the_ranker_path(
+    tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]
+) -> None:
     store = _store(tmp_path, embedded_documents)
     retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=7)
     retriever.warm_up()
@@ -98,14 +111,19 @@ def test_union_for_fitting_equals_the_ranker_path(tmp_path: Path, tiny_st_dir: P
         contents, bm25, dense = retriever.union_scores(question)
         embedding = retriever.dense.embedder.run(query=question)["embedding"]
         expected = union_from_lists(
-            HybridRanker(document_store=store).scoring_backend, question, embedding,
-            store.bm25_retrieval(question, 7), store.embedding_retrieval(embedding, 7),
+            HybridRanker(document_store=store).scoring_backend,
+            question,
+            embedding,
+            store.bm25_retrieval(question, 7),
+            store.embedding_retrieval(embedding, 7),
         )
         assert contents == expected[0]
         assert bm25.tolist() == expected[1].tolist() and dense.tolist() == expected[2].tolist()
 
 
-def test_documents_without_vectors_rank_on_bm25(tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]) -> None:
+def test_documents_without_vectors_rank_on_bm25(
+    tmp_path: Path, tiny_st_dir: Path, embedded_documents: list[Document]
+) -> None:
     plain = [Document(id="plain", content="zebra stripe zebra stripe zebra", meta={"title": "Z"})]
     store = _store(tmp_path, embedded_documents + plain)
     retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=20, weight=1.0, top_k=20)
@@ -113,7 +131,9 @@ def test_documents_without_vectors_rank_on_bm25(tmp_path: Path, tiny_st_dir: Pat
     composed = _composed(store, tiny_st_dir, candidates=20, weight=1.0, top_k=20)
     q = "zebra stripe"
     got = retriever.run(query=q)["documents"]
-    assert _ranked(got) == _ranked(composed.run({"bm25": {"query": q}, "dense": {"query": q}, "ranker": {"query": q}})["ranker"]["documents"])
+    assert _ranked(got) == _ranked(
+        composed.run({"bm25": {"query": q}, "dense": {"query": q}, "ranker": {"query": q}})["ranker"]["documents"]
+    )
     plain_doc = next(d for d in got if d.id == "plain")
     assert plain_doc.meta["dense_score"] is None and plain_doc.score == pytest.approx(plain_doc.meta["bm25_score"])
 

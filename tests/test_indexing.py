@@ -44,7 +44,10 @@ def test_tsv_reader_dpr_layout(tmp_path: Path) -> None:
     path = tmp_path / "psgs_w100.tsv"
     path.write_text('id\ttext\ttitle\n1\t"Aaron is a prophet"\tAaron\n2\tSecond passage\tB\n', encoding="utf-8")
     records = list(read_corpus(path))
-    assert [(r.id, r.title, r.text) for r in records] == [("1", "Aaron", "Aaron is a prophet"), ("2", "B", "Second passage")]
+    assert [(r.id, r.title, r.text) for r in records] == [
+        ("1", "Aaron", "Aaron is a prophet"),
+        ("2", "B", "Second passage"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,23 @@ PIPELINES = REPO / "pipelines"
 
 
 def _index(corpus: Path, store: Path, cache: Path) -> None:
-    assert main([
-        "run", str(PIPELINES / "index.yml"), "--input", f"path={corpus}", "--store", str(store),
-        "--set", f"embedder.cache_dir={cache}", "--set", "embedder.progress_bar=false",
-    ]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(PIPELINES / "index.yml"),
+                "--input",
+                f"path={corpus}",
+                "--store",
+                str(store),
+                "--set",
+                f"embedder.cache_dir={cache}",
+                "--set",
+                "embedder.progress_bar=false",
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +44,34 @@ def example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("pipeline", ["bm25.yml", "dense.yml", "search.yml"])
 def test_who_wrote_hamlet(example_store: Path, pipeline: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(PIPELINES / pipeline), "--store", str(example_store), "-q", "who wrote hamlet", "--json"]) == 0
+    assert (
+        main(["run", str(PIPELINES / pipeline), "--store", str(example_store), "-q", "who wrote hamlet", "--json"]) == 0
+    )
     documents = next(iter(json.loads(capsys.readouterr().out).values()))["documents"]
     assert documents[0]["meta"]["title"] == "Hamlet"
 
 
 def test_example_questions_are_answered(example_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    assert main([
-        "eval", str(PIPELINES / "bm25.yml"), str(PIPELINES / "dense.yml"), str(PIPELINES / "search.yml"),
-        "--questions", str(REPO / "examples" / "questions.jsonl"), "--store", str(example_store),
-        "--top-k", "20", "--out", str(out),
-    ]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(PIPELINES / "bm25.yml"),
+                str(PIPELINES / "dense.yml"),
+                str(PIPELINES / "search.yml"),
+                "--questions",
+                str(REPO / "examples" / "questions.jsonl"),
+                "--store",
+                str(example_store),
+                "--top-k",
+                "20",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     systems = json.loads((out / "report.json").read_text())["systems"]
     for name in ("bm25", "dense", "search"):
         assert systems[name]["top_k_accuracy"]["5"] >= 80.0, name
@@ -67,10 +96,24 @@ def test_pool_slice_with_nq_gold_passages(shared_data: Path, tmp_path: Path) -> 
     questions_file = tmp_path / "q.jsonl"
     questions_file.write_text("".join(json.dumps(q.__dict__) + "\n" for q in questions), encoding="utf-8")
     out = tmp_path / "report"
-    assert main([
-        "eval", str(PIPELINES / "bm25.yml"), str(PIPELINES / "dense.yml"), "--questions", str(questions_file),
-        "--store", str(tmp_path / "index"), "--top-k", "20", "--out", str(out),
-    ]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(PIPELINES / "bm25.yml"),
+                str(PIPELINES / "dense.yml"),
+                "--questions",
+                str(questions_file),
+                "--store",
+                str(tmp_path / "index"),
+                "--top-k",
+                "20",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     systems = json.loads((out / "report.json").read_text())["systems"]
     # Zero-shot MiniLM is strong on NQ (it saw NQ pairs in pre-training); BM25 less so.
     assert systems["dense"]["top_k_accuracy"]["5"] >= 75.0

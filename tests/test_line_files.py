@@ -15,8 +15,10 @@ from dpr_components.training.data import load_training_examples
 from dpr_components.utils.line_files import numbered_lines
 
 QUESTION = b'{"id": "q1", "question": "q", "answers": ["a"], "positive_ctxs": [{"title": "T", "text": "a"}]}\n'
-MINED = (b'{"id": "q1", "question": "q", "answers": ["a"], "kind": "gold", "gold": {"title": "T", "text": "a"}, '
-         b'"positive_ids": [], "negative_ids": [], "top_ids": []}\n')
+MINED = (
+    b'{"id": "q1", "question": "q", "answers": ["a"], "kind": "gold", "gold": {"title": "T", "text": "a"}, '
+    b'"positive_ids": [], "negative_ids": [], "top_ids": []}\n'
+)
 
 LOADERS: dict[str, tuple[Callable[[Path], Any], bytes]] = {
     "evaluation questions": (load_questions, QUESTION),

@@ -41,17 +41,17 @@ DEFINED_AND_PUBLISHED = {
     "dpr_components.embedders.passage.PassageEmbedder": "haystack_integrations.components.embedders.dpr.PassageEmbedder",
     "dpr_components.embedders.question.QuestionEmbedder": "haystack_integrations.components.embedders.dpr.QuestionEmbedder",
     "dpr_components.readers.span_reader.SpanReader": "haystack_integrations.components.readers.dpr.SpanReader",
-    "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator":
-        "haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator",
-    "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator":
-        "haystack_integrations.components.evaluators.dpr.AnswerExactMatchF1Evaluator",
+    "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator": "haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator",
+    "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator": "haystack_integrations.components.evaluators.dpr.AnswerExactMatchF1Evaluator",
     "dpr_components.indexing.components.CorpusReader": "haystack_integrations.components.converters.dpr.CorpusReader",
-    "dpr_components.indexing.components.DPRPassageSplitter":
-        "haystack_integrations.components.preprocessors.dpr.DPRPassageSplitter",
+    "dpr_components.indexing.components.DPRPassageSplitter": "haystack_integrations.components.preprocessors.dpr.DPRPassageSplitter",
     "dpr_components.indexing.writer.PassageWriter": "haystack_integrations.components.writers.dpr.PassageWriter",
     "dpr_components.training.component.DPRTrainer": "haystack_integrations.components.trainers.dpr.DPRTrainer",
 }
-STORE_PATHS = ("dpr_components.document_stores.embedded.EmbeddedDocumentStore", "haystack_integrations.document_stores.dpr.EmbeddedDocumentStore")
+STORE_PATHS = (
+    "dpr_components.document_stores.embedded.EmbeddedDocumentStore",
+    "haystack_integrations.document_stores.dpr.EmbeddedDocumentStore",
+)
 
 NEEDS_STORE = {"DenseRetriever", "BM25Retriever", "HybridRetriever", "HybridRanker", "PassageWriter"}
 
@@ -126,7 +126,11 @@ def test_published_path_round_trips(published_path: str, tmp_path: Path) -> None
 def test_packaged_pipelines_load_in_plain_haystack_without_an_allowlist() -> None:
     """In a fresh process (no allowlist set by anything else); models load at warm-up, not when a file loads."""
     done = subprocess.run(
-        [sys.executable, "-c", PLAIN_HAYSTACK_LOADS], capture_output=True, text=True, cwd=REPO, timeout=300,
+        [sys.executable, "-c", PLAIN_HAYSTACK_LOADS],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
         env={k: v for k, v in os.environ.items() if not k.startswith("HAYSTACK_DESERIALIZATION")},
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -154,8 +158,16 @@ def test_packages_re_export_their_components() -> None:
     from dpr_components.training.component import DPRTrainer
 
     classes = (
-        EmbeddedDocumentStore, PassageEmbedder, QuestionEmbedder, AnswerExactMatchF1Evaluator,
-        RetrievalAccuracyEvaluator, HybridRanker, SpanReader, BM25Retriever, DenseRetriever, DPRTrainer,
+        EmbeddedDocumentStore,
+        PassageEmbedder,
+        QuestionEmbedder,
+        AnswerExactMatchF1Evaluator,
+        RetrievalAccuracyEvaluator,
+        HybridRanker,
+        SpanReader,
+        BM25Retriever,
+        DenseRetriever,
+        DPRTrainer,
     )
     for cls in classes:
         # Published under haystack_integrations, and that module hands out the very same class.

@@ -26,26 +26,47 @@ def _search_args(store: Path, model: Path, *extra: str) -> list[str]:
     return ["--store", str(store), "--set", f"dense.model={model}", *extra]
 
 
-def test_index_pipeline_writes_passages_and_is_idempotent(indexed_store: Path, small_corpus_file: Path, tiny_st_dir: Path) -> None:
+def test_index_pipeline_writes_passages_and_is_idempotent(
+    indexed_store: Path, small_corpus_file: Path, tiny_st_dir: Path
+) -> None:
     store = EmbeddedDocumentStore(path=str(indexed_store))
     assert store.count_documents() == 6  # the long Jupiter text makes two passages
     assert store.get_documents_by_id(["jupiter#1"])[0].meta["title"] == "Jupiter"
-    main([
-        "run", str(PIPELINES / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(indexed_store),
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
-    ])
+    main(
+        [
+            "run",
+            str(PIPELINES / "index.yml"),
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            str(indexed_store),
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        ]
+    )
     assert store.count_documents() == 6
 
 
 def test_bm25_pipeline_finds_hamlet(indexed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "--query", "who wrote hamlet", "--json"]) == 0
+    assert (
+        main(
+            ["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "--query", "who wrote hamlet", "--json"]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["bm25"]["documents"][0]["id"] == "hamlet#0"
     assert "embedding" not in result["bm25"]["documents"][0]
 
 
 @pytest.mark.parametrize("pipeline", ["dense.yml", "search.yml"])
-def test_dense_and_hybrid_pipelines_run(indexed_store: Path, tiny_st_dir: Path, pipeline: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dense_and_hybrid_pipelines_run(
+    indexed_store: Path, tiny_st_dir: Path, pipeline: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     # A random tiny encoder carries no signal: weight it down so BM25 decides the hybrid ranking.
     if pipeline == "search.yml":
         args = ["--store", str(indexed_store), "--set", f"hybrid.model={tiny_st_dir}", "--set", "hybrid.weight=0.001"]
@@ -64,12 +85,17 @@ def test_dense_and_hybrid_pipelines_run(indexed_store: Path, tiny_st_dir: Path, 
 def test_table_output_and_batch_file(indexed_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     batch = tmp_path / "queries.jsonl"
     batch.write_text('who wrote hamlet\n{"query": "highest mountain", "top_k": 1}\n"honey bees"\n', encoding="utf-8")
-    assert main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "--batch", str(batch), "--json"]) == 0
+    assert (
+        main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "--batch", str(batch), "--json"]) == 0
+    )
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["line"] for line in lines] == [1, 2, 3]
     assert lines[1]["result"]["bm25"]["documents"][0]["id"] == "everest#0"
     assert len(lines[1]["result"]["bm25"]["documents"]) == 1
-    assert main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "-q", "mount everest", "--top-k", "2"]) == 0
+    assert (
+        main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), "-q", "mount everest", "--top-k", "2"])
+        == 0
+    )
     table = capsys.readouterr().out
     assert "Mount Everest" in table and "score" in table
 
@@ -84,7 +110,9 @@ def test_table_output_and_batch_file(indexed_store: Path, tmp_path: Path, capsys
         (["-q", "x", "--set", "nocomp.top_k=3"], "no component 'nocomp'"),
     ],
 )
-def test_bad_cli_input_is_a_clear_error(indexed_store: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_cli_input_is_a_clear_error(
+    indexed_store: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", str(PIPELINES / "bm25.yml"), "--store", str(indexed_store), *args]) == 2
     assert message in capsys.readouterr().err
 
@@ -148,7 +176,9 @@ def test_warm_up_is_idempotent(tmp_path: Path, tiny_st_dir: Path) -> None:
 
 def test_dense_retriever_accepts_an_embedding() -> None:
     store = EmbeddedDocumentStore()
-    store.write_documents([Document(id="a", content="a", embedding=[1.0, 0.0]), Document(id="b", content="b", embedding=[0.0, 1.0])])
+    store.write_documents(
+        [Document(id="a", content="a", embedding=[1.0, 0.0]), Document(id="b", content="b", embedding=[0.0, 1.0])]
+    )
     result = DenseRetriever(document_store=store).run(query_embedding=[0.0, 2.0], top_k=1)
     assert result["documents"][0].id == "b" and result["query_embedding"] == [0.0, 2.0]
     with pytest.raises(ValueError, match="needs a query"):
@@ -187,7 +217,9 @@ def test_hybrid_needs_store_and_inputs() -> None:
         ranker.run([Document(id="a", content="a")], [], query="a")
 
 
-def test_eval_and_fit_lambda_commands(indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_and_fit_lambda_commands(
+    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         '{"id": "1", "question": "who wrote hamlet", "answers": ["Shakespeare"]}\n'
@@ -195,15 +227,48 @@ def test_eval_and_fit_lambda_commands(indexed_store: Path, tiny_st_dir: Path, tm
         encoding="utf-8",
     )
     out = tmp_path / "report"
-    assert main(["eval", str(PIPELINES / "search.yml"), "--questions", str(questions), "--store", str(indexed_store),
-                 "--set", f"hybrid.model={tiny_st_dir}", "--set", "hybrid.weight=0.001",
-                 "--top-k", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(PIPELINES / "search.yml"),
+                "--questions",
+                str(questions),
+                "--store",
+                str(indexed_store),
+                "--set",
+                f"hybrid.model={tiny_st_dir}",
+                "--set",
+                "hybrid.weight=0.001",
+                "--top-k",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["systems"]["search"]["top_k_accuracy"]["1"] == 100.0
     assert (out / "topk_accuracy.png").stat().st_size > 1000
     lam_out = tmp_path / "lam"
-    assert main(["fit-lambda", str(PIPELINES / "search.yml"), "--questions", str(questions), "--store", str(indexed_store),
-                 "--set", f"hybrid.model={tiny_st_dir}", "--out", str(lam_out)]) == 0
+    assert (
+        main(
+            [
+                "fit-lambda",
+                str(PIPELINES / "search.yml"),
+                "--questions",
+                str(questions),
+                "--store",
+                str(indexed_store),
+                "--set",
+                f"hybrid.model={tiny_st_dir}",
+                "--out",
+                str(lam_out),
+            ]
+        )
+        == 0
+    )
     fitted = json.loads((lam_out / "lambda.json").read_text())
     assert fitted["curve"][0]["weight"] == 0.0 and (lam_out / "lambda.png").exists()
     capsys.readouterr()

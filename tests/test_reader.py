@@ -109,7 +109,9 @@ def test_read_applies_the_length_prior_to_span_probability(tokenizer) -> None:
     fake = TargetReader(_id(tokenizer, "william"), _id(tokenizer, "shakespeare"))
     passages = [("Hamlet", "Hamlet was written by William Shakespeare.")]
     plain = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL))[0]
-    penalised = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(length_penalty=0.5))[0]
+    penalised = read(
+        fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(length_penalty=0.5)
+    )[0]
     assert plain.text == penalised.text == "William Shakespeare"
     tokens = penalised.span_score - plain.span_score  # −0.5 per extra token
     assert penalised.span_probability == pytest.approx(plain.span_probability * np.exp(tokens))
@@ -208,12 +210,24 @@ def test_rank_prior_weighs_passages_by_their_retrieval_rank(tokenizer) -> None:
         assert plain[0].passage_index == 1 and {a.rank_weight for a in plain} == {1.0}
         # The selected passage has e^5 ≈ 148 times the probability of the others: a prior of 1 keeps it
         # first (148 / 2 > 1), a prior of 8 gives the first passage the lead (2^8 = 256 > 148).
-        mild = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL),
-                    ReadSettings(ranking=ranking, rank_prior=1.0))
+        mild = read(
+            fake,
+            tokenizer,
+            "who wrote it",
+            passages,
+            InputSettings(**SMALL),
+            ReadSettings(ranking=ranking, rank_prior=1.0),
+        )
         assert mild[0].passage_index == 1
         assert {a.passage_index: a.rank_weight for a in mild} == pytest.approx({0: 1.0, 1: 0.5, 2: 1 / 3})
-        strong = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL),
-                      ReadSettings(ranking=ranking, rank_prior=8.0))
+        strong = read(
+            fake,
+            tokenizer,
+            "who wrote it",
+            passages,
+            InputSettings(**SMALL),
+            ReadSettings(ranking=ranking, rank_prior=8.0),
+        )
         assert strong[0].passage_index == 0
         key = (lambda a: a.passage_rank_score) if ranking == "passage" else (lambda a: a.score)
         assert [key(a) for a in strong] == sorted((key(a) for a in strong), reverse=True)
@@ -250,8 +264,12 @@ def test_batched_forward_equals_one_by_one(tiny_reader_dir: Path) -> None:
 
 
 def _logits(reader, tokenizer):
-    rows = build_rows(tokenizer, "who wrote hamlet", [("Hamlet", tokenize_passage(tokenizer, "Shakespeare wrote it."))],
-                      InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8))
+    rows = build_rows(
+        tokenizer,
+        "who wrote hamlet",
+        [("Hamlet", tokenize_passage(tokenizer, "Shakespeare wrote it."))],
+        InputSettings(max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8),
+    )
     batch = collate(rows, tokenizer.pad_token_id)
     with torch.inference_mode():
         out = reader(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], return_dict=True)
@@ -280,8 +298,14 @@ def test_hf_dpr_reader_folder_loads(tokenizer, tmp_path: Path) -> None:
     from transformers import DPRConfig, DPRReader
 
     torch.manual_seed(0)
-    config = DPRConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                       intermediate_size=37, max_position_embeddings=512)
+    config = DPRConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=512,
+    )
     DPRReader(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     reader = SpanReader(model=str(tmp_path), precision="fp32")
@@ -313,8 +337,15 @@ def test_missing_heads_or_wrong_folders_are_errors(tiny_reader_dir: Path, tiny_b
 
 
 def test_component_answers_with_offsets_and_meta(tiny_reader_dir: Path) -> None:
-    reader = SpanReader(model=str(tiny_reader_dir), top_k=3, precision="fp32", max_length=64, stride=8,
-                        max_question_tokens=16, max_title_tokens=8)
+    reader = SpanReader(
+        model=str(tiny_reader_dir),
+        top_k=3,
+        precision="fp32",
+        max_length=64,
+        stride=8,
+        max_question_tokens=16,
+        max_title_tokens=8,
+    )
     documents = [
         Document(id="a", content="Hamlet is a tragedy written by William Shakespeare.", meta={"title": "Hamlet"}),
         Document(id="b", content="Jupiter is the largest planet of the Solar System. " * 10, meta={"title": "Jupiter"}),
@@ -354,8 +385,16 @@ def test_component_bad_input(tiny_reader_dir: Path) -> None:
 
 
 def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
-    reader = SpanReader(model=str(tiny_reader_dir), top_k=2, ranking="combined", spans_per_passage=2, stride=32,
-                        precision="fp32", batch_size=4, rank_prior=1.0)
+    reader = SpanReader(
+        model=str(tiny_reader_dir),
+        top_k=2,
+        ranking="combined",
+        spans_per_passage=2,
+        stride=32,
+        precision="fp32",
+        batch_size=4,
+        rank_prior=1.0,
+    )
     data = reader.to_dict()
     assert data["init_parameters"]["rank_prior"] == 1.0
     assert data["type"] == "haystack_integrations.components.readers.dpr.SpanReader"
@@ -381,14 +420,18 @@ def test_nan_weights_are_neither_saved_nor_loaded(tiny_encoder_dir: Path, tmp_pa
     reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=5)
     with torch.no_grad():
         reader.span_predictor.qa_classifier.bias[0] = 1e6  # finite in float32, infinite in float16
-    with pytest.raises(ModelFileError, match=r"not saved to .*half: its tensor span_predictor.qa_classifier.bias holds"):
+    with pytest.raises(
+        ModelFileError, match=r"not saved to .*half: its tensor span_predictor.qa_classifier.bias holds"
+    ):
         save_reader(reader, tokenizer, tmp_path / "half", dtype=torch.float16)
     assert not (tmp_path / "half").exists()
     save_reader(reader, tokenizer, tmp_path / "reader")
     weights = load_file(str(tmp_path / "reader" / "model.safetensors"))
     weights["span_predictor.qa_outputs.weight"][0, 0] = float("nan")
     save_file(weights, str(tmp_path / "reader" / "model.safetensors"), metadata={"format": "pt"})
-    with pytest.raises(ModelFileError, match=r"hold NaN or infinite values \(tensor span_predictor.qa_outputs.weight\)"):
+    with pytest.raises(
+        ModelFileError, match=r"hold NaN or infinite values \(tensor span_predictor.qa_outputs.weight\)"
+    ):
         load_reader(tmp_path / "reader")
 
 

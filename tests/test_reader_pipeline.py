@@ -18,19 +18,37 @@ PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
 @pytest.fixture()
 def store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> Path:
     path = tmp_path / "index"
-    code = main([
-        "run", str(PIPELINES / "index.yml"), "--input", f"path={small_corpus_file}", "--store", str(path),
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
-        "--set", "embedder.progress_bar=false",
-    ])
+    code = main(
+        [
+            "run",
+            str(PIPELINES / "index.yml"),
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            str(path),
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        ]
+    )
     assert code == 0
     return path
 
 
 def _qa_args(store: Path, reader: Path, dense: Path, *extra: str) -> list[str]:
     return [
-        "run", str(PIPELINES / "qa.yml"), "--store", str(store), "--set", f"reader.model={reader}",
-        "--set", f"hybrid.model={dense}", *extra,
+        "run",
+        str(PIPELINES / "qa.yml"),
+        "--store",
+        str(store),
+        "--set",
+        f"reader.model={reader}",
+        "--set",
+        f"hybrid.model={dense}",
+        *extra,
     ]
 
 
@@ -42,7 +60,10 @@ def test_qa_yaml_loads_with_the_reader_last() -> None:
 
 
 def test_qa_pipeline_answers_from_the_store(
-    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str],
+    store: Path,
+    tiny_reader_dir: Path,
+    tiny_st_dir: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(_qa_args(store, tiny_reader_dir, tiny_st_dir, "-q", "who wrote hamlet", "--json")) == 0
     result = json.loads(capsys.readouterr().out)
@@ -61,7 +82,10 @@ def test_qa_pipeline_answers_from_the_store(
 
 
 def test_qa_pipeline_reports_a_missing_reader_or_an_empty_question(
-    store: Path, tiny_reader_dir: Path, tiny_st_dir: Path, tmp_path: Path,
+    store: Path,
+    tiny_reader_dir: Path,
+    tiny_st_dir: Path,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(_qa_args(store, tmp_path / "no-reader", tiny_st_dir, "-q", "who wrote hamlet")) == 2

@@ -71,8 +71,9 @@ def test_reader_loss_adds_selection_over_real_passages() -> None:
     start = torch.zeros(3, tokens)
     end = torch.zeros(3, tokens)
     passage_mask = torch.ones(3, tokens, dtype=torch.bool)
-    loss, parts = reader_loss(start, end, relevance.view(-1), passage_mask, row_mask,
-                              torch.tensor([[[0, 0]]]), torch.tensor([[True]]))
+    loss, parts = reader_loss(
+        start, end, relevance.view(-1), passage_mask, row_mask, torch.tensor([[[0, 0]]]), torch.tensor([[True]])
+    )
     assert parts["span_loss"] == pytest.approx(2 * math.log(tokens), rel=1e-5)
     assert float(loss) == pytest.approx(parts["span_loss"] + parts["selection_loss"], rel=1e-5)
 
@@ -84,8 +85,10 @@ def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
     from dpr_components.readers.data import SourceQuestion
 
     docs = [PASSAGES["n0"], PASSAGES["p0"], PASSAGES["n1"]]
-    questions = [SourceQuestion("q", "where is the eiffel tower", ["Paris"], None),
-                 SourceQuestion("r", "unanswerable", ["Atlantis"], None)]
+    questions = [
+        SourceQuestion("q", "where is the eiffel tower", ["Paris"], None),
+        SourceQuestion("r", "unanswerable", ["Atlantis"], None),
+    ]
     mined = mine(questions, "retrieved", [lambda i: docs], progress=False)
     assert len(mined) == 1  # no positive for "Atlantis": dropped
     assert mined[0].positive_ids == ["p0"] and mined[0].negative_ids == ["n0", "n1"]
@@ -150,8 +153,11 @@ def test_interrupted_training_resumes_to_the_same_state(
     assert reader_state(tmp_path / "broken")["position"]["step"] == (3 if error is KeyboardInterrupt else 2)
     train_reader(tmp_path / "broken", tiny_encoder_dir)
     assert_same_state(reader_state(tmp_path / "straight"), reader_state(tmp_path / "broken"))
-    steps = [json.loads(line)["step"] for line in (tmp_path / "broken" / "log.jsonl").read_text().splitlines()
-             if "loss" in json.loads(line)]
+    steps = [
+        json.loads(line)["step"]
+        for line in (tmp_path / "broken" / "log.jsonl").read_text().splitlines()
+        if "loss" in json.loads(line)
+    ]
     assert steps == [1, 2, 3, 4, 5, 6]  # steps run again after a crash are not logged twice
 
 
@@ -208,8 +214,21 @@ def test_train_reader_draws_questions_with_the_data_seed(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "train", fake_train)
-    code = cli.main(["--output", str(tmp_path / "run"), "--train", "squad/train.jsonl", "--negatives-from", "bm25",
-                     "--sample", "10", "--seed", "3", *flags])
+    code = cli.main(
+        [
+            "--output",
+            str(tmp_path / "run"),
+            "--train",
+            "squad/train.jsonl",
+            "--negatives-from",
+            "bm25",
+            "--sample",
+            "10",
+            "--seed",
+            "3",
+            *flags,
+        ]
+    )
     assert code == 130
     assert draws == [expected_draw_seed, expected_draw_seed]  # training file, dev file
     assert trained[0].seed == 3
@@ -230,8 +249,20 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
         raise TrainingDiverged("training stopped at step 3: the loss is nan")
 
     monkeypatch.setattr(cli, "train", diverging_train)
-    code = cli.main(["--output", str(tmp_path / "run"), "--train", "squad/train.jsonl", "--negatives-from", "bm25",
-                     "--dev", "", "--skip-nonfinite-steps", "4"])
+    code = cli.main(
+        [
+            "--output",
+            str(tmp_path / "run"),
+            "--train",
+            "squad/train.jsonl",
+            "--negatives-from",
+            "bm25",
+            "--dev",
+            "",
+            "--skip-nonfinite-steps",
+            "4",
+        ]
+    )
     assert code == 2 and trained[0].max_nonfinite_steps == 4
     assert capsys.readouterr().err == "error: training stopped at step 3: the loss is nan\n"
     with pytest.raises(ValueError, match="max_nonfinite_steps"):
@@ -240,4 +271,9 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
 
 def test_max_length_beyond_the_encoder_positions_is_refused(tmp_path: Path, tiny_bert_dir: Path) -> None:
     with pytest.raises(ValueError, match=r"'max_length' 192 exceeds the 128 positions of"):
-        train(reader_config(tmp_path / "run", tiny_bert_dir, max_length=192), mined_questions(), [], PassageLookup(DictStore(PASSAGES)))
+        train(
+            reader_config(tmp_path / "run", tiny_bert_dir, max_length=192),
+            mined_questions(),
+            [],
+            PassageLookup(DictStore(PASSAGES)),
+        )

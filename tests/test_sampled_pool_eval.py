@@ -28,10 +28,18 @@ def _dev_file(tmp_path: Path) -> Path:
 
     hamlet, everest, curie, bees, _ = CORPUS
     records = [
-        {"question": "who wrote hamlet", "answers": ["William Shakespeare"], "positive_ctxs": [ctx(hamlet)],
-         "hard_negative_ctxs": [ctx(bees)]},
-        {"question": "how high is everest", "answers": ["8,849 metres"], "positive_ctxs": [ctx(everest)],
-         "hard_negative_ctxs": [ctx(curie), ctx(bees)]},
+        {
+            "question": "who wrote hamlet",
+            "answers": ["William Shakespeare"],
+            "positive_ctxs": [ctx(hamlet)],
+            "hard_negative_ctxs": [ctx(bees)],
+        },
+        {
+            "question": "how high is everest",
+            "answers": ["8,849 metres"],
+            "positive_ctxs": [ctx(everest)],
+            "hard_negative_ctxs": [ctx(curie), ctx(bees)],
+        },
     ]
     path = tmp_path / "dev.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
@@ -56,8 +64,23 @@ def test_command_scores_a_trained_pair(tmp_path: Path, tiny_dpr_dirs: tuple[Path
     (system / "question_encoder").symlink_to(tiny_dpr_dirs[0])
     (system / "passage_encoder").symlink_to(tiny_dpr_dirs[1])
     out = tmp_path / "eval.json"
-    assert main(["--system", str(system), "--dev", str(_dev_file(tmp_path)), "--corpus", str(_corpus_file(tmp_path)),
-                 "--pool-size", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--system",
+                str(system),
+                "--dev",
+                str(_dev_file(tmp_path)),
+                "--corpus",
+                str(_corpus_file(tmp_path)),
+                "--pool-size",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["questions"] == 2 and result["candidates"] >= 4
     assert 1.0 <= result["metrics"]["avg_rank"] <= result["candidates"]

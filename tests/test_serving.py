@@ -69,9 +69,16 @@ def test_input_paths_must_stay_inside_the_root(tmp_path: Path, monkeypatch: pyte
 
 
 def test_corpus_reader_takes_records() -> None:
-    docs = CorpusReader().run(records=[{"id": "a", "title": "A", "text": "alpha"}, {"id": 7, "text": "seven"}])["documents"]
+    docs = CorpusReader().run(records=[{"id": "a", "title": "A", "text": "alpha"}, {"id": 7, "text": "seven"}])[
+        "documents"
+    ]
     assert [(d.id, d.content, d.meta["title"]) for d in docs] == [("a", "alpha", "A"), ("7", "seven", "")]
-    assert [d.id for d in CorpusReader(on_empty="skip").run(records=[{"id": "a", "text": " "}, {"id": "b", "text": "x"}])["documents"]] == ["b"]
+    assert [
+        d.id
+        for d in CorpusReader(on_empty="skip").run(records=[{"id": "a", "text": " "}, {"id": "b", "text": "x"}])[
+            "documents"
+        ]
+    ] == ["b"]
     for kwargs, message in [
         ({}, "exactly one of 'path'"),
         ({"path": "c.jsonl", "records": []}, "exactly one of 'path'"),
@@ -81,7 +88,10 @@ def test_corpus_reader_takes_records() -> None:
         ({"records": [{"id": "a"}]}, r"records\[0\]: missing field 'text'"),
         ({"records": [{"id": "a", "text": 3}]}, r"records\[0\]: field 'text' must be a string, got int"),
         ({"records": [{"id": " ", "text": "x"}]}, r"records\[0\]: field 'id' is empty"),
-        ({"records": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}, r"records\[1\]: id 'a' already used by records\[0\]"),
+        (
+            {"records": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]},
+            r"records\[1\]: id 'a' already used by records\[0\]",
+        ),
         ({"records": [{"id": "a", "text": "  "}]}, r"records\[0\]: document 'a' has no text"),
         ({"records": [{"id": "a", "text": "x" * 1001}]}, r"records\[0\]: document 'a' has"),
         ({"records": [{"id": "a", "text": "x", "body": "y"}]}, r"records\[0\]: unknown fields \['body'\]"),
@@ -122,7 +132,9 @@ def test_every_pipeline_declares_inputs_and_outputs() -> None:
 
 def test_bind_addresses() -> None:
     assert [is_loopback(h) for h in ("127.0.0.1", "127.0.0.5", "::1", "localhost", "LocalHost")] == [True] * 5
-    assert [is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.5", "box.lan", "localhost.evil.example")] == [False] * 5
+    assert [is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.5", "box.lan", "localhost.evil.example")] == [
+        False
+    ] * 5
     check_bind_address("127.0.0.1", has_api_key=False, insecure_no_auth=False)
     check_bind_address("0.0.0.0", has_api_key=True, insecure_no_auth=False)
     check_bind_address("0.0.0.0", has_api_key=False, insecure_no_auth=True)
@@ -134,26 +146,53 @@ def test_origins_and_host_names() -> None:
     assert normalize_origin("HTTPS://App.Example:443") == "https://app.example"
     assert normalize_origin("http://localhost:3000") == "http://localhost:3000"
     assert normalize_origin("http://[::1]:8080") == "http://[::1]:8080"
-    for bad in ("*", "null", "app.example", "https://app.example/", "https://app.example/x", "ftp://app.example",
-                "https://user:pw@app.example", "https://app.example:99999"):
+    for bad in (
+        "*",
+        "null",
+        "app.example",
+        "https://app.example/",
+        "https://app.example/x",
+        "ftp://app.example",
+        "https://user:pw@app.example",
+        "https://app.example:99999",
+    ):
         with pytest.raises(ValueError, match="--cors-origin"):
             normalize_origin(bad)
-    assert [normalize_host_name(n) for n in ("Box.LAN", "box.lan.", "[::1]", "10.0.0.7")] == ["box.lan", "box.lan", "::1", "10.0.0.7"]
+    assert [normalize_host_name(n) for n in ("Box.LAN", "box.lan.", "[::1]", "10.0.0.7")] == [
+        "box.lan",
+        "box.lan",
+        "::1",
+        "10.0.0.7",
+    ]
     for bad in ("http://box", "box:8080", "*", "", "a b"):
         with pytest.raises(ValueError, match="--allowed-host"):
             normalize_host_name(bad)
-    assert [host_header_name(v) for v in ("LOCALHOST:1416", "127.0.0.1", "[::1]:1416", "box.lan.:80", "")] == \
-        ["localhost", "127.0.0.1", "::1", "box.lan", ""]
-    assert ServerPolicy(host="0.0.0.0", allowed_hosts=("box.lan",)).host_names() == {"localhost", "127.0.0.1", "::1", "box.lan"}
+    assert [host_header_name(v) for v in ("LOCALHOST:1416", "127.0.0.1", "[::1]:1416", "box.lan.:80", "")] == [
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "box.lan",
+        "",
+    ]
+    assert ServerPolicy(host="0.0.0.0", allowed_hosts=("box.lan",)).host_names() == {
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "box.lan",
+    }
     assert "10.0.0.7" in ServerPolicy(host="10.0.0.7").host_names()
 
 
 def test_json_bodies() -> None:
     assert json_body_problem(b'{"query": "caf\\u00e9 \\ud83d\\ude00", "top_k": 1.5e3}') is None  # a joined pair is fine
-    assert json_body_problem(b'{"n": ' + b"1" * 5000 + b"}") == \
-        "request body: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"
-    assert json_body_problem(b'"\\ud800"') == ("request body: the top-level value is not valid Unicode: a lone surrogate "
-                                               "U+D800 at character 0 (bytes that are not UTF-8, or a broken \\u escape)")
+    assert (
+        json_body_problem(b'{"n": ' + b"1" * 5000 + b"}")
+        == "request body: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"
+    )
+    assert json_body_problem(b'"\\ud800"') == (
+        "request body: the top-level value is not valid Unicode: a lone surrogate "
+        "U+D800 at character 0 (bytes that are not UTF-8, or a broken \\u escape)"
+    )
 
 
 def test_validation_errors_on_one_line() -> None:
@@ -174,9 +213,23 @@ def server(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_d
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")  # one torch thread per request on a small shared CPU
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), "--port", str(port),
-         "--input-root", str(root), "--enable-training"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "dpr_components.cli",
+            "serve",
+            "--pipelines-dir",
+            str(folder),
+            "--port",
+            str(port),
+            "--input-root",
+            str(root),
+            "--enable-training",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -231,11 +284,23 @@ def _served_ranked(result: dict[str, Any]) -> list[tuple[str, float]]:
 def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> None:
     url, folder, root = server
     status = httpx.get(f"{url}/status").json()
-    assert sorted(status["pipelines"]) == ["bm25", "dense", "eval_nq", "eval_squad", "index", "qa", "search", "train_dpr"]
+    assert sorted(status["pipelines"]) == [
+        "bm25",
+        "dense",
+        "eval_nq",
+        "eval_squad",
+        "index",
+        "qa",
+        "search",
+        "train_dpr",
+    ]
 
     # 8 clients at once, each asking every search pipeline several questions: the answers of a serial run.
-    expected = {(name, q): _ranked(_run_serially(folder / f"{name}.yml", {"query": q}))
-                for name in SEARCH_PIPELINES for q in QUERIES}
+    expected = {
+        (name, q): _ranked(_run_serially(folder / f"{name}.yml", {"query": q}))
+        for name in SEARCH_PIPELINES
+        for q in QUERIES
+    }
     assert all(expected.values())
 
     def client(number: int) -> list[tuple[tuple[str, str], list]]:
@@ -265,25 +330,47 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
 
     # The evaluation pipeline scores a posted batch as a serial run does.
     retrieved = httpx.post(f"{url}/bm25/run", json={"query": "who wrote hamlet"}).json()["result"]["documents"]
-    batch = {"ground_truth_answers": [["Shakespeare"], ["Atlantis"]], "retrieved_documents": [retrieved, retrieved[1:]],
-             "predicted_answers": ["William Shakespeare", None]}
+    batch = {
+        "ground_truth_answers": [["Shakespeare"], ["Atlantis"]],
+        "retrieved_documents": [retrieved, retrieved[1:]],
+        "predicted_answers": ["William Shakespeare", None],
+    }
     response = httpx.post(f"{url}/eval_nq/run", json=batch)
     assert response.status_code == 200, response.text
     scores = response.json()["result"]
     assert scores["top_k_accuracy"]["1"] == 50.0
-    serial = load_pipeline(folder / "eval_nq.yml").run({
-        "retrieval_accuracy": {"ground_truth_answers": batch["ground_truth_answers"],
-                               "retrieved_documents": [[_document(d) for d in docs] for docs in batch["retrieved_documents"]]},
-        "answer_exact_match": {"ground_truth_answers": batch["ground_truth_answers"], "predicted_answers": batch["predicted_answers"]},
-    })
+    serial = load_pipeline(folder / "eval_nq.yml").run(
+        {
+            "retrieval_accuracy": {
+                "ground_truth_answers": batch["ground_truth_answers"],
+                "retrieved_documents": [[_document(d) for d in docs] for docs in batch["retrieved_documents"]],
+            },
+            "answer_exact_match": {
+                "ground_truth_answers": batch["ground_truth_answers"],
+                "predicted_answers": batch["predicted_answers"],
+            },
+        }
+    )
     assert scores["mrr"] == serial["retrieval_accuracy"]["mrr"]
     assert scores["f1"] == serial["answer_exact_match"]["f1"]
 
     # Training on a file inside the input root, as a background job: two examples, one step.
     data = root / "train.jsonl"
-    data.write_text("".join(json.dumps({
-        "question": f"question {i}", "answers": [f"a{i}"], "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
-        "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}]}) + "\n" for i in range(2)), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": f"question {i}",
+                    "answers": [f"a{i}"],
+                    "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
+                    "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}],
+                }
+            )
+            + "\n"
+            for i in range(2)
+        ),
+        encoding="utf-8",
+    )
     response = httpx.post(f"{url}/train_dpr/run", json={"data": str(data)}, timeout=30)
     assert response.status_code == 202, response.text
     job = response.json()["result"]
@@ -315,13 +402,20 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
         if code == 400:
             assert "Traceback" not in response.text and "\n" not in response.json()["detail"]
     # A fixed set of pipelines: clients can neither deploy their own nor make the server draw one.
-    assert httpx.post(f"{url}/deploy-yaml", json={"name": "x", "source_code": "components: {}"}).status_code in (404, 405)
+    assert httpx.post(f"{url}/deploy-yaml", json={"name": "x", "source_code": "components: {}"}).status_code in (
+        404,
+        405,
+    )
     assert httpx.get(f"{url}/draw/bm25").status_code in (404, 405)
 
     # Over a socket too, a 10 MB body is refused before it is read, and no query reached the log.
     started = time.monotonic()
-    response = httpx.post(f"{url}/index/run", content=b'{"records": "' + b"x" * 10_000_000 + b'"}',
-                          headers={"Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{url}/index/run",
+        content=b'{"records": "' + b"x" * 10_000_000 + b'"}',
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
     assert response.status_code == 413 and time.monotonic() - started < 10, response.text
     log = (tmp_path / "server.log").read_text(encoding="utf-8")
     assert "Running pipeline 'bm25'" in log and not [q for q in QUERIES if q in log]

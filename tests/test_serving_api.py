@@ -23,8 +23,14 @@ WIDE = "who wrote hamlet, the highest mountain, the nobel prize, where bees live
 
 
 @pytest.fixture()
-def client(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path,  # noqa: F811
-           tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> TestClient:
+def client(
+    tmp_path: Path,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    tiny_reader_dir: Path,  # noqa: F811
+    tiny_bert_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> TestClient:
     """Every pipeline of pipelines/ on the small store with the tiny models, training on."""
     folder, root = tmp_path / "pipelines", tmp_path / "served"
     root.mkdir()
@@ -57,8 +63,15 @@ def _result_model(schema: dict[str, Any], path: str, method: str = "post", statu
 
 def test_openapi_has_the_typed_models(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
-    assert {"/bm25/run", "/dense/run", "/search/run", "/qa/run", "/index/run", "/train_dpr/run", "/jobs/{job_id}"} \
-        <= set(schema["paths"])
+    assert {
+        "/bm25/run",
+        "/dense/run",
+        "/search/run",
+        "/qa/run",
+        "/index/run",
+        "/train_dpr/run",
+        "/jobs/{job_id}",
+    } <= set(schema["paths"])
     search = _body_model(schema, "/bm25/run")
     assert set(search["properties"]) == {"query", "top_k", "filters", "include_embeddings"}
     assert search["required"] == ["query"] and search["properties"]["query"]["type"] == "string"
@@ -66,7 +79,9 @@ def test_openapi_has_the_typed_models(client: TestClient) -> None:
     documents = _result_model(schema, "/search/run")["properties"]["documents"]
     assert {"id", "content", "title", "score", "meta", "embedding"} <= set(_resolve(schema, documents)["properties"])
     answers = _result_model(schema, "/qa/run")["properties"]["answers"]
-    assert {"data", "score", "document_id", "context", "offsets_in_context"} <= set(_resolve(schema, answers)["properties"])
+    assert {"data", "score", "document_id", "context", "offsets_in_context"} <= set(
+        _resolve(schema, answers)["properties"]
+    )
     assert set(_body_model(schema, "/index/run")["properties"]) == {"path", "records"}
     assert set(_result_model(schema, "/index/run")["properties"]) == {"documents_written"}
     assert set(_body_model(schema, "/train_dpr/run")["properties"]) == {"data", "dev_data", "corpus"}
@@ -89,7 +104,9 @@ def test_top_k_and_filters_reach_the_retriever(client: TestClient, name: str) ->
     assert hamlet.status_code == 200, hamlet.text
     found = hamlet.json()["result"]["documents"]
     assert found and {d["title"] for d in found} == {"Hamlet"}
-    bad = client.post(f"/{name}/run", json={"query": "x", "filters": {"field": "meta.title", "operator": "~~", "value": 1}})
+    bad = client.post(
+        f"/{name}/run", json={"query": "x", "filters": {"field": "meta.title", "operator": "~~", "value": 1}}
+    )
     assert bad.status_code == 400 and "\n" not in bad.json()["detail"], bad.text
     for top_k in (0, -1, 10_001, "many"):
         response = client.post(f"/{name}/run", json={"query": "x", "top_k": top_k})
@@ -101,7 +118,7 @@ def test_top_k_and_filters_reach_the_reader(client: TestClient) -> None:
     assert len(answers) == 1
     answer = answers[0]
     span = answer["offsets_in_context"]
-    assert answer["context"][span["start"]:span["end"]] == answer["data"]
+    assert answer["context"][span["start"] : span["end"]] == answer["data"]
     filtered = client.post("/qa/run", json={"query": WIDE, "top_k": 3, "filters": HAMLET})
     assert filtered.status_code == 200, filtered.text
     found = filtered.json()["result"]["answers"]
@@ -112,7 +129,9 @@ def test_top_k_and_filters_reach_the_reader(client: TestClient) -> None:
 def test_embeddings_only_when_asked(client: TestClient, name: str) -> None:
     plain = client.post(f"/{name}/run", json={"query": "who wrote hamlet", "top_k": 3})
     assert '"embedding"' not in plain.text and "query_embedding" not in plain.text
-    asked = client.post(f"/{name}/run", json={"query": "who wrote hamlet", "top_k": 3, "include_embeddings": True}).json()
+    asked = client.post(
+        f"/{name}/run", json={"query": "who wrote hamlet", "top_k": 3, "include_embeddings": True}
+    ).json()
     assert asked["result"]["documents"]
     if name == "dense":  # the dense retriever returns the passage vectors it searched
         assert all(len(d["embedding"]) == 32 for d in asked["result"]["documents"])
@@ -131,9 +150,21 @@ def _wait(client: TestClient, job_id: str) -> dict[str, Any]:
 
 def test_training_is_a_background_job(client: TestClient, tmp_path: Path) -> None:
     data = tmp_path / "served" / "train.jsonl"
-    data.write_text("".join(json.dumps({
-        "question": f"question {i}", "answers": [f"a{i}"], "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
-        "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}]}) + "\n" for i in range(2)), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": f"question {i}",
+                    "answers": [f"a{i}"],
+                    "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
+                    "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}],
+                }
+            )
+            + "\n"
+            for i in range(2)
+        ),
+        encoding="utf-8",
+    )
     response = client.post("/train_dpr/run", json={"data": str(data)})
     assert response.status_code == 202, response.text
     job = response.json()["result"]

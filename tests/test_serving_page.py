@@ -32,15 +32,30 @@ SCREENSHOT = ROOT / "docs" / "screenshots" / "ask-page.png"
 KEY = "page-test-key-0123456789abcdef"
 QUESTION = "who wrote hamlet"
 # No network for the browser: no background services, and any address but loopback goes to a closed port.
-CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-default-apps", "--disable-extensions", "--proxy-server=http://127.0.0.1:9",
-                  "--window-size=1400,1000")
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--proxy-server=http://127.0.0.1:9",
+    "--window-size=1400,1000",
+)
 
 
 @pytest.fixture()
-def pipelines(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path,  # noqa: F811
-              tiny_bert_dir: Path) -> Path:
+def pipelines(
+    tmp_path: Path,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    tiny_reader_dir: Path,  # noqa: F811
+    tiny_bert_dir: Path,
+) -> Path:
     """bm25, dense, search (hybrid) and qa on the small store with the tiny models."""
     folder = tmp_path / "pipelines"
     write_pipelines(folder, indexed_store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
@@ -69,8 +84,11 @@ def test_page_is_served_with_a_strict_policy(pipelines: Path) -> None:
     assert own.status_code == 200, own.text
     other = client.post("/bm25/run", json={"query": QUESTION}, headers={**auth, "Origin": "http://127.0.0.1:3000"})
     assert other.status_code == 403
-    rebound = client.post("/bm25/run", json={"query": QUESTION},
-                          headers={**auth, "Host": "evil.example:1416", "Origin": "http://evil.example:1416"})
+    rebound = client.post(
+        "/bm25/run",
+        json={"query": QUESTION},
+        headers={**auth, "Host": "evil.example:1416", "Origin": "http://evil.example:1416"},
+    )
     assert rebound.status_code == 400
 
 
@@ -78,9 +96,15 @@ def test_page_is_served_with_a_strict_policy(pipelines: Path) -> None:
 
 
 def _browser_or_skip() -> None:
-    missing = [what for what, there in (
-        (CHROMIUM, Path(CHROMIUM).exists()), (CHROMEDRIVER, Path(CHROMEDRIVER).exists()),
-        ("selenium (pip install selenium)", importlib.util.find_spec("selenium") is not None)) if not there]
+    missing = [
+        what
+        for what, there in (
+            (CHROMIUM, Path(CHROMIUM).exists()),
+            (CHROMEDRIVER, Path(CHROMEDRIVER).exists()),
+            ("selenium (pip install selenium)", importlib.util.find_spec("selenium") is not None),
+        )
+        if not there
+    ]
     if not missing:
         return
     message = f"the browser test needs {', '.join(missing)} (apt-get install chromium chromium-driver)"
@@ -98,9 +122,25 @@ def server(pipelines: Path, tmp_path: Path) -> Iterator[str]:
     log_path = tmp_path / "server.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(pipelines), "--port", str(port),
-             "--input-root", str(tmp_path / "served"), "--api-key-env", "DPR_PAGE_KEY"],
-            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "dpr_components.cli",
+                "serve",
+                "--pipelines-dir",
+                str(pipelines),
+                "--port",
+                str(port),
+                "--input-root",
+                str(tmp_path / "served"),
+                "--api-key-env",
+                "DPR_PAGE_KEY",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 90
@@ -166,8 +206,14 @@ def test_asking_in_the_browser(server: str, browser: Any) -> None:
     browser.find_element(By.CSS_SELECTOR, "#key-box summary").click()
     browser.find_element(By.ID, "api-key").send_keys(KEY)
     browser.find_element(By.ID, "ask").click()
-    _wait(browser, lambda d: all(_texts(d, f"#list-{name} li.result") for name in ("bm25", "dense", "search"))
-          and _texts(d, "#answers li.answer mark") and d.find_element(By.ID, "ask").is_enabled())
+    _wait(
+        browser,
+        lambda d: (
+            all(_texts(d, f"#list-{name} li.result") for name in ("bm25", "dense", "search"))
+            and _texts(d, "#answers li.answer mark")
+            and d.find_element(By.ID, "ask").is_enabled()
+        ),
+    )
 
     for name in ("bm25", "dense", "search", "qa"):
         assert _texts(browser, f"#error-{name}") == [""], name
@@ -182,7 +228,7 @@ def test_asking_in_the_browser(server: str, browser: Any) -> None:
     assert first.find_element(By.CSS_SELECTOR, "mark").text == answer["data"].strip()
     passage = first.find_element(By.CSS_SELECTOR, ".passage").text
     start = answer["offsets_in_context"]["start"]
-    assert answer["context"][max(0, start - 20):start].strip() in passage
+    assert answer["context"][max(0, start - 20) : start].strip() in passage
     if os.environ.get("DPR_WRITE_SCREENSHOT") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(SCREENSHOT))

@@ -46,12 +46,30 @@ INDEX_YML = str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml")
 
 def _encoder(model: Path) -> list[str]:
     return [
-        "--set", f"embedder.model={model}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
+        "--set",
+        f"embedder.model={model}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
     ]
 
 
 def _shard(corpus: Path, spec: str, shard_dir: Path, model: Path, *extra: str) -> int:
-    return main(["run", INDEX_YML, "--input", f"path={corpus}", "--shard", spec, "--shard-dir", str(shard_dir), *_encoder(model), *extra])
+    return main(
+        [
+            "run",
+            INDEX_YML,
+            "--input",
+            f"path={corpus}",
+            "--shard",
+            spec,
+            "--shard-dir",
+            str(shard_dir),
+            *_encoder(model),
+            *extra,
+        ]
+    )
 
 
 def _merge(shard_dir: Path, store: Path, model: Path) -> int:
@@ -67,7 +85,11 @@ def _write_corpus(path: Path, count: int) -> list[str]:
     lines, ids = [], []
     for i in range(count):
         ids.append(f"doc{i}")
-        lines.append(json.dumps({"id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"w{i}x{j}" for j in range(7 + 37 * (i % 5)))}))
+        lines.append(
+            json.dumps(
+                {"id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"w{i}x{j}" for j in range(7 + 37 * (i % 5)))}
+            )
+        )
         if i == 3:
             lines.append("")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -105,7 +127,9 @@ def _one_process_store(corpus: Path, store: Path, model: Path) -> Path:
     return store
 
 
-def test_two_shards_and_merge_give_the_one_process_store(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+def test_two_shards_and_merge_give_the_one_process_store(
+    tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path
+) -> None:
     shards = tmp_path / "shards"
     assert _shard(two_part_corpus, "1/2", shards, tiny_st_dir) == 0
     assert _shard(two_part_corpus, "2/2", shards, tiny_st_dir) == 0
@@ -114,7 +138,9 @@ def test_two_shards_and_merge_give_the_one_process_store(tmp_path: Path, two_par
     _assert_same_store(_one_process_store(two_part_corpus, tmp_path / "one", tiny_st_dir), tmp_path / "merged")
 
 
-def test_shards_written_straight_into_one_store_equal_one_process(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+def test_shards_written_straight_into_one_store_equal_one_process(
+    tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path
+) -> None:
     """Without --shard-dir each shard writes through the pipeline's writer (how shards reach Elasticsearch)."""
     store = tmp_path / "direct"
     for spec in ("2/2", "1/2"):  # order does not matter for the contents
@@ -137,16 +163,25 @@ def test_line_ranges_cover_every_document_exactly_once(tmp_path: Path, count: in
     split = split_corpus(corpus, count)
     assert split.starts[0] == 1 and split.starts[-1] == split.lines + 1 == 14
     assert list(split.starts) == sorted(split.starts)
-    owners = {r.id: [i for i in range(1, count + 1) if split.line_range(i)[0] <= r.line < split.line_range(i)[1]] for r in read_corpus(corpus)}
+    owners = {
+        r.id: [i for i in range(1, count + 1) if split.line_range(i)[0] <= r.line < split.line_range(i)[1]]
+        for r in read_corpus(corpus)
+    }
     assert sorted(owners) == sorted(ids) and all(len(o) == 1 for o in owners.values())
     assert split_corpus(corpus, count) == split  # a re-run gives the same shards
 
 
 def test_split_without_final_newline_and_balanced_by_bytes(tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
-    corpus.write_bytes(b"a" * 99 + b"\n" + (b"b" * 9 + b"\n") * 9 + b"b" * 9)  # one long line, ten short, no final newline
+    corpus.write_bytes(
+        b"a" * 99 + b"\n" + (b"b" * 9 + b"\n") * 9 + b"b" * 9
+    )  # one long line, ten short, no final newline
     split = split_corpus(corpus, 2)
-    assert split.lines == 11 and split.starts == (1, 2, 12)  # half the bytes each: the long line, then the ten short ones
+    assert split.lines == 11 and split.starts == (
+        1,
+        2,
+        12,
+    )  # half the bytes each: the long line, then the ten short ones
 
 
 def test_three_shards_hold_each_document_once_in_corpus_order(tmp_path: Path, tiny_st_dir: Path) -> None:
@@ -164,7 +199,9 @@ def test_three_shards_hold_each_document_once_in_corpus_order(tmp_path: Path, ti
     assert sources == ids  # every document once, shard after shard in corpus order
 
 
-def test_merge_through_passage_writer_into_any_haystack_store(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path) -> None:
+def test_merge_through_passage_writer_into_any_haystack_store(
+    tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path
+) -> None:
     shards = tmp_path / "shards"
     for spec in ("1/2", "2/2"):
         assert _shard(two_part_corpus, spec, shards, tiny_st_dir) == 0
@@ -176,14 +213,30 @@ def test_merge_through_passage_writer_into_any_haystack_store(tmp_path: Path, tw
 
 
 def test_batches_never_split_a_document() -> None:
-    passages = [Document(id=f"{d}#{i}", content="x", meta={"document_id": d}) for d, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
+    passages = [
+        Document(id=f"{d}#{i}", content="x", meta={"document_id": d})
+        for d, n in (("a", 3), ("b", 1), ("c", 2))
+        for i in range(n)
+    ]
     batches = list(document_batches(iter(passages), 2))
     assert [[p.id for p in b] for b in batches] == [["a#0", "a#1", "a#2"], ["b#0", "c#0", "c#1"]]
 
 
 @pytest.mark.parametrize("spec", ["0/2", "3/2", "1/0", "a/b", "2", "", "-1/2"])
-def test_bad_shard_spec_is_a_clear_error(spec: str, small_corpus_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", INDEX_YML, "--input", f"path={small_corpus_file}", f"--shard={spec}", "--shard-dir", str(tmp_path / "s")])
+def test_bad_shard_spec_is_a_clear_error(
+    spec: str, small_corpus_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "run",
+            INDEX_YML,
+            "--input",
+            f"path={small_corpus_file}",
+            f"--shard={spec}",
+            "--shard-dir",
+            str(tmp_path / "s"),
+        ]
+    )
     assert code == 2
     assert "--shard: expected i/N with 1 <= i <= N" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
@@ -191,8 +244,12 @@ def test_bad_shard_spec_is_a_clear_error(spec: str, small_corpus_file: Path, tmp
 
 def test_shard_auto_reads_the_launcher() -> None:
     assert parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "4"}) == ShardSpec(1, 4)
-    assert parse_shard_spec("auto", {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "1"}) == ShardSpec(3, 8)
-    assert parse_shard_spec("auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "0"}) == ShardSpec(1, 8)
+    assert parse_shard_spec(
+        "auto", {"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "1"}
+    ) == ShardSpec(3, 8)
+    assert parse_shard_spec(
+        "auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_ARRAY_TASK_MIN": "0"}
+    ) == ShardSpec(1, 8)
     assert parse_shard_spec("auto", {"SLURM_PROCID": "5", "SLURM_NTASKS": "6"}) == ShardSpec(6, 6)
     assert parse_shard_spec(" 2 / 8 ") == ShardSpec(2, 8)
     with pytest.raises(ValueError, match="no launcher variables"):
@@ -201,7 +258,9 @@ def test_shard_auto_reads_the_launcher() -> None:
         parse_shard_spec("auto", {"RANK": "4", "WORLD_SIZE": "4"})
 
 
-def test_missing_shard_is_refused(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_shard_is_refused(
+    tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shards = tmp_path / "shards"
     assert _shard(small_corpus_file, "1/2", shards, tiny_st_dir) == 0
     capsys.readouterr()
@@ -225,17 +284,23 @@ def test_mismatched_encoder_is_refused(
     assert not (tmp_path / "merged").exists()
 
 
-def test_mismatched_corpus_is_refused(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_mismatched_corpus_is_refused(
+    tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shards = tmp_path / "shards"
     assert _shard(small_corpus_file, "1/2", shards, tiny_st_dir) == 0
-    small_corpus_file.write_text(small_corpus_file.read_text() + json.dumps({"id": "new", "text": "A new document."}) + "\n")
+    small_corpus_file.write_text(
+        small_corpus_file.read_text() + json.dumps({"id": "new", "text": "A new document."}) + "\n"
+    )
     assert _shard(small_corpus_file, "2/2", shards, tiny_st_dir) == 0
     capsys.readouterr()
     assert _merge(shards, tmp_path / "merged", tiny_st_dir) == 2
     assert "shard 2/2" in (err := capsys.readouterr().err) and "cut from another corpus than shard 1/2" in err
 
 
-def test_damaged_shard_is_refused(tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_shard_is_refused(
+    tmp_path: Path, two_part_corpus: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shards = tmp_path / "shards"
     for spec in ("1/2", "2/2"):
         assert _shard(two_part_corpus, spec, shards, tiny_st_dir) == 0
@@ -246,7 +311,9 @@ def test_damaged_shard_is_refused(tmp_path: Path, two_part_corpus: Path, tiny_st
     assert "vectors.f32 has" in (err := capsys.readouterr().err) and "its manifest says" in err
 
 
-def test_failed_shard_run_leaves_no_shard_folder(tmp_path: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failed_shard_run_leaves_no_shard_folder(
+    tmp_path: Path, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "corpus.jsonl"
     _write_corpus(corpus, 12)
     corpus.write_text(corpus.read_text() + '{"id": "bad", "text": \n')
@@ -322,7 +389,9 @@ def test_many_missing_shards_are_counted_not_listed(two_shards: Path, tmp_path: 
     shutil.copytree(two_shards / ShardSpec(1, 2).folder_name, lone)
     edit_manifest(lone, shard="1/90000", corpus={**_manifest(two_shards, ShardSpec(1, 2))["corpus"], "lines": 10**6})
     start = time.perf_counter()
-    with pytest.raises(ShardError, match=r": 89,999 of 90,000 shards missing: 2/90000, 3/90000, .*, 9/90000 \.\.\.; run them"):
+    with pytest.raises(
+        ShardError, match=r": 89,999 of 90,000 shards missing: 2/90000, 3/90000, .*, 9/90000 \.\.\.; run them"
+    ):
         find_shards(lone.parent)
     assert time.perf_counter() - start < 1
 
@@ -344,17 +413,23 @@ def _hand_made_shard(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("line, problem", [
-    (b"not json", "not a shard passage"),
-    (b'{"id": "a#0", "content": "x"}', "not a shard passage (an object with exactly id, content and meta)"),
-    (b'{"id": "a#0", "content": "x", "meta": {}, "score": 1}', "not a shard passage (an object with exactly id, content and meta)"),
-    (b'{"id": "", "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
-    (b'{"id": 7, "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
-    (b'{"id": "a#0", "content": 5, "meta": {}}', "passage 'a#0' has content 5, not text"),
-    (b'{"id": "a#0", "content": "x", "meta": []}', "passage 'a#0' has meta [], not an object"),
-    (b'{"id": "a#0", "content": "x", "meta": {"s": NaN}}', "not a shard passage"),
-    (b'{"id": "a#0", "content": "\xff", "meta": {}}', "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (b"not json", "not a shard passage"),
+        (b'{"id": "a#0", "content": "x"}', "not a shard passage (an object with exactly id, content and meta)"),
+        (
+            b'{"id": "a#0", "content": "x", "meta": {}, "score": 1}',
+            "not a shard passage (an object with exactly id, content and meta)",
+        ),
+        (b'{"id": "", "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
+        (b'{"id": 7, "content": "x", "meta": {}}', "the passage id must be a non-empty string"),
+        (b'{"id": "a#0", "content": 5, "meta": {}}', "passage 'a#0' has content 5, not text"),
+        (b'{"id": "a#0", "content": "x", "meta": []}', "passage 'a#0' has meta [], not an object"),
+        (b'{"id": "a#0", "content": "x", "meta": {"s": NaN}}', "not a shard passage"),
+        (b'{"id": "a#0", "content": "\xff", "meta": {}}', "not UTF-8"),
+    ],
+)
 def test_each_passage_is_checked(tmp_path: Path, line: bytes, problem: str) -> None:
     folder = _hand_made_shard(tmp_path)
     (folder / PASSAGES).write_bytes(line + b"\n")
@@ -374,9 +449,12 @@ def test_each_vector_is_checked(tmp_path: Path, value: float) -> None:
 
 def test_passage_id_twice_is_refused_before_any_write(two_shards: Path, tmp_path: Path) -> None:
     _edit_passage(two_shards / ShardSpec(2, 2).folder_name, 1, "jupiter#0", "jupiter")
-    with pytest.raises(ShardError, match=(
-        r"passage id 'jupiter#0' comes twice, in shard 1/2 \(passages.jsonl line 1\) and in shard 2/2 \(passages.jsonl line 1\)"
-    )):
+    with pytest.raises(
+        ShardError,
+        match=(
+            r"passage id 'jupiter#0' comes twice, in shard 1/2 \(passages.jsonl line 1\) and in shard 2/2 \(passages.jsonl line 1\)"
+        ),
+    ):
         merge_shards(two_shards, _new_store_writer(tmp_path / "store"))
     assert not (tmp_path / "store").exists()
 
@@ -387,21 +465,29 @@ def test_document_in_two_places_is_refused_before_any_write(two_shards: Path, tm
     folder = two_shards / ShardSpec(2, 2).folder_name
     first = json.loads((folder / PASSAGES).read_text(encoding="utf-8").splitlines()[0])["meta"]["document_id"]
     # Line 1 of shard 2 joins jupiter, the document of shard 1; line 3 joins the document of line 1.
-    document, place = ("jupiter", "shard 1/2 (passages.jsonl line 1)") if line == 1 else (first, "shard 2/2 (passages.jsonl line 1)")
+    document, place = (
+        ("jupiter", "shard 1/2 (passages.jsonl line 1)") if line == 1 else (first, "shard 2/2 (passages.jsonl line 1)")
+    )
     _edit_passage(folder, line, f"{document}#9", document)
-    expected = f"the passages of document {document!r} are in two places, {place} and shard 2/2 (passages.jsonl line {line})"
+    expected = (
+        f"the passages of document {document!r} are in two places, {place} and shard 2/2 (passages.jsonl line {line})"
+    )
     with pytest.raises(ShardError, match=re.escape(expected)):
         merge_shards(two_shards, _new_store_writer(tmp_path / "store"))
     assert not (tmp_path / "store").exists()
 
 
 def test_colliding_id_digests_do_not_refuse_a_good_merge(two_shards: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shard_check, "_key", lambda kind, value: 7)  # every id "repeats": the ids themselves are compared
+    monkeypatch.setattr(
+        shard_check, "_key", lambda kind, value: 7
+    )  # every id "repeats": the ids themselves are compared
     store = InMemoryDocumentStore()
     assert merge_shards(two_shards, PassageWriter(document_store=store)).passages == 6 == store.count_documents()
 
 
-def test_failed_merge_into_a_new_store_leaves_none(two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_merge_into_a_new_store_leaves_none(
+    two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = []
     write = EmbeddedDocumentStore.write_documents
 
@@ -418,7 +504,9 @@ def test_failed_merge_into_a_new_store_leaves_none(two_shards: Path, tmp_path: P
     assert not (tmp_path / "store").exists() and not (tmp_path / ".store.merging").exists()
 
 
-def test_shard_replaced_during_the_merge_is_refused(two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shard_replaced_during_the_merge_is_refused(
+    two_shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     vectors = two_shards / ShardSpec(2, 2).folder_name / VECTORS
     write = EmbeddedDocumentStore.write_documents
     replaced = []
@@ -436,7 +524,9 @@ def test_shard_replaced_during_the_merge_is_refused(two_shards: Path, tmp_path: 
     assert not (tmp_path / "store").exists()
 
 
-def test_merge_running_into_the_same_new_store_is_refused_and_a_dead_one_cleared(two_shards: Path, tmp_path: Path) -> None:
+def test_merge_running_into_the_same_new_store_is_refused_and_a_dead_one_cleared(
+    two_shards: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "store"
     with open(tmp_path / ".store.merge.lock", "ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -462,14 +552,24 @@ def test_merge_into_an_existing_store_writes_in_place(indexed_store: Path, tmp_p
 
 
 def test_existing_store_of_another_encoder_refuses_the_first_batch(
-    indexed_store: Path, two_part_corpus: Path, tmp_path: Path, tiny_dpr_dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    indexed_store: Path,
+    two_part_corpus: Path,
+    tmp_path: Path,
+    tiny_dpr_dirs: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The store's own check (vectors of the encoder it was indexed with) refuses the first batch, before anything is written."""
     for spec in ("1/2", "2/2"):
         assert _shard(two_part_corpus, spec, tmp_path / "shards", tiny_dpr_dirs[1]) == 0
-    before = {d.id: (d.content, d.meta, d.embedding) for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    before = {
+        d.id: (d.content, d.meta, d.embedding)
+        for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()
+    }
     capsys.readouterr()
     assert _merge(tmp_path / "shards", indexed_store, tiny_dpr_dirs[1]) == 2
     assert "was indexed with passage encoder" in capsys.readouterr().err
-    after = {d.id: (d.content, d.meta, d.embedding) for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()}
+    after = {
+        d.id: (d.content, d.meta, d.embedding)
+        for d in EmbeddedDocumentStore(path=str(indexed_store)).filter_documents()
+    }
     assert after == before

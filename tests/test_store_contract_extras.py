@@ -80,7 +80,15 @@ def test_an_older_database_opened_read_only_reads_without_the_new_columns(tmp_pa
 def test_changes_by_filter_reach_both_indexes(tmp_path: Path) -> None:
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
     store.write_documents(
-        [Document(id=f"d{i}", content=f"river number {i}", meta={"kind": "odd" if i % 2 else "even"}, embedding=[1.0, float(i)]) for i in range(6)]
+        [
+            Document(
+                id=f"d{i}",
+                content=f"river number {i}",
+                meta={"kind": "odd" if i % 2 else "even"},
+                embedding=[1.0, float(i)],
+            )
+            for i in range(6)
+        ]
     )
     assert store.delete_by_filter({"field": "meta.kind", "operator": "==", "value": "odd"}) == 3
     assert sorted(d.id for d in store.embedding_retrieval([1.0, 1.0], top_k=10)) == ["d0", "d2", "d4"]
@@ -107,9 +115,14 @@ def test_async_calls_run_in_parallel_on_one_store(tmp_path: Path) -> None:
 
     async def write_and_search() -> list[int]:
         await asyncio.gather(
-            *(store.write_documents_async([Document(id=f"d{i}", content=f"lake {i}", embedding=[1.0, float(i)])]) for i in range(20))
+            *(
+                store.write_documents_async([Document(id=f"d{i}", content=f"lake {i}", embedding=[1.0, float(i)])])
+                for i in range(20)
+            )
         )
-        found = await asyncio.gather(store.bm25_retrieval_async("lake", top_k=50), store.embedding_retrieval_async([1.0, 0.0], top_k=50))
+        found = await asyncio.gather(
+            store.bm25_retrieval_async("lake", top_k=50), store.embedding_retrieval_async([1.0, 0.0], top_k=50)
+        )
         return [len(documents) for documents in found] + [await store.count_documents_by_filter_async({})]
 
     assert asyncio.run(write_and_search()) == [20, 20, 20]
@@ -119,14 +132,46 @@ def test_async_calls_run_in_parallel_on_one_store(tmp_path: Path) -> None:
     "call, error, message",
     [
         (lambda s: s.delete_by_filter({}), ValueError, "delete_by_filter needs a non-empty Haystack filter"),
-        (lambda s: s.update_by_filter(None, {"a": 1}), ValueError, "update_by_filter needs a non-empty Haystack filter"),
-        (lambda s: s.update_by_filter({"field": "id", "operator": "==", "value": "x"}, ["a"]), ValueError, "meta as a dict"),
-        (lambda s: s.update_by_filter({"field": "id", "operator": "==", "value": "x"}, {"a": float("nan")}), ValueError, "not JSON-serialisable"),
-        (lambda s: s.delete_by_filter({"field": "meta.year", "operator": "~", "value": 1}), FilterError, "unknown filter operator"),
-        (lambda s: s.filter_documents({"field": "embedding", "operator": "==", "value": None}), FilterError, "cannot filter on field 'embedding'"),
-        (lambda s: s.get_metadata_field_min_max("year'); DROP TABLE documents; --"), ValueError, "invalid metadata field"),
-        (lambda s: s.get_metadata_field_unique_values("year", from_=-1), ValueError, "from_ must be a non-negative integer"),
-        (lambda s: s.count_unique_metadata_by_filter({}, "year"), ValueError, "metadata_fields must be a non-empty list"),
+        (
+            lambda s: s.update_by_filter(None, {"a": 1}),
+            ValueError,
+            "update_by_filter needs a non-empty Haystack filter",
+        ),
+        (
+            lambda s: s.update_by_filter({"field": "id", "operator": "==", "value": "x"}, ["a"]),
+            ValueError,
+            "meta as a dict",
+        ),
+        (
+            lambda s: s.update_by_filter({"field": "id", "operator": "==", "value": "x"}, {"a": float("nan")}),
+            ValueError,
+            "not JSON-serialisable",
+        ),
+        (
+            lambda s: s.delete_by_filter({"field": "meta.year", "operator": "~", "value": 1}),
+            FilterError,
+            "unknown filter operator",
+        ),
+        (
+            lambda s: s.filter_documents({"field": "embedding", "operator": "==", "value": None}),
+            FilterError,
+            "cannot filter on field 'embedding'",
+        ),
+        (
+            lambda s: s.get_metadata_field_min_max("year'); DROP TABLE documents; --"),
+            ValueError,
+            "invalid metadata field",
+        ),
+        (
+            lambda s: s.get_metadata_field_unique_values("year", from_=-1),
+            ValueError,
+            "from_ must be a non-negative integer",
+        ),
+        (
+            lambda s: s.count_unique_metadata_by_filter({}, "year"),
+            ValueError,
+            "metadata_fields must be a non-empty list",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(call, error: type[Exception], message: str) -> None:
@@ -148,8 +193,15 @@ def test_metadata_queries_keep_json_types_and_nested_fields() -> None:
     assert store.get_metadata_field_unique_values("tags") == ([["x", "y"]], 1)
     assert store.get_metadata_field_unique_values("meta.source.site") == (["news", "wiki"], 2)
     assert store.get_metadata_field_min_max("year") == {"min": 1999.5, "max": 2001}
-    assert store.get_metadata_fields_info() == {"tags": {"type": "keyword"}, "source": {"type": "keyword"}, "year": {"type": "float"}}
-    assert json.loads(json.dumps(store.count_unique_metadata_by_filter({}, ["meta.source", "year"]))) == {"source": 2, "year": 2}
+    assert store.get_metadata_fields_info() == {
+        "tags": {"type": "keyword"},
+        "source": {"type": "keyword"},
+        "year": {"type": "float"},
+    }
+    assert json.loads(json.dumps(store.count_unique_metadata_by_filter({}, ["meta.source", "year"]))) == {
+        "source": 2,
+        "year": 2,
+    }
     assert np.isclose(store.get_metadata_field_min_max("meta.year")["min"], 1999.5)
 
 
@@ -182,4 +234,7 @@ def test_indexes_written_but_never_searched_are_saved_at_exit(tmp_path: Path) ->
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
     generation = DocumentTable(folder / "documents.sqlite").generation
-    assert (_saved_generation(folder, "dense_index"), _saved_generation(folder, "bm25_index")) == (generation, generation)
+    assert (_saved_generation(folder, "dense_index"), _saved_generation(folder, "bm25_index")) == (
+        generation,
+        generation,
+    )

@@ -47,7 +47,10 @@ def test_reads_of_a_missing_store_are_empty_and_create_nothing(tmp_path: Path) -
     folder = tmp_path / "store"
     store = EmbeddedDocumentStore(path=str(folder), embedding_dim=2)
     assert store.count_documents() == 0
-    assert store.filter_documents() == [] and store.filter_documents({"field": "meta.x", "operator": "==", "value": 1}) == []
+    assert (
+        store.filter_documents() == []
+        and store.filter_documents({"field": "meta.x", "operator": "==", "value": 1}) == []
+    )
     assert store.count_documents_by_filter({"field": "meta.x", "operator": "==", "value": 1}) == 0
     assert store.get_documents_by_id(["a"]) == []
     assert store.bm25_retrieval("alpha") == [] and store.embedding_retrieval([1.0, 0.0]) == []

@@ -34,7 +34,9 @@ def _docs(n: int, start: int = 0, seed: int = 0, with_vectors: bool = True) -> l
     words = ["cats purr", "dogs bark", "rivers flow", "stars shine"]
     return [
         Document(
-            id=f"d{i}", content=f"{words[i % 4]} item {i}", meta={"title": f"T{i % 3}"},
+            id=f"d{i}",
+            content=f"{words[i % 4]} item {i}",
+            meta={"title": f"T{i % 3}"},
             embedding=rng.normal(size=DIM).astype(np.float32).tolist() if with_vectors else None,
         )
         for i in range(start, start + n)

@@ -61,7 +61,9 @@ def test_training_outputs_are_averaged_encoder_by_encoder_with_weights(tiny_bert
     out = average_models(runs, tmp_path / "soup", weights=[3, 1])
     key = "encoder.layer.0.attention.self.query.weight"
     p0, p1 = (load_file(str(run / "passage_encoder" / "model.safetensors"))[key] for run in runs)
-    torch.testing.assert_close(load_file(str(out / "passage_encoder" / "model.safetensors"))[key], 0.75 * p0 + 0.25 * p1)
+    torch.testing.assert_close(
+        load_file(str(out / "passage_encoder" / "model.safetensors"))[key], 0.75 * p0 + 0.25 * p1
+    )
     question = load_file(str(out / "question_encoder" / "model.safetensors"))[key]
     torch.testing.assert_close(question, load_file(str(tiny_bert_dir / "model.safetensors"))[key])
     assert json.loads((out / "averaging.json").read_text())["weights"] == [0.75, 0.25]

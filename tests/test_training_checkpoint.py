@@ -24,11 +24,19 @@ from dpr_components.training.model import BiEncoder
 from dpr_components.training.trainer import train
 
 QUESTIONS = ["who wrote hamlet", "what is the highest mountain on earth and how high is it"]
-PASSAGES = [Ctx("Hamlet", "Hamlet is a tragedy by William Shakespeare."), Ctx("", "Everest is 8,849 metres high."),
-            Ctx("Mount Everest", "The highest mountain above sea level, in the Himalayas. " * 3)]
+PASSAGES = [
+    Ctx("Hamlet", "Hamlet is a tragedy by William Shakespeare."),
+    Ctx("", "Everest is 8,849 metres high."),
+    Ctx("Mount Everest", "The highest mountain above sea level, in the Himalayas. " * 3),
+]
 EXAMPLES = [
-    TrainingExample(f"question {i} on topic {i}", [f"a{i}"], [Ctx(f"T{i}", f"passage {i} with a{i}")],
-                    hard_negatives=[Ctx("H", f"hard {i}")], id=str(i))
+    TrainingExample(
+        f"question {i} on topic {i}",
+        [f"a{i}"],
+        [Ctx(f"T{i}", f"passage {i} with a{i}")],
+        hard_negatives=[Ctx("H", f"hard {i}")],
+        id=str(i),
+    )
     for i in range(8)
 ]
 
@@ -36,20 +44,31 @@ EXAMPLES = [
 def _vectors(model: BiEncoder) -> tuple[np.ndarray, np.ndarray]:
     model.eval()
     with torch.no_grad():
-        return (model.encode_questions(model.tokenize_questions(QUESTIONS)).numpy(),
-                model.encode_passages(model.tokenize_passages(PASSAGES)).numpy())
+        return (
+            model.encode_questions(model.tokenize_questions(QUESTIONS)).numpy(),
+            model.encode_passages(model.tokenize_passages(PASSAGES)).numpy(),
+        )
 
 
 def _encoder_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     question = TextEncoder(EncoderSettings(model=str(folder / "question_encoder"), precision="fp32"))
     passage = TextEncoder(EncoderSettings(model=str(folder / "passage_encoder"), precision="fp32"))
-    return (question.encode_questions(QUESTIONS),
-            passage.encode_passages([p.text for p in PASSAGES], [p.title or None for p in PASSAGES]))
+    return (
+        question.encode_questions(QUESTIONS),
+        passage.encode_passages([p.text for p in PASSAGES], [p.title or None for p in PASSAGES]),
+    )
 
 
 def test_trained_checkpoint_loads_with_the_training_vectors(tiny_st_dir: Path, tmp_path: Path) -> None:
-    config = TrainingConfig(model=str(tiny_st_dir), batch_size=4, epochs=1, similarity="cosine", max_length=48,
-                            learning_rate=1e-3, threads=1)
+    config = TrainingConfig(
+        model=str(tiny_st_dir),
+        batch_size=4,
+        epochs=1,
+        similarity="cosine",
+        max_length=48,
+        learning_rate=1e-3,
+        threads=1,
+    )
     result = train(config, EXAMPLES, tmp_path / "run", show_progress=False)
     final = Path(result.model_dir)
     assert result.model_dir == result.final_dir and result.steps == 2
@@ -131,6 +150,8 @@ def test_dpr_layout_needs_a_bert_encoder(tmp_path: Path) -> None:
 
 
 def test_max_length_beyond_the_model_positions_is_refused(tiny_bert_dir: Path) -> None:
-    with pytest.raises(ValueError, match=r"training setting 'max_length' \(for .*\) is 256, more than the model's 128 positions"):
+    with pytest.raises(
+        ValueError, match=r"training setting 'max_length' \(for .*\) is 256, more than the model's 128 positions"
+    ):
         BiEncoder.from_pretrained(str(tiny_bert_dir), max_length=256)
     assert BiEncoder.from_pretrained(str(tiny_bert_dir)).max_length == 128  # unset: DPR's 256, cut to the model's

@@ -36,18 +36,39 @@ def test_bad_settings_fail_at_construction() -> None:
 def test_pipeline_trains_through_the_cli(tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     data = tmp_path / "train.jsonl"
     records = [
-        {"id": str(i), "question": f"question {i}", "answers": [f"a{i}"],
-         "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
-         "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}]}
+        {
+            "id": str(i),
+            "question": f"question {i}",
+            "answers": [f"a{i}"],
+            "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
+            "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}],
+        }
         for i in range(8)
     ]
     data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    code = cli([
-        "run", str(PIPELINE), "--input", f"data={data}", "--json",
-        "--set", f"trainer.model={tiny_bert_dir}", "--set", f"trainer.output_dir={tmp_path / 'run'}",
-        "--set", "trainer.epochs=1", "--set", "trainer.batch_size=4", "--set", "trainer.progress_bar=false",
-        "--set", "trainer.settings.max_length=32", "--set", "trainer.settings.threads=1",
-    ])
+    code = cli(
+        [
+            "run",
+            str(PIPELINE),
+            "--input",
+            f"data={data}",
+            "--json",
+            "--set",
+            f"trainer.model={tiny_bert_dir}",
+            "--set",
+            f"trainer.output_dir={tmp_path / 'run'}",
+            "--set",
+            "trainer.epochs=1",
+            "--set",
+            "trainer.batch_size=4",
+            "--set",
+            "trainer.progress_bar=false",
+            "--set",
+            "trainer.settings.max_length=32",
+            "--set",
+            "trainer.settings.threads=1",
+        ]
+    )
     assert code == 0
     output = json.loads(capsys.readouterr().out)["trainer"]
     assert output["checkpoint"] == str(tmp_path / "run" / "final") and output["metrics"]["steps"] == 2

@@ -126,8 +126,10 @@ def test_checkpoint_round_trip_restores_model_optimizer_schedule_and_generators(
     expected = (random.random(), torch.rand(1))
     target = write_checkpoint(
         tmp_path / "step-1",
-        tensors={"model.pt": model.state_dict(),
-                 "optimizer.pt": {"o": optimizer.state_dict(), "s": scheduler.state_dict()}},
+        tensors={
+            "model.pt": model.state_dict(),
+            "optimizer.pt": {"o": optimizer.state_dict(), "s": scheduler.state_dict()},
+        },
         texts={RNG_FILE: rng_json([saved_rng])},
         marker=("state.json", "{}"),
         fault="test.checkpoint",
@@ -137,10 +139,17 @@ def test_checkpoint_round_trip_restores_model_optimizer_schedule_and_generators(
     hint = restart_hint(tmp_path, "start again")
     other, other_optimizer, other_scheduler = _objects()
     saved = load_tensors(target / "optimizer.pt", hint)
-    restore_training(other, other_optimizer, other_scheduler, {
-        "model": load_tensors(target / "model.pt", hint), "optimizer": saved["o"], "scheduler": saved["s"],
-        "rng": states_of_process(read_rng_file(target, hint), 0),
-    })
+    restore_training(
+        other,
+        other_optimizer,
+        other_scheduler,
+        {
+            "model": load_tensors(target / "model.pt", hint),
+            "optimizer": saved["o"],
+            "scheduler": saved["s"],
+            "rng": states_of_process(read_rng_file(target, hint), 0),
+        },
+    )
     assert torch.equal(other.weight, model.weight) and other_scheduler.state_dict() == scheduler.state_dict()
     got = (random.random(), torch.rand(1))
     assert got[0] == expected[0] and torch.equal(got[1], expected[1])
@@ -153,10 +162,17 @@ def test_unusable_checkpoint_state_is_one_clear_error(tmp_path: Path) -> None:
     message = "cannot resume from checkpoint .*generator states.*use the exported model"
     with pytest.raises(CheckpointError, match=message):
         with resuming(tmp_path, hint):
-            restore_training(model, optimizer, scheduler, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "rng": {"python": 1},
-            })
+            restore_training(
+                model,
+                optimizer,
+                scheduler,
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "rng": {"python": 1},
+                },
+            )
     with pytest.raises(CheckpointError, match="written by 1 processes, this is process 1"):
         with resuming(tmp_path, hint):
             states_of_process([{}], 1)

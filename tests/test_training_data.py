@@ -45,7 +45,12 @@ def test_dpr_json_array_and_json_lines_give_the_same_examples(tmp_path: Path) ->
 
 
 def test_our_jsonl_has_ids_and_no_negatives(tmp_path: Path) -> None:
-    record = {"id": "nq-train-1", "question": "q?", "answers": ["a"], "positive_ctxs": [{"title": "T", "text": "a text"}]}
+    record = {
+        "id": "nq-train-1",
+        "question": "q?",
+        "answers": ["a"],
+        "positive_ctxs": [{"title": "T", "text": "a text"}],
+    }
     example = load_training_examples(_jsonl(tmp_path / "nq.jsonl", [record])).examples[0]
     assert example.id == "nq-train-1" and example.hard_negatives == [] and example.negatives == []
     assert example.to_dpr_record()["positive_ctxs"] == [{"title": "T", "text": "a text"}]
@@ -54,10 +59,24 @@ def test_our_jsonl_has_ids_and_no_negatives(tmp_path: Path) -> None:
 def test_squad_json(tmp_path: Path) -> None:
     squad = {
         "version": "1.1",
-        "data": [{"title": "Notre_Dame", "paragraphs": [{"context": "Common Sense began in 1987.", "qas": [
-            {"id": "s1", "question": "When did Common Sense begin?", "answers": [{"text": "1987", "answer_start": 22}]},
-            {"id": "s2", "question": "Unanswerable?", "answers": [], "is_impossible": True},
-        ]}]}],
+        "data": [
+            {
+                "title": "Notre_Dame",
+                "paragraphs": [
+                    {
+                        "context": "Common Sense began in 1987.",
+                        "qas": [
+                            {
+                                "id": "s1",
+                                "question": "When did Common Sense begin?",
+                                "answers": [{"text": "1987", "answer_start": 22}],
+                            },
+                            {"id": "s2", "question": "Unanswerable?", "answers": [], "is_impossible": True},
+                        ],
+                    }
+                ],
+            }
+        ],
     }
     path = tmp_path / "squad.json"
     path.write_text(json.dumps(squad), encoding="utf-8")
@@ -68,10 +87,18 @@ def test_squad_json(tmp_path: Path) -> None:
 
 
 def test_datasets_sources_offline(tmp_path: Path) -> None:
-    squad_rows = _jsonl(tmp_path / "rows.jsonl", [
-        {"id": "r1", "question": "When?", "context": "It was 1987.", "title": "A_B",
-         "answers": {"text": ["1987"], "answer_start": [7]}},
-    ])
+    squad_rows = _jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {
+                "id": "r1",
+                "question": "When?",
+                "context": "It was 1987.",
+                "title": "A_B",
+                "answers": {"text": ["1987"], "answer_start": [7]},
+            },
+        ],
+    )
     (example,) = load_training_examples(f"hf:{squad_rows}").examples
     assert example.positives == [Ctx("A B", "It was 1987.")] and example.id == "r1"
     import datasets
@@ -91,8 +118,10 @@ def test_datasets_sources_offline(tmp_path: Path) -> None:
         ({"question": "q", "answers": "a", "positive_ctxs": []}, r"line 2: field 'answers': expected a list"),
         ({"question": "q", "answers": []}, r"line 2: missing field 'positive_ctxs'"),
         ({"question": "q", "positive_ctxs": [{"title": "t"}]}, r"line 2: field 'positive_ctxs\[0\].text': missing"),
-        ({"question": "q", "positive_ctxs": [{"text": "x"}], "hard_negative_ctxs": [{"text": 3}]},
-         r"line 2: field 'hard_negative_ctxs\[0\].text': a int"),
+        (
+            {"question": "q", "positive_ctxs": [{"text": "x"}], "hard_negative_ctxs": [{"text": 3}]},
+            r"line 2: field 'hard_negative_ctxs\[0\].text': a int",
+        ),
         ({"question": "", "positive_ctxs": [{"text": "x"}]}, r"line 2: field 'question' is empty"),
     ],
 )
@@ -145,8 +174,14 @@ def test_real_nq_train_first_records(shared_data: Path) -> None:
     ("change", "message"),
     [
         ({"question": "q" * 30_001}, r"line 2: field 'question' has 30,001 characters; the limit is 30,000"),
-        ({"positive_ctxs": [{"text": "x" * 100_001}]}, r"line 2: field 'positive_ctxs\[0\].text' has 100,001 characters"),
-        ({"negative_ctxs": [{"title": "t" * 1_001, "text": "x"}]}, r"line 2: field 'negative_ctxs\[0\].title' has 1,001"),
+        (
+            {"positive_ctxs": [{"text": "x" * 100_001}]},
+            r"line 2: field 'positive_ctxs\[0\].text' has 100,001 characters",
+        ),
+        (
+            {"negative_ctxs": [{"title": "t" * 1_001, "text": "x"}]},
+            r"line 2: field 'negative_ctxs\[0\].title' has 1,001",
+        ),
     ],
 )
 def test_fields_beyond_their_limits_are_refused(tmp_path: Path, change: dict, message: str) -> None:
@@ -174,7 +209,9 @@ def test_line_and_whole_file_sizes_are_bounded(tmp_path: Path, monkeypatch: pyte
     squad.write_text(json.dumps({"data": [{"title": "T", "paragraphs": [{"context": "me", "qas": qas}]}]}))
     assert len(load_training_examples(squad).examples) == 1
     monkeypatch.setattr(data, "MAX_JSON_FILE_BYTES", 1_000)
-    with pytest.raises(RecordError, match=rf"{squad}: a JSON document of 1,\d+ bytes is read whole and may have at most 1,000"):
+    with pytest.raises(
+        RecordError, match=rf"{squad}: a JSON document of 1,\d+ bytes is read whole and may have at most 1,000"
+    ):
         load_training_examples(squad)
 
 

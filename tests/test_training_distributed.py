@@ -34,14 +34,25 @@ EXAMPLES = [
 
 
 def _config(model: Path, **overrides: object) -> TrainingConfig:
-    settings = dict(model=str(model), batch_size=4, epochs=1, max_length=32, dropout=0.0, learning_rate=1e-3,
-                    checkpoint_every=100, log_every=1, threads=1)
+    settings = dict(
+        model=str(model),
+        batch_size=4,
+        epochs=1,
+        max_length=32,
+        dropout=0.0,
+        learning_rate=1e-3,
+        checkpoint_every=100,
+        log_every=1,
+        threads=1,
+    )
     settings.update(overrides)
     return TrainingConfig(**settings)  # type: ignore[arg-type]
 
 
 def _gradients(model: BiEncoder, chunk: int | None) -> torch.Tensor:
-    batch = BatchBuilder(EXAMPLES, BatchSettings(negatives=1)).build([0, 1, 2, 3], 0, 0, shards=distributed.rank_and_world()[1])
+    batch = BatchBuilder(EXAMPLES, BatchSettings(negatives=1)).build(
+        [0, 1, 2, 3], 0, 0, shards=distributed.rank_and_world()[1]
+    )
     model.zero_grad(set_to_none=True)
     backward_batch(model, build_loss("nll", "dot"), batch, grad_cache_chunk=chunk)
     distributed.sum_gradients(model.parameters())

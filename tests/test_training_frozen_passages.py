@@ -49,13 +49,25 @@ def test_vectors_equal_the_indexing_encoder_and_unseen_passages_are_encoded(
 def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
-    config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=2, max_length=32, learning_rate=1e-3,
-                            threads=1, train_passage_encoder=False, similarity="cosine")
+    config = TrainingConfig(
+        model=str(tiny_bert_dir),
+        batch_size=4,
+        epochs=2,
+        max_length=32,
+        learning_rate=1e-3,
+        threads=1,
+        train_passage_encoder=False,
+        similarity="cosine",
+    )
     result = train(config, examples, tmp_path / "run", show_progress=False)
     assert result.steps == 6
     start = tmp_path / "start"
-    train(TrainingConfig(**{**config.to_dict(), "max_steps": 1, "learning_rate": 1e-12}), examples, start,
-          show_progress=False)
+    train(
+        TrainingConfig(**{**config.to_dict(), "max_steps": 1, "learning_rate": 1e-12}),
+        examples,
+        start,
+        show_progress=False,
+    )
     final, untouched = Path(result.final_dir), start / "final"
     trained_q, start_q = _weights(final / "question_encoder"), _weights(untouched / "question_encoder")
     assert any(not torch.equal(trained_q[k], start_q[k]) for k in trained_q)
@@ -64,11 +76,15 @@ def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path,
     assert all(torch.equal(trained_p[k], start_p[k]) for k in trained_p)
     # The exported passage encoder makes the vectors training scored against.
     passage = TextEncoder(EncoderSettings(model=str(final / "passage_encoder")))
-    table = FrozenPassageVectors(EncoderSettings(model=str(tiny_bert_dir), pooling=passage.pooling, normalize=True,
-                                                 max_length=32), None, show_progress=False)
+    table = FrozenPassageVectors(
+        EncoderSettings(model=str(tiny_bert_dir), pooling=passage.pooling, normalize=True, max_length=32),
+        None,
+        show_progress=False,
+    )
     ctx = examples[0].positives[0]
-    np.testing.assert_allclose(passage.encode_passages([ctx.text], [ctx.title])[0], table.lookup([ctx])[0].numpy(),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        passage.encode_passages([ctx.text], [ctx.title])[0], table.lookup([ctx])[0].numpy(), atol=1e-5
+    )
 
 
 def test_settings_that_cannot_go_with_fixed_passages_are_refused() -> None:
@@ -86,7 +102,10 @@ def test_evaluation_reuses_pool_vectors_only_of_an_encoder_making_the_same_vecto
     from dpr_components.indexing.passages import Passage
     from training.evaluate import same_vectors_encoder
 
-    passages = [Passage(id=f"d{i}#0", title=f"T{i}", text=f"passage number {i} about things", document_id=f"d{i}", index=0) for i in range(40)]
+    passages = [
+        Passage(id=f"d{i}#0", title=f"T{i}", text=f"passage number {i} about things", document_id=f"d{i}", index=0)
+        for i in range(40)
+    ]
     copy = tmp_path / "copy"
     shutil.copytree(tiny_bert_dir, copy)
     assert same_vectors_encoder(str(copy), str(tiny_bert_dir), passages).settings.model == str(tiny_bert_dir)
@@ -108,8 +127,16 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
 
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
-    config = TrainingConfig(model=str(tiny_st_dir), batch_size=4, epochs=1, max_length=64, learning_rate=1e-3,
-                            threads=1, train_passage_encoder=False, similarity="cosine")
+    config = TrainingConfig(
+        model=str(tiny_st_dir),
+        batch_size=4,
+        epochs=1,
+        max_length=64,
+        learning_rate=1e-3,
+        threads=1,
+        train_passage_encoder=False,
+        similarity="cosine",
+    )
     pair = Path(train(config, examples, tmp_path / "run", show_progress=False).final_dir)
 
     shipped = question_encoder_only(pair, tmp_path / "shipped" / "question_encoder", str(tiny_st_dir), fp16=True)
@@ -124,4 +151,6 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
     retriever = DenseRetriever(document_store=store, model=str(shipped), top_k=3)
     assert len(retriever.run(query=examples[0].question)["documents"]) == 3
     with pytest.raises(ValueError, match="another passage encoder"):
-        DenseRetriever(document_store=store, model=str(pair / "question_encoder"), top_k=3).run(query=examples[0].question)
+        DenseRetriever(document_store=store, model=str(pair / "question_encoder"), top_k=3).run(
+            query=examples[0].question
+        )

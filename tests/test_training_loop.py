@@ -16,8 +16,14 @@ class ScriptedTask(LoopTask):
 
     fault = "test.step"
 
-    def __init__(self, total: int, done: int = 0, empty: frozenset[int] = frozenset(), log_every: int = 2,
-                 stop_after: int | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        done: int = 0,
+        empty: frozenset[int] = frozenset(),
+        log_every: int = 2,
+        stop_after: int | None = None,
+    ) -> None:
         self.total_steps, self.log_every = total, log_every
         self.done, self.batches, self.empty, self.stop_after = done, 0, empty, stop_after
         self.calls: list[tuple[str, int]] = []
@@ -75,10 +81,20 @@ def test_each_step_records_logs_evaluates_checkpoints_then_reaches_its_fault_poi
     task = ScriptedTask(total=4)
     run_loop(task)
     assert task.calls == [
-        ("record", 1), ("after", 1),
-        ("skipped", 2), ("log", 2), ("checkpoint", 2), ("after", 2),
-        ("record", 3), ("evaluate", 3), ("after", 3),
-        ("record", 4), ("log", 4), ("evaluate", 4), ("checkpoint", 4), ("after", 4),
+        ("record", 1),
+        ("after", 1),
+        ("skipped", 2),
+        ("log", 2),
+        ("checkpoint", 2),
+        ("after", 2),
+        ("record", 3),
+        ("evaluate", 3),
+        ("after", 3),
+        ("record", 4),
+        ("log", 4),
+        ("evaluate", 4),
+        ("checkpoint", 4),
+        ("after", 4),
     ]
     assert faults == ["test.step"] * 4
 

@@ -108,7 +108,9 @@ def test_negative_sources_and_top_up() -> None:
     assert len(texts) == 6 and "only one hard" in texts  # topped up with random passages
     gold = BatchBuilder(examples, BatchSettings(negatives=2, negative_source="gold")).build([0, 1], 0, 0)
     negatives = [c.text for c in gold.passages[2:]]
-    assert all(t.startswith("gold") for t in negatives) and "gold 0" not in negatives[:2] and "gold 1" not in negatives[2:]
+    assert (
+        all(t.startswith("gold") for t in negatives) and "gold 0" not in negatives[:2] and "gold 1" not in negatives[2:]
+    )
     again = BatchBuilder(examples, BatchSettings(negatives=2, negative_source="gold")).build([0, 1], 0, 0)
     assert again.passages == gold.passages  # a function of (seed, epoch, step): resumable
 
@@ -116,7 +118,16 @@ def test_negative_sources_and_top_up() -> None:
 def test_shards_lay_out_candidates_per_process() -> None:
     examples = [_example(i, f"gold {i}", hard=[f"hard {i}"]) for i in range(4)]
     batch = BatchBuilder(examples, BatchSettings(negatives=1)).build([0, 1, 2, 3], 0, 0, shards=2)
-    assert [c.text for c in batch.passages] == ["gold 0", "gold 1", "hard 0", "hard 1", "gold 2", "gold 3", "hard 2", "hard 3"]
+    assert [c.text for c in batch.passages] == [
+        "gold 0",
+        "gold 1",
+        "hard 0",
+        "hard 1",
+        "gold 2",
+        "gold 3",
+        "hard 2",
+        "hard 3",
+    ]
     assert batch.positive_index.tolist() == [0, 1, 4, 5]
     assert batch.question_shards == [slice(0, 2), slice(2, 4)] and batch.passage_shards == [slice(0, 4), slice(4, 8)]
     with pytest.raises(ValueError, match="equal shards"):

@@ -24,18 +24,34 @@ from dpr_components.training.negatives import (
 
 CORPUS = [
     {"id": "d1", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare."},
-    {"id": "d2", "title": "Macbeth", "text": "Macbeth is a tragedy by Shakespeare; its author was William Shakespeare."},
+    {
+        "id": "d2",
+        "title": "Macbeth",
+        "text": "Macbeth is a tragedy by Shakespeare; its author was William Shakespeare.",
+    },
     {"id": "d3", "title": "Othello", "text": "Othello is a tragedy set in Venice, written around 1603."},
     {"id": "d4", "title": "King Lear", "text": "King Lear is a tragedy about an old king and his daughters."},
     {"id": "d5", "title": "Everest", "text": "Mount Everest is the highest mountain above sea level."},
 ]
 EXAMPLES = [
-    TrainingExample("who wrote the tragedy hamlet", ["William Shakespeare"],
-                    [Ctx("Hamlet", "Hamlet is a tragedy written by William Shakespeare.")], id="q1"),
-    TrainingExample("what is the highest mountain", ["Everest"],
-                    [Ctx("Everest", "Mount Everest is the highest mountain above sea level.")], id="q2"),
-    TrainingExample("which tragedy is set in venice", ["Othello"],
-                    [Ctx("Othello", "Othello is a tragedy set in Venice, written around 1603.")], id="q3"),
+    TrainingExample(
+        "who wrote the tragedy hamlet",
+        ["William Shakespeare"],
+        [Ctx("Hamlet", "Hamlet is a tragedy written by William Shakespeare.")],
+        id="q1",
+    ),
+    TrainingExample(
+        "what is the highest mountain",
+        ["Everest"],
+        [Ctx("Everest", "Mount Everest is the highest mountain above sea level.")],
+        id="q2",
+    ),
+    TrainingExample(
+        "which tragedy is set in venice",
+        ["Othello"],
+        [Ctx("Othello", "Othello is a tragedy set in Venice, written around 1603.")],
+        id="q3",
+    ),
 ]
 
 
@@ -55,7 +71,9 @@ def test_negatives_contain_no_answer_and_are_not_the_positive(miner: NegativeMin
     assert all("William Shakespeare" not in t for t in texts)  # d1 is gold, d2 holds the answer
     assert texts[0].startswith("Othello") or texts[0].startswith("King Lear")
     assert {"title", "text", "score", "passage_id"} <= set(record["hard_negative_ctxs"][0])
-    assert record["positive_ctxs"] == [{"title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare."}]
+    assert record["positive_ctxs"] == [
+        {"title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare."}
+    ]
 
 
 def test_long_positive_becomes_its_answer_block() -> None:
@@ -110,8 +128,21 @@ def test_mine_command(tmp_path: Path) -> None:
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(e.to_dpr_record()) + "\n" for e in EXAMPLES), encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "training.mine_negatives", "--data", str(data), "--out", str(out),
-               "--corpus", str(corpus), "--num-negatives", "2", "--depth", "5"]
+    command = [
+        sys.executable,
+        "-m",
+        "training.mine_negatives",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--corpus",
+        str(corpus),
+        "--num-negatives",
+        "2",
+        "--depth",
+        "5",
+    ]
     env = {**os.environ, "DPR_CACHE_DIR": str(tmp_path / "cache")}
     root = Path(__file__).parent.parent
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, env=env, timeout=60)
@@ -140,11 +171,17 @@ class _FixedRanking:
 
 def test_several_retrievers_are_interleaved_rank_by_rank(miner: NegativeMiner) -> None:
     passages = miner.passages  # d1..d5; q2's answer "Everest" is only in d5
-    both = NegativeMiner(passages, [_FixedRanking(5, [2, 3, 0]), _FixedRanking(5, [1, 3, 4])],
-                         NegativeMiningSettings(num_negatives=4, depth=4))
+    both = NegativeMiner(
+        passages,
+        [_FixedRanking(5, [2, 3, 0]), _FixedRanking(5, [1, 3, 4])],
+        NegativeMiningSettings(num_negatives=4, depth=4),
+    )
     record = both.mine(EXAMPLES[1])
     assert [n["passage_id"] for n in record["hard_negative_ctxs"]] == [
-        passages[2].id, passages[1].id, passages[3].id, passages[0].id
+        passages[2].id,
+        passages[1].id,
+        passages[3].id,
+        passages[0].id,
     ]
     with pytest.raises(ValueError, match="holds 4 passages"):
         NegativeMiner(passages, [_FixedRanking(4, [0])])
@@ -167,6 +204,9 @@ def test_dense_index_ranks_by_inner_product_and_skips_the_top(tiny_bert_dir: Pat
     assert list(scores) == sorted(scores, reverse=True)
     skipped = DenseSearchIndex(index.question_encoder, index.passage_vectors, skip_top=2)
     assert skipped.search("who wrote hamlet", 2)[0].tolist() == positions[2:4].tolist()
-    mined = NegativeMiner(passages, [bm25_for(passages, None, show_progress=False), index],
-                          NegativeMiningSettings(num_negatives=3, depth=5)).mine(EXAMPLES[0])
+    mined = NegativeMiner(
+        passages,
+        [bm25_for(passages, None, show_progress=False), index],
+        NegativeMiningSettings(num_negatives=3, depth=5),
+    ).mine(EXAMPLES[0])
     assert all("William Shakespeare" not in n["text"] for n in mined["hard_negative_ctxs"])

@@ -18,7 +18,9 @@ from dpr_components.training.model import BiEncoder
 NAN = float("nan")
 
 
-def _setup(learning_rate: float = 0.1) -> tuple[torch.nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+def _setup(
+    learning_rate: float = 0.1,
+) -> tuple[torch.nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
@@ -37,7 +39,9 @@ def test_a_finite_step_updates_the_weights() -> None:
     assert not torch.equal(before, model.weight) and scheduler.last_epoch == 1
 
 
-@pytest.mark.parametrize("loss, grad_norm, problem", [(NAN, 1.0, "the loss is nan"), (1.0, float("inf"), "the gradient norm is inf")])
+@pytest.mark.parametrize(
+    "loss, grad_norm, problem", [(NAN, 1.0, "the loss is nan"), (1.0, float("inf"), "the gradient norm is inf")]
+)
 def test_a_non_finite_step_within_the_budget_is_skipped(loss: float, grad_norm: float, problem: str) -> None:
     model, optimizer, scheduler = _setup()
     before = model.weight.detach().clone()
@@ -51,8 +55,11 @@ def test_a_non_finite_step_within_the_budget_is_skipped(loss: float, grad_norm: 
 def test_a_non_finite_step_beyond_the_budget_stops_training() -> None:
     model, optimizer, scheduler = _setup()
     before = model.weight.detach().clone()
-    with pytest.raises(TrainingDiverged, match=r"^training stopped at step 7: the loss is nan .*"
-                       r"the 2 skipped step\(s\) allowed are used up.*kept: runs/x/step-6\..*--skip-nonfinite-steps"):
+    with pytest.raises(
+        TrainingDiverged,
+        match=r"^training stopped at step 7: the loss is nan .*"
+        r"the 2 skipped step\(s\) allowed are used up.*kept: runs/x/step-6\..*--skip-nonfinite-steps",
+    ):
         _update(model, optimizer, scheduler, NAN, NAN, skipped=2, budget=2)
     assert torch.equal(before, model.weight)
 
@@ -89,7 +96,9 @@ def test_export_refuses_non_finite_weights(tiny_bert_dir: Path, tmp_path: Path, 
     with torch.no_grad():
         model.context_model.ctx_encoder.bert_model.embeddings.LayerNorm.bias[0] = value
     out = tmp_path / "export"
-    with pytest.raises(ModelFileError, match=rf"not saved to {out}: its tensor \S*embeddings.LayerNorm.bias holds NaN or infinite"):
+    with pytest.raises(
+        ModelFileError, match=rf"not saved to {out}: its tensor \S*embeddings.LayerNorm.bias holds NaN or infinite"
+    ):
         export_dpr(model, out, fp16=fp16)
     assert not out.exists()
     if fp16:  # in float32 the same weights are finite

@@ -111,12 +111,17 @@ def test_question_side_runs_are_named_and_planned(capsys: pytest.CaptureFixture[
     assert config.train_passage_encoder is False and Variant().config().train_passage_encoder is True
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--question-side", "--with-squad", "100"], "--question-side starts from MiniLM"),
-    (["--question-side", "--grad-cache-chunk", "8"], "--grad-cache-chunk is not needed"),
-    (["--dense-negatives", "--with-squad", "100"], "--dense-negatives: use it alone"),
-])
-def test_question_side_refuses_what_it_cannot_do(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--question-side", "--with-squad", "100"], "--question-side starts from MiniLM"),
+        (["--question-side", "--grad-cache-chunk", "8"], "--grad-cache-chunk is not needed"),
+        (["--dense-negatives", "--with-squad", "100"], "--dense-negatives: use it alone"),
+    ],
+)
+def test_question_side_refuses_what_it_cannot_do(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         main(["--dry-run", *argv])
     assert message in capsys.readouterr().err
@@ -152,4 +157,7 @@ def test_train_set_parses_json_and_keeps_plain_text() -> None:
     from training.train import parse_settings
 
     assert parse_settings(None, ["batch_size=32", "similarity=cosine", "bf16=false"]) == {
-        "batch_size": 32, "similarity": "cosine", "bf16": False}
+        "batch_size": 32,
+        "similarity": "cosine",
+        "bf16": False,
+    }

@@ -7,9 +7,19 @@ from pathlib import Path
 
 from training.report import write_report
 
-VARIANT = {"subset": None, "batch_size": 32, "negatives": 1, "squad_questions": 0, "epochs": 1,
-           "similarity": "cosine", "learning_rate": 2e-5, "grad_cache_chunk": None, "bf16": True, "threads": 2,
-           "validation": True}
+VARIANT = {
+    "subset": None,
+    "batch_size": 32,
+    "negatives": 1,
+    "squad_questions": 0,
+    "epochs": 1,
+    "similarity": "cosine",
+    "learning_rate": 2e-5,
+    "grad_cache_chunk": None,
+    "bf16": True,
+    "threads": 2,
+    "validation": True,
+}
 
 
 def _write(path: Path, payload: dict) -> None:
@@ -28,11 +38,15 @@ def _full_eval(top1: float) -> dict:
 def _run(root: Path, name: str, sampled_top1: float, full_top1: float | None = None, **changes: object) -> None:
     folder = root / name
     _write(folder / "variant.json", {**VARIANT, **changes})
-    _write(folder / "result.json", {"steps": 10, "examples": changes.get("subset") or 7167,
-                                    "examples_per_second": 3.0, "peak_rss_mb": 2048.0})
+    _write(
+        folder / "result.json",
+        {"steps": 10, "examples": changes.get("subset") or 7167, "examples_per_second": 3.0, "peak_rss_mb": 2048.0},
+    )
     (folder / "log.jsonl").write_text(json.dumps({"step": 10, "elapsed_s": 1800.0}) + "\n", encoding="utf-8")
-    _write(folder / "sampled_eval.json", {"name": name, "questions": 655, "candidates": 13000,
-                                          "metrics": _metrics(sampled_top1)})
+    _write(
+        folder / "sampled_eval.json",
+        {"name": name, "questions": 655, "candidates": 13000, "metrics": _metrics(sampled_top1)},
+    )
     if full_top1 is not None:
         _write(folder / "eval.json", {"name": name, "variant": {**VARIANT, **changes}, **_full_eval(full_top1)})
 
@@ -40,8 +54,10 @@ def _run(root: Path, name: str, sampled_top1: float, full_top1: float | None = N
 def test_reports_results_ablations_and_plot(tmp_path: Path) -> None:
     runs, docs = tmp_path / "runs", tmp_path / "docs"
     _write(runs / "baselines" / "bm25.json", {"name": "bm25", "system": "bm25", **_full_eval(63.8)})
-    _write(runs / "baselines" / "sampled-minilm-zero-shot.json",
-           {"name": "minilm-zero-shot", "questions": 655, "candidates": 13000, "metrics": _metrics(70.0)})
+    _write(
+        runs / "baselines" / "sampled-minilm-zero-shot.json",
+        {"name": "minilm-zero-shot", "questions": 655, "candidates": 13000, "metrics": _metrics(70.0)},
+    )
     _run(runs, "main", 80.0, full_top1=82.0)
     _run(runs, "nq1000", 72.0, subset=1000, validation=False, threads=1)
     _run(runs, "nq2000", 75.0, subset=2000, validation=False, threads=1)
@@ -49,8 +65,18 @@ def test_reports_results_ablations_and_plot(tmp_path: Path) -> None:
     _run(runs, "nq2000-bs128", 74.0, subset=2000, batch_size=128, grad_cache_chunk=32, validation=False)
 
     accuracy = {"1": 83.0, "5": 96.0, "20": 99.0, "100": 99.8}
-    _write(docs / "hybrid" / "retrieval_quality.json", [{"dataset": "nq/dev.jsonl", "full": {
-        "bm25": {"top_k_accuracy": accuracy}, "hybrid (pipeline default λ=10)": {"top_k_accuracy": accuracy}}}])
+    _write(
+        docs / "hybrid" / "retrieval_quality.json",
+        [
+            {
+                "dataset": "nq/dev.jsonl",
+                "full": {
+                    "bm25": {"top_k_accuracy": accuracy},
+                    "hybrid (pipeline default λ=10)": {"top_k_accuracy": accuracy},
+                },
+            }
+        ],
+    )
 
     write_report(runs, docs, "python -m training.report")
 
@@ -73,8 +99,12 @@ def test_reports_results_ablations_and_plot(tmp_path: Path) -> None:
 
 def test_names_the_multi_setting_table_and_orders_runs_by_their_numbers(tmp_path: Path) -> None:
     runs, docs = tmp_path / "runs", tmp_path / "docs"
-    for name, squad, multi in [("squad7000", 7000, False), ("squad2500", 2500, False),
-                               ("multi-squad14000", 14000, True), ("multi-squad7000", 7000, True)]:
+    for name, squad, multi in [
+        ("squad7000", 7000, False),
+        ("squad2500", 2500, False),
+        ("multi-squad14000", 14000, True),
+        ("multi-squad7000", 7000, True),
+    ]:
         _run(runs, name, 80.0, full_top1=80.0, squad_questions=squad, multi=multi)
 
     write_report(runs, docs, "python -m training.report")
@@ -90,8 +120,10 @@ def test_names_the_multi_setting_table_and_orders_runs_by_their_numbers(tmp_path
 def test_weight_averages_get_their_own_section_with_their_command(tmp_path: Path) -> None:
     runs, docs = tmp_path / "runs", tmp_path / "docs"
     _run(runs, "multi-a", 80.0, full_top1=80.0, squad_questions=7000, multi=True)
-    _write(runs / "soup2-0123abcd" / "eval.json", {"name": "soup2-0123abcd", "soup": ["multi-a", "multi-b"],
-                                                   **_full_eval(81.5)})
+    _write(
+        runs / "soup2-0123abcd" / "eval.json",
+        {"name": "soup2-0123abcd", "soup": ["multi-a", "multi-b"], **_full_eval(81.5)},
+    )
 
     write_report(runs, docs, "python -m training.report")
 

@@ -38,13 +38,25 @@ def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Pa
     data = write_training_data(tmp_path / "train.jsonl")
     examples = load_training_examples(data).examples
     # 12 examples, batch 4: 3 steps per epoch, 6 in all; checkpoints at 2, 3 (epoch end), 4 and 6.
-    config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=2, max_length=32, dropout=0.1,
-                            learning_rate=1e-3, checkpoint_every=2, log_every=1, threads=1, val_questions=4)
+    config = TrainingConfig(
+        model=str(tiny_bert_dir),
+        batch_size=4,
+        epochs=2,
+        max_length=32,
+        dropout=0.1,
+        learning_rate=1e-3,
+        checkpoint_every=2,
+        log_every=1,
+        threads=1,
+        val_questions=4,
+    )
     whole = train(config, examples, tmp_path / "whole", dev_examples=examples[:4], show_progress=False)
 
     killed = subprocess.run(
         [sys.executable, "-c", KILLED_RUN, json.dumps(config.to_dict()), str(data), str(tmp_path / "resumed")],
-        capture_output=True, text=True, timeout=100,
+        capture_output=True,
+        text=True,
+        timeout=100,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not (tmp_path / "resumed" / "final").exists()
@@ -71,8 +83,18 @@ def test_early_stopping_keeps_the_best(tiny_bert_dir: Path, tmp_path: Path) -> N
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
     # A learning rate this small leaves the metric unchanged: no validation after the one before
     # training (step 0) improves on it, so the untouched start is the best model.
-    config = TrainingConfig(model=str(tiny_bert_dir), batch_size=4, epochs=3, max_length=32, learning_rate=1e-12,
-                            validate_every=1, patience=2, threads=1, val_questions=4, selection_metric="avg_rank")
+    config = TrainingConfig(
+        model=str(tiny_bert_dir),
+        batch_size=4,
+        epochs=3,
+        max_length=32,
+        learning_rate=1e-12,
+        validate_every=1,
+        patience=2,
+        threads=1,
+        val_questions=4,
+        selection_metric="avg_rank",
+    )
     result = train(config, examples, tmp_path / "run", dev_examples=examples[:4], show_progress=False)
     assert result.stopped_early and result.steps == 2 and result.total_steps == 9
     assert result.best_step == 0 and result.model_dir == str(tmp_path / "run" / "best")

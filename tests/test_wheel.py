@@ -76,7 +76,10 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("build")
     source = _copy_sources(work)
     dist = work / "dist"
-    _run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--sdist", "--outdir", str(dist), str(source)], cwd=work)
+    _run(
+        [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--sdist", "--outdir", str(dist), str(source)],
+        cwd=work,
+    )
     return {"wheel": next(dist.glob("*.whl")), "sdist": next(dist.glob("*.tar.gz"))}
 
 
@@ -88,13 +91,18 @@ def test_wheel_holds_the_pipelines_models_and_faces(archives: dict[str, Path]) -
     assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names
     # haystack_integrations is shared with other integrations: a namespace package, no __init__ of its own
-    assert not any(name in names for name in ("haystack_integrations/__init__.py", "haystack_integrations/components/__init__.py"))
+    assert not any(
+        name in names for name in ("haystack_integrations/__init__.py", "haystack_integrations/components/__init__.py")
+    )
     assert not any("__pycache__" in name or name.startswith(("tests/", "benchmarks/", "training/")) for name in names)
 
 
 def _install(archive: Path, folder: Path) -> Path:
     python = _fresh_venv(folder / "venv")
-    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation", str(archive)], cwd=folder)
+    _run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation", str(archive)],
+        cwd=folder,
+    )
     return python
 
 

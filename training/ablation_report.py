@@ -51,19 +51,35 @@ def render(baseline: dict[str, Any] | None, runs: list[dict[str, Any]], command:
         "other jobs, so compare speeds only in docs/training/speed.md.",
     ]
     if baseline:
-        lines += ["", "## Zero-shot MiniLM on the same candidates", "", *_header(["system"]),
-                  table_row(["minilm-zero-shot"] + _cells(baseline["metrics"]))]
+        lines += [
+            "",
+            "## Zero-shot MiniLM on the same candidates",
+            "",
+            *_header(["system"]),
+            table_row(["minilm-zero-shot"] + _cells(baseline["metrics"])),
+        ]
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
-            lines += ["", f"## {title[0].upper() + title[1:]}", "",
-                      *_header([field, "run", "train hours", "examples/s", "peak GB"])]
+            lines += [
+                "",
+                f"## {title[0].upper() + title[1:]}",
+                "",
+                *_header([field, "run", "train hours", "examples/s", "peak GB"]),
+            ]
             for run in group:
                 value = run["variant"][field]
                 if field == "batch_size" and run["variant"].get("grad_cache_chunk"):
                     value = f"{value} (GradCache, chunks of {run['variant']['grad_cache_chunk']})"
-                lines.append(table_row([f"{run['training'].get('examples'):,} (all)" if value is None else str(value),
-                                                run["name"],
-                                                *_speed_cells(run), *_cells(run["metrics"])]))
+                lines.append(
+                    table_row(
+                        [
+                            f"{run['training'].get('examples'):,} (all)" if value is None else str(value),
+                            run["name"],
+                            *_speed_cells(run),
+                            *_cells(run["metrics"]),
+                        ]
+                    )
+                )
     if any(ablation_groups(runs, "subset")):
         lines += ["", "![top-k accuracy against training questions](sample_efficiency.png)"]
     return "\n".join(lines) + "\n"
@@ -99,9 +115,13 @@ def write_ablation_report(root: Path, out: Path, command: str) -> Path | None:
     if not runs:
         return None
     atomic_write_text(out / "ablations.md", render(baseline, runs, command))
-    payload = {"command": command, "zero_shot": baseline,
-               "runs": [{k: r[k] for k in ("name", "variant", "training", "metrics", "questions", "candidates")}
-                        for r in runs]}
+    payload = {
+        "command": command,
+        "zero_shot": baseline,
+        "runs": [
+            {k: r[k] for k in ("name", "variant", "training", "metrics", "questions", "candidates")} for r in runs
+        ],
+    }
     atomic_write_text(out / "ablations.json", json.dumps(payload, indent=1))
     plot_sample_efficiency(baseline, runs, out / "sample_efficiency.png")
     return out / "ablations.md"

@@ -33,17 +33,21 @@ def main(argv: list[str] | None = None) -> int:
     dpr.add_argument("source")
     dpr.add_argument("out")
     dpr.add_argument("--passage", help="separate source for the passage encoder (default: same weights)")
-    for name, help_text in (("to-st", "one encoder to a sentence-transformers folder"),
-                            ("to-bert", "one encoder to a plain BERT folder with sidecar")):
+    for name, help_text in (
+        ("to-st", "one encoder to a sentence-transformers folder"),
+        ("to-bert", "one encoder to a plain BERT folder with sidecar"),
+    ):
         sub = commands.add_parser(name, help=help_text)
         sub.add_argument("source")
         sub.add_argument("out")
     question_only = commands.add_parser(
-        "question-only", help="a question-side run's question encoder alone, paired with the fixed passage encoder")
+        "question-only", help="a question-side run's question encoder alone, paired with the fixed passage encoder"
+    )
     question_only.add_argument("source", help="the run's pair folder (question_encoder/ + passage_encoder/)")
     question_only.add_argument("out")
-    question_only.add_argument("--paired-with", required=True,
-                               help="the passage encoder the run kept fixed (checked to make the same vectors)")
+    question_only.add_argument(
+        "--paired-with", required=True, help="the passage encoder the run kept fixed (checked to make the same vectors)"
+    )
     for sub in commands.choices.values():
         sub.add_argument("--fp16", action="store_true", help="store float16 weights")
     args = parser.parse_args(argv)

@@ -64,8 +64,13 @@ def _recipe_flags(variant: dict[str, Any]) -> str:
     if variant.get("squad_questions"):
         flags += ["--with-squad", str(variant["squad_questions"])] + (["--multi"] if variant.get("multi") else [])
     defaults = {"negatives": 1, "epochs": 1, "batch_size": 32, "learning_rate": 2e-5, "seed": 12345}
-    names = {"negatives": "--negatives", "epochs": "--epochs", "batch_size": "--batch-size",
-             "learning_rate": "--learning-rate", "seed": "--seed"}
+    names = {
+        "negatives": "--negatives",
+        "epochs": "--epochs",
+        "batch_size": "--batch-size",
+        "learning_rate": "--learning-rate",
+        "seed": "--seed",
+    }
     for field, default in defaults.items():
         if variant.get(field, default) != default:
             flags += [names[field], f"{variant[field]:g}" if isinstance(variant[field], float) else str(variant[field])]
@@ -82,8 +87,12 @@ def _ingredients(run: Path) -> tuple[list[Path], list[str] | None]:
 
 
 def render(
-    model: Path, run: Path, report: dict[str, Any], hybrid: list[dict[str, Any]] | None,
-    shipped: dict[str, Any] | None = None, passed_over: list[str] | None = None,
+    model: Path,
+    run: Path,
+    report: dict[str, Any],
+    hybrid: list[dict[str, Any]] | None,
+    shipped: dict[str, Any] | None = None,
+    passed_over: list[str] | None = None,
 ) -> str:
     """The card; ``shipped``: ``training.evaluate`` of the committed (float16) copy itself;
     ``passed_over``: runs or soups of the report that were compared on dev and not picked."""
@@ -99,7 +108,9 @@ def render(
     evaluation = _find(report["soups" if soup else "runs"], run.name)
     baselines = {b["name"]: b for b in report["baselines"]}
     columns = ["system", *(f"{DATASETS[d]} top-{k}" for d in DATASETS for k in KS)]
-    rows = [_accuracy_row(name, baselines[name]["datasets"]) for name in ("bm25", "minilm-zero-shot") if name in baselines]
+    rows = [
+        _accuracy_row(name, baselines[name]["datasets"]) for name in ("bm25", "minilm-zero-shot") if name in baselines
+    ]
     if shipped is None:
         rows.append(_accuracy_row(f"**{model.name}**", evaluation["datasets"]))
     else:
@@ -136,41 +147,71 @@ def render(
             "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
             "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
             f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
-            "float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=\".../question_encoder\")` "
-            "and `PassageEmbedder(model=\".../passage_encoder\")`. Index passages with the passage encoder: vectors of "
+            'float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=".../question_encoder")` '
+            'and `PassageEmbedder(model=".../passage_encoder")`. Index passages with the passage encoder: vectors of '
             "another encoder do not match its questions."
         )
         train = "python -m training.train_dpr_nq " + _recipe_flags(variant)
-        export = (f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
-                  f"{run}/best/passage_encoder --fp16")
+        export = (
+            f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
+            f"{run}/best/passage_encoder --fp16"
+        )
     commands = [f"{'python -m training.train_dpr_nq ' + _recipe_flags(read_json(r / 'variant.json'))}" for r in runs]
     if soup:
         commands.append("python -m training.train_dpr_nq --soup " + ",".join(soup))
     else:
         commands = [train]
-    negatives = ("BM25's and zero-shot MiniLM's hard negatives interleaved (top 100 of each, MiniLM's first "
-                 f"{mined.get('skip_dense_top', 0)} left out)") if dense else "BM25 hard negatives (top 100 of BM25)"
+    negatives = (
+        (
+            "BM25's and zero-shot MiniLM's hard negatives interleaved (top 100 of each, MiniLM's first "
+            f"{mined.get('skip_dense_top', 0)} left out)"
+        )
+        if dense
+        else "BM25 hard negatives (top 100 of BM25)"
+    )
     nq_questions = result["examples"] - (squad if variant.get("multi") else 0)
     questions = f"the {nq_questions:,} questions of `nq/train.jsonl`" + (
-        f" and {squad:,} of `squad/train-v1.1.json` (seeded sample), in one mix" if squad else "")
+        f" and {squad:,} of `squad/train-v1.1.json` (seeded sample), in one mix" if squad else ""
+    )
     validation = result.get("last_validation") or {}
     selection = (
         f"Reported at its final step ({result['steps']} steps)."
-        if squad else
-        f"Selected by MRR on {config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled "
+        if squad
+        else f"Selected by MRR on {config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled "
         f"pool passages: MRR {validation.get('mrr', float('nan')):.3f}, top-1 {validation.get('top1', float('nan')):.1f} "
         f"at step {result.get('best_step')}."
     )
     soup_note = (
-        [f"The model is the uniform average of the question encoders of {len(runs)} runs (a model soup, Wortsman et al. "
-         "2022; the runs were picked after seeing their dev numbers): " + ", ".join(f"`{name}`" for name in soup) + ".", ""]
-        if soup else []
+        [
+            f"The model is the uniform average of the question encoders of {len(runs)} runs (a model soup, Wortsman et al. "
+            "2022; the runs were picked after seeing their dev numbers): "
+            + ", ".join(f"`{name}`" for name in soup)
+            + ".",
+            "",
+        ]
+        if soup
+        else []
     )
     lines = [
-        title, "", what, "", "## How it was made", "", "```bash",
-        *commands, export, *([f"python -m training.evaluate --system {model}/question_encoder "
-                               "--questions nq/dev.jsonl,squad/dev.jsonl --out EVAL.json   # the float16 row"]
-                              if shipped is not None and question_side else []), "```", "",
+        title,
+        "",
+        what,
+        "",
+        "## How it was made",
+        "",
+        "```bash",
+        *commands,
+        export,
+        *(
+            [
+                f"python -m training.evaluate --system {model}/question_encoder "
+                "--questions nq/dev.jsonl,squad/dev.jsonl --out EVAL.json   # the float16 row"
+            ]
+            if shipped is not None and question_side
+            else []
+        ),
+        "```",
+        "",
         *soup_note,
         f"Data: {questions}; positive: the gold paragraph's 100-word block containing an answer; negatives: "
         f"{mined['mining']['num_negatives']} per question from the 55,350-passage pool, {negatives}, without the answer "
@@ -181,7 +222,8 @@ def render(
         f"AdamW lr {config['learning_rate']:g}, warm-up {config['warmup_ratio']:.0%} then linear decay, gradient "
         f"clipping {config['max_grad_norm']:g}, dropout {config['dropout']:g}, inputs of at most "
         f"{config['max_length']} tokens, {'bf16 autocast' if config['bf16'] else 'fp32'}"
-        + (", passage encoder fixed (question-side training, training/README.md)" if question_side else "") + ". "
+        + (", passage encoder fixed (question-side training, training/README.md)" if question_side else "")
+        + ". "
         + selection,
         "",
         f"Training cost on the shared 2-core CPU: {result['examples_per_second']:.1f} questions/s on average, peak "
@@ -198,7 +240,8 @@ def render(
         "## Licence and data",
         "",
         "Derived from all-MiniLM-L6-v2 (Apache-2.0). Trained on Natural Questions (CC BY-SA 3.0)"
-        + (" and SQuAD v1.1 (CC BY-SA 4.0)" if squad else "") + " with passages from English Wikipedia (CC BY-SA).",
+        + (" and SQuAD v1.1 (CC BY-SA 4.0)" if squad else "")
+        + " with passages from English Wikipedia (CC BY-SA).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -206,13 +249,19 @@ def render(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="models/dpr-minilm-multi", help="the committed model folder")
-    parser.add_argument("--run", default="runs/dpr-nq/qside-multi-nqall-squad40000-bs32-hn4dense-cosine-e1-lr2e-05",
-                        help="its training run or soup folder")
+    parser.add_argument(
+        "--run",
+        default="runs/dpr-nq/qside-multi-nqall-squad40000-bs32-hn4dense-cosine-e1-lr2e-05",
+        help="its training run or soup folder",
+    )
     parser.add_argument("--report", default="docs/training/dpr_nq.json")
     parser.add_argument("--hybrid", default="docs/training/hybrid/retrieval_quality.json")
     parser.add_argument("--shipped-eval", help="training.evaluate's JSON for the committed copy (its float16 weights)")
-    parser.add_argument("--passed-over", default="",
-                        help="comma-separated runs or soups of the report compared on dev and not picked (listed too)")
+    parser.add_argument(
+        "--passed-over",
+        default="",
+        help="comma-separated runs or soups of the report compared on dev and not picked (listed too)",
+    )
     args = parser.parse_args(argv)
     hybrid_file = Path(args.hybrid)
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None

@@ -84,8 +84,11 @@ class DenseSystem:
         else:
             encoder = same_vectors_encoder(own_passage_model, passage_model, passages, precision)
         self.vectors = encode_passages_cached(
-            encoder, [p.text for p in passages], [p.title or None for p in passages],
-            cache_for(encoder, cache_dir() / "embeddings"), show_progress=True,
+            encoder,
+            [p.text for p in passages],
+            [p.title or None for p in passages],
+            cache_for(encoder, cache_dir() / "embeddings"),
+            show_progress=True,
         )
 
     def top(self, questions: Sequence[QAExample]) -> np.ndarray:
@@ -102,8 +105,12 @@ class BM25System:
 
 
 def evaluate(
-    system: str, question_files: Sequence[str], limit: int | None = None, precision: str = "auto",
-    pool_limit: int | None = None, passage_model: str | None = None,
+    system: str,
+    question_files: Sequence[str],
+    limit: int | None = None,
+    precision: str = "auto",
+    pool_limit: int | None = None,
+    passage_model: str | None = None,
 ) -> dict[str, Any]:
     """Accuracy of ``system`` on each question file over the pool (its first ``pool_limit``
     passages only for quick checks: numbers are then not comparable). ``passage_model``: an encoder
@@ -111,7 +118,9 @@ def evaluate(
     are reused."""
     passages = pool_passages(pool_limit)
     start = time.perf_counter()
-    retriever: Any = BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision, passage_model)
+    retriever: Any = (
+        BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision, passage_model)
+    )
     index_seconds = time.perf_counter() - start
     results: dict[str, Any] = {}
     for name in question_files:
@@ -131,8 +140,13 @@ def evaluate(
             "first_hit_ranks": ranks,
         }
         print(f"{system} on {name}: " + ", ".join(f"top-{k} {result.accuracy(k):.1f}" for k in KS), file=sys.stderr)
-    return {"system": system, "pool_passages": len(passages), "precision": precision, "index_seconds": index_seconds,
-            "datasets": results}
+    return {
+        "system": system,
+        "pool_passages": len(passages),
+        "precision": precision,
+        "index_seconds": index_seconds,
+        "datasets": results,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,11 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="first N questions of each file")
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"])
     parser.add_argument("--pool-limit", type=int, help="first N pool passages only (a quick check of the code path)")
-    parser.add_argument("--passage-model", help="reuse this encoder's cached pool vectors; it must make the same "
-                        "vectors as the system's passage encoder (checked), e.g. after question-side training")
+    parser.add_argument(
+        "--passage-model",
+        help="reuse this encoder's cached pool vectors; it must make the same "
+        "vectors as the system's passage encoder (checked), e.g. after question-side training",
+    )
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
-    result = evaluate(args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit, args.passage_model)
+    result = evaluate(
+        args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit, args.passage_model
+    )
     atomic_write_text(args.out, json.dumps(result, indent=1))
     return 0
 

@@ -36,21 +36,31 @@ def _one(args: argparse.Namespace) -> None:
     examples = load_training_examples(resolve_data_source(args.data)).examples
     settings = json.loads(args.one)
     config = TrainingConfig(
-        batch_size=settings.pop("batch_size", args.batch_size), negatives=args.negatives, max_steps=args.steps, log_every=1,
-        checkpoint_every=10**6, threads=args.threads, similarity="cosine", **settings,
+        batch_size=settings.pop("batch_size", args.batch_size),
+        negatives=args.negatives,
+        max_steps=args.steps,
+        log_every=1,
+        checkpoint_every=10**6,
+        threads=args.threads,
+        similarity="cosine",
+        **settings,
     )
     with tempfile.TemporaryDirectory() as out:
         train(config, examples, out, show_progress=False)
         log = [e for e in read_log(Path(out) / "log.jsonl") if "loss" in e]
     timed = log[1:]  # the first step includes one-off warm-up costs
     seconds = timed[-1]["elapsed_s"] - log[0]["elapsed_s"]
-    print(json.dumps({
-        "batch_size": config.batch_size,
-        "examples_per_s": len(timed) * config.batch_size / seconds,
-        "seconds_per_step": seconds / len(timed),
-        "peak_rss_mb": peak_rss_mb(),
-        "losses": [e["loss"] for e in log],
-    }))
+    print(
+        json.dumps(
+            {
+                "batch_size": config.batch_size,
+                "examples_per_s": len(timed) * config.batch_size / seconds,
+                "seconds_per_step": seconds / len(timed),
+                "peak_rss_mb": peak_rss_mb(),
+                "losses": [e["loss"] for e in log],
+            }
+        )
+    )
 
 
 VARIANTS = {
@@ -92,9 +102,23 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m training.measure_speed " + shlex.join(sys.argv[1:] if argv is None else argv)
     rows = []
     for name in args.variants.split(","):
-        child = [sys.executable, "-m", "training.measure_speed", "--data", args.data, "--steps", str(args.steps),
-                 "--batch-size", str(args.batch_size), "--negatives", str(args.negatives),
-                 "--threads", str(args.threads), "--one", json.dumps(variant_settings(name))]
+        child = [
+            sys.executable,
+            "-m",
+            "training.measure_speed",
+            "--data",
+            args.data,
+            "--steps",
+            str(args.steps),
+            "--batch-size",
+            str(args.batch_size),
+            "--negatives",
+            str(args.negatives),
+            "--threads",
+            str(args.threads),
+            "--one",
+            json.dumps(variant_settings(name)),
+        ]
         done = subprocess.run(child, capture_output=True, text=True)
         if done.returncode:
             print(done.stderr[-3000:], file=sys.stderr)

@@ -82,10 +82,17 @@ def mine(
         if name == "bm25":
             indexes.append(bm25_for(passages, cache_dir() / "training"))
         else:
-            indexes.append(DenseSearchIndex.for_passages(dense_model, passages, cache_dir() / "embeddings", skip_dense_top))
+            indexes.append(
+                DenseSearchIndex.for_passages(dense_model, passages, cache_dir() / "embeddings", skip_dense_top)
+            )
     miner = NegativeMiner(passages, indexes, settings)
-    meta = {"data": data, "corpus": corpus, "limit": limit, "shuffle_seed": shuffle_seed,
-            "skipped_without_positive": loaded.skipped_without_positive}
+    meta = {
+        "data": data,
+        "corpus": corpus,
+        "limit": limit,
+        "shuffle_seed": shuffle_seed,
+        "skipped_without_positive": loaded.skipped_without_positive,
+    }
     if retrievers != ("bm25",):  # earlier BM25-only files keep their settings record
         meta.update(retrievers=list(retrievers), dense_model=dense_model, skip_dense_top=skip_dense_top)
     report = mine_to_file(examples, miner, out, total=len(examples), extra_meta=meta)
@@ -101,10 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-negatives", type=int, default=30, help="hard negatives kept per question")
     parser.add_argument("--depth", type=int, default=100, help="results searched per question and retriever")
     parser.add_argument("--retrievers", default="bm25", help="bm25, dense, or bm25,dense (rankings interleaved)")
-    parser.add_argument("--dense-model", default=BUNDLED_MINILM, help="dense retriever: a trained pair's folder or one encoder")
+    parser.add_argument(
+        "--dense-model", default=BUNDLED_MINILM, help="dense retriever: a trained pair's folder or one encoder"
+    )
     parser.add_argument("--skip-dense-top", type=int, default=0, help="leave out each question's first N dense hits")
-    parser.add_argument("--no-split-positives", action="store_true",
-                        help="keep long gold passages whole instead of their 100-word block with the answer")
+    parser.add_argument(
+        "--no-split-positives",
+        action="store_true",
+        help="keep long gold passages whole instead of their 100-word block with the answer",
+    )
     parser.add_argument("--limit", type=int, help="mine only the first N questions (after --shuffle-seed)")
     parser.add_argument("--shuffle-seed", type=int, help="shuffle the questions with this seed before --limit")
     args = parser.parse_args(argv)
@@ -112,8 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         settings = NegativeMiningSettings(
             num_negatives=args.num_negatives, depth=args.depth, split_positives=not args.no_split_positives
         )
-        mine(args.data, args.out, args.corpus, settings, args.limit, args.shuffle_seed,
-             tuple(args.retrievers.split(",")), args.dense_model, args.skip_dense_top)
+        mine(
+            args.data,
+            args.out,
+            args.corpus,
+            settings,
+            args.limit,
+            args.shuffle_seed,
+            tuple(args.retrievers.split(",")),
+            args.dense_model,
+            args.skip_dense_top,
+        )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -36,22 +36,29 @@ def _data_lines(data: dict[str, int], sample: Any, seed: Any) -> list[str]:
     lines = []
     for name, count in data.items():
         if name.startswith("squad"):
-            how = (f"drawn at random (seed {seed}) from the 87,599 of SQuAD v1.1 train" if sample
-                   else "of SQuAD v1.1 train (all of it)")
+            how = (
+                f"drawn at random (seed {seed}) from the 87,599 of SQuAD v1.1 train"
+                if sample
+                else "of SQuAD v1.1 train (all of it)"
+            )
             lines.append(f"- `{name}`: {count:,} questions {how}; positive: the question's own paragraph.")
         else:
-            lines.append(f"- `{name}`: {count:,} questions with at least one retrieved passage containing an answer "
-                         "(the positives); the others are dropped.")
+            lines.append(
+                f"- `{name}`: {count:,} questions with at least one retrieved passage containing an answer "
+                "(the positives); the others are dropped."
+            )
     return lines
 
 
 def _cost_sentence(cost: dict[str, float] | None) -> str:
     if not cost:
         return ""
-    return (f"Training cost on the 2-core CPU (shared with other jobs for part of the run): median "
-            f"{cost['passages_per_s']:.1f} passages/s ({cost['questions_per_s']:.1f} questions/s), "
-            f"about {cost['hours']:.1f} h of training steps (dev evaluations excluded), peak memory "
-            f"{cost['peak_gb']:.1f} GB.")
+    return (
+        f"Training cost on the 2-core CPU (shared with other jobs for part of the run): median "
+        f"{cost['passages_per_s']:.1f} passages/s ({cost['questions_per_s']:.1f} questions/s), "
+        f"about {cost['hours']:.1f} h of training steps (dev evaluations excluded), peak memory "
+        f"{cost['peak_gb']:.1f} GB."
+    )
 
 
 def _settings_sentence(training: dict[str, Any], step: int) -> str:
@@ -106,8 +113,11 @@ def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
             "exact match "
             f"with the top-k passages (answer ranking `{ranking}`, as in `pipelines/qa.yml`):",
             "",
-            *markdown_table(["retriever", *(f"k={k}" for k in ks)],
-                            [[name, *(f"{by_k[k]:.1f}" for k in ks)] for name, by_k in by_name.items()], "l" + "r" * len(ks)),
+            *markdown_table(
+                ["retriever", *(f"k={k}" for k in ks)],
+                [[name, *(f"{by_k[k]:.1f}" for k in ks)] for name, by_k in by_name.items()],
+                "l" + "r" * len(ks),
+            ),
             "",
         ]
     return lines
@@ -122,10 +132,15 @@ def _selection(info: dict[str, Any], run: Path) -> str:
     evaluations = [e for e in read_log(run / "log.jsonl") if "dev_em" in e]
     best = max(evaluations, key=lambda e: e["dev_em"], default=None)
     last = f"EM {info['dev_em']:.1f} on {dev}" if info.get("dev_em") is not None else f"not evaluated on {dev}"
-    best_text = (f"; the best step on them was {best['step']} (EM {best['dev_em']:.1f}), within their noise"
-                 if best is not None and best["step"] != info["step"] else "")
-    return (f"Exported at the last step, {info['step']} (`--export last`: on all of squad/dev with the gold paragraph "
-            f"it scored higher than the best step on the smaller dev draw, a dev choice): {last}{best_text}.")
+    best_text = (
+        f"; the best step on them was {best['step']} (EM {best['dev_em']:.1f}), within their noise"
+        if best is not None and best["step"] != info["step"]
+        else ""
+    )
+    return (
+        f"Exported at the last step, {info['step']} (`--export last`: on all of squad/dev with the gold paragraph "
+        f"it scored higher than the best step on the smaller dev draw, a dev choice): {last}{best_text}."
+    )
 
 
 def _count(n: int, noun: str) -> str:

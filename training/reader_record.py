@@ -39,11 +39,15 @@ def earlier_record(init_model: str) -> dict[str, Any] | None:
     # The model card walks the whole chain of earlier stages: each one must be a record too.
     stage = record
     while stage is not None:
-        if not isinstance(stage, dict) or not isinstance(stage.get("training"), dict) or not isinstance(
-            stage.get("step"), int
+        if (
+            not isinstance(stage, dict)
+            or not isinstance(stage.get("training"), dict)
+            or not isinstance(stage.get("step"), int)
         ):
-            raise SystemExit(f"{path}: not a reader record (expected an object with 'training' settings and a 'step', "
-                             "and the same for each earlier stage under 'continues')")
+            raise SystemExit(
+                f"{path}: not a reader record (expected an object with 'training' settings and a 'step', "
+                "and the same for each earlier stage under 'continues')"
+            )
         stage = stage.get("continues")
     return record
 

@@ -71,8 +71,12 @@ def _run_row(run: dict[str, Any]) -> list[str]:
     variant, training = run["variant"], run["training"]
     hours = training.get("hours")
     return [
-        _label(run), str(training.get("examples") or ""), str(variant["batch_size"]), str(variant["negatives"]),
-        str(variant["epochs"]), f"{hours:.1f}" if hours else "",
+        _label(run),
+        str(training.get("examples") or ""),
+        str(variant["batch_size"]),
+        str(variant["negatives"]),
+        str(variant["epochs"]),
+        f"{hours:.1f}" if hours else "",
     ]
 
 
@@ -83,8 +87,9 @@ def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
     for name in hybrid[0]["full"] if hybrid else []:
         if not name.startswith("hybrid"):
             continue
-        run = {"datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}}
-                            for r in hybrid}}
+        run = {
+            "datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}} for r in hybrid}
+        }
         rows.append(table_row([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)))
     return rows
 
@@ -93,13 +98,18 @@ def soup_lines(soups: list[dict[str, Any]]) -> list[str]:
     """The section on weight averages: one row each, then the ingredients and the command."""
     if not soups:
         return []
-    lines = ["", "## Weight averages (model soups)", "",
-             "The uniform average of the weights of runs that start from the same MiniLM (a \"uniform soup\", "
-             "Wortsman et al. 2022, https://arxiv.org/abs/2203.05482): one model, no extra training; each run "
-             "contributes the model evaluated above. The runs to average were picked after seeing their dev "
-             "numbers (as were the runs' own settings), so these rows are as optimistic as any choice made on dev; "
-             "averaging itself looks at no data.", "",
-             *_header(["soup", "runs averaged"])]
+    lines = [
+        "",
+        "## Weight averages (model soups)",
+        "",
+        'The uniform average of the weights of runs that start from the same MiniLM (a "uniform soup", '
+        "Wortsman et al. 2022, https://arxiv.org/abs/2203.05482): one model, no extra training; each run "
+        "contributes the model evaluated above. The runs to average were picked after seeing their dev "
+        "numbers (as were the runs' own settings), so these rows are as optimistic as any choice made on dev; "
+        "averaging itself looks at no data.",
+        "",
+        *_header(["soup", "runs averaged"]),
+    ]
     for soup in soups:
         lines.append(table_row([_label(soup), str(len(soup["soup"]))] + _accuracy_cells(soup)))
     lines.append("")
@@ -108,8 +118,13 @@ def soup_lines(soups: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command: str,
-           hybrid: list[dict[str, Any]] | None = None, soups: list[dict[str, Any]] | None = None) -> str:
+def render(
+    baselines: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    command: str,
+    hybrid: list[dict[str, Any]] | None = None,
+    soups: list[dict[str, Any]] | None = None,
+) -> str:
     lines = [
         "# DPR on Natural Questions at CPU scale",
         "",
@@ -140,9 +155,12 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
         lines.append(table_row(_run_row(run) + _accuracy_cells(run)))
     if hybrid:
         lines += hybrid_rows(hybrid)
-        lines += ["", "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
-                  "`docs/training/hybrid/retrieval_quality.md` (its command there; λ fitted on these dev questions, "
-                  "so optimistic; its 2-fold tables fit and report on separate halves)."]
+        lines += [
+            "",
+            "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
+            "`docs/training/hybrid/retrieval_quality.md` (its command there; λ fitted on these dev questions, "
+            "so optimistic; its 2-fold tables fit and report on separate halves).",
+        ]
     lines += soup_lines(soups or [])
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
@@ -150,8 +168,12 @@ def render(baselines: list[dict[str, Any]], runs: list[dict[str, Any]], command:
             for run in group:
                 hours = run["training"].get("hours")
                 value = {**LATER_FIELDS, **run["variant"]}[field]
-                lines.append(table_row(["all" if value is None else str(value), _label(run),
-                                                f"{hours:.1f}" if hours else ""] + _accuracy_cells(run)))
+                lines.append(
+                    table_row(
+                        ["all" if value is None else str(value), _label(run), f"{hours:.1f}" if hours else ""]
+                        + _accuracy_cells(run)
+                    )
+                )
     if any(r.get("archived") for r in [*runs, *(soups or [])]):
         lines += ["", ARCHIVED_NOTE]
     return "\n".join(lines) + "\n"
@@ -165,13 +187,22 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
     if not baselines and not runs and not collect_sampled(root)[1]:
         print(f"no finished runs under {root}: nothing to report", file=sys.stderr)
         return None
-    strip = lambda r: {**r, "datasets": {k: {kk: vv for kk, vv in v.items() if kk != "first_hit_ranks"}  # noqa: E731
-                                         for k, v in r["datasets"].items()}}
+    strip = lambda r: {
+        **r,
+        "datasets": {
+            k: {kk: vv for kk, vv in v.items() if kk != "first_hit_ranks"}  # noqa: E731
+            for k, v in r["datasets"].items()
+        },
+    }
     hybrid_file = out / "hybrid" / "retrieval_quality.json"
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
     atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid, soups))
-    payload = {"command": command, "baselines": [strip(b) for b in baselines], "runs": [strip(r) for r in runs],
-               "soups": [strip(s) for s in soups]}
+    payload = {
+        "command": command,
+        "baselines": [strip(b) for b in baselines],
+        "runs": [strip(r) for r in runs],
+        "soups": [strip(s) for s in soups],
+    }
     atomic_write_text(out / "dpr_nq.json", json.dumps(payload, indent=1))
     print(f"wrote {out / 'dpr_nq.md'}", file=sys.stderr)
     if write_ablation_report(root, out, command):

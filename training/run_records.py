@@ -40,8 +40,11 @@ def carry_over(current: list[dict[str, Any]], previous: list[dict[str, Any]]) ->
 
 def collect(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Baselines, trained runs and weight averages of runs (``train_dpr_nq --soup``), with their evaluations."""
-    baselines = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((root / "baselines").glob("*.json"))
-                 if not p.name.startswith("sampled-")]
+    baselines = [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((root / "baselines").glob("*.json"))
+        if not p.name.startswith("sampled-")
+    ]
     runs, soups = [], []
     for evaluation in sorted(root.glob("*/eval.json"), key=_natural_key):
         run = json.loads(evaluation.read_text(encoding="utf-8"))
@@ -102,6 +105,8 @@ def ablation_groups(runs: list[dict[str, Any]], field: str) -> list[list[dict[st
 def _training_hours(log: Path) -> float | None:
     if not log.is_file():
         return None
-    elapsed = [json.loads(line).get("elapsed_s") for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    elapsed = [
+        json.loads(line).get("elapsed_s") for line in log.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     elapsed = [e for e in elapsed if e is not None]
     return max(elapsed) / 3600 if elapsed else None

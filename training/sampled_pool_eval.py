@@ -49,7 +49,9 @@ def candidate_set(
     return build_validation_set(examples, len(examples), hard_negatives, corpus, pool_size, seed=0)
 
 
-def evaluate_sampled(system: str, data: ValidationSet, similarity: str = "cosine", threads: int | None = None) -> dict[str, Any]:
+def evaluate_sampled(
+    system: str, data: ValidationSet, similarity: str = "cosine", threads: int | None = None
+) -> dict[str, Any]:
     """Average rank, MRR and top-k of ``system`` (a training output folder or one encoder)."""
     if threads:
         torch.set_num_threads(threads)
@@ -58,8 +60,12 @@ def evaluate_sampled(system: str, data: ValidationSet, similarity: str = "cosine
     start = time.perf_counter()
     metrics = validate(model, data, score=similarity)
     return {
-        "system": system, "similarity": similarity, "questions": len(data.questions),
-        "candidates": len(data.passages), "seconds": time.perf_counter() - start, "metrics": metrics,
+        "system": system,
+        "similarity": similarity,
+        "questions": len(data.questions),
+        "candidates": len(data.passages),
+        "seconds": time.perf_counter() - start,
+        "metrics": metrics,
     }
 
 
@@ -74,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     try:
-        result = evaluate_sampled(args.system, candidate_set(args.dev, args.pool_size, corpus_file=args.corpus), args.similarity, args.threads)
+        result = evaluate_sampled(
+            args.system, candidate_set(args.dev, args.pool_size, corpus_file=args.corpus), args.similarity, args.threads
+        )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

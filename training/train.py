@@ -51,14 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, action="append", help="training data (repeat to concatenate)")
     parser.add_argument("--out", required=True, help="run folder")
     parser.add_argument("--dev", help="validation examples (DPR format; hard negatives used for the average rank)")
-    parser.add_argument("--corpus", help="corpus for random negatives and the validation pool (e.g. wiki/documents.jsonl)")
+    parser.add_argument(
+        "--corpus", help="corpus for random negatives and the validation pool (e.g. wiki/documents.jsonl)"
+    )
     parser.add_argument("--subset", type=int, help="train on a seeded random subset of this many examples")
     parser.add_argument("--config", help="JSON file of training settings")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--processes", type=int, default=1, help="DDP processes on this machine")
-    parser.add_argument("--skip-nonfinite-steps", type=int, metavar="N",
-                        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
-                             "before stopping; default 0 (the setting max_nonfinite_steps)")
+    parser.add_argument(
+        "--skip-nonfinite-steps",
+        type=int,
+        metavar="N",
+        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
+        "before stopping; default 0 (the setting max_nonfinite_steps)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = parse_settings(args.config, args.assignments)

@@ -87,8 +87,12 @@ class Variant:
             parts = [f"squad{self.squad_questions}", f"nq{self.squad_questions}", "from-nqall"]
         if self.question_side:
             parts.insert(0, "qside")
-        parts += [f"bs{self.batch_size}", f"hn{self.negatives}" + ("dense" if self.dense_negatives else ""),
-                  self.similarity, f"e{self.epochs}"]
+        parts += [
+            f"bs{self.batch_size}",
+            f"hn{self.negatives}" + ("dense" if self.dense_negatives else ""),
+            self.similarity,
+            f"e{self.epochs}",
+        ]
         parts.append(f"lr{self.learning_rate:g}")
         if self.seed != Variant.seed:
             parts.append(f"seed{self.seed}")
@@ -151,7 +155,9 @@ def sweep(name: str | None, base: Variant) -> list[Variant]:
         # fit next to other jobs without GradCache, so that run uses chunks of 32 sequences.
         return [dataclasses.replace(base, batch_size=b, grad_cache_chunk=32 if b > 32 else None) for b in (8, 32, 128)]
     if name == "subsets":
-        return [dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)]
+        return [
+            dataclasses.replace(base, subset=n if n < NQ_QUESTIONS else None) for n in (1000, 2000, 4000, NQ_QUESTIONS)
+        ]
     if name == "squad":
         return [base] + [dataclasses.replace(base, squad_questions=n) for n in (2500, 5000, 7000)]
     raise ValueError(f"unknown sweep {name!r}")
@@ -191,8 +197,14 @@ def stage_mine(variants: list[Variant]) -> None:
         dense = {"retrievers": ("bm25", "dense"), "dense_model": BUNDLED_MINILM, "skip_dense_top": DENSE_SKIP_TOP}
         mine(NQ_TRAIN, nq_train_file(dense=True), settings=settings, **dense)
         for questions in sorted({v.squad_questions for v in variants if v.squad_questions and v.dense_negatives}):
-            mine(SQUAD_TRAIN, squad_file(questions, dense=True), settings=settings, limit=questions, shuffle_seed=0,
-                 **dense)
+            mine(
+                SQUAD_TRAIN,
+                squad_file(questions, dense=True),
+                settings=settings,
+                limit=questions,
+                shuffle_seed=0,
+                **dense,
+            )
     # Only the continuation replays NQ; the multi setting trains on all of nq/train.
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions and not v.multi}):
         write_nq_replay(questions)
@@ -205,8 +217,10 @@ def write_nq_replay(questions: int) -> None:
         return
     lines = nq_train_file().read_text(encoding="utf-8").splitlines(keepends=True)
     if questions > len(lines):
-        raise ValueError(f"--with-squad {questions}: the NQ replay needs as many NQ questions, "
-                         f"but {nq_train_file()} has {len(lines)}")
+        raise ValueError(
+            f"--with-squad {questions}: the NQ replay needs as many NQ questions, "
+            f"but {nq_train_file()} has {len(lines)}"
+        )
     chosen = sorted(random.Random(0).sample(range(len(lines)), questions))
     atomic_write_text(out, "".join(lines[i] for i in chosen))
 
@@ -240,8 +254,9 @@ def stage_train(variant: Variant) -> None:
         if not nq_run.exists():
             raise FileNotFoundError(f"{nq_run} not found: train the NQ model first (without --with-squad)")
         nq_model = Path(json.loads(nq_run.read_text(encoding="utf-8"))["model_dir"])
-        config = dataclasses.replace(config, model=str(nq_model / "question_encoder"),
-                                     passage_model=str(nq_model / "passage_encoder"))
+        config = dataclasses.replace(
+            config, model=str(nq_model / "question_encoder"), passage_model=str(nq_model / "passage_encoder")
+        )
         data = [str(squad_file(variant.squad_questions)), str(nq_replay_file(variant.squad_questions))]
     dev = str(DATA / "nq-dev-bm25.jsonl") if variant.validation else None
     inputs = TrainingInputs(data=data, dev=dev, corpus=pool_eval.POOL, subset=variant.subset)
@@ -303,7 +318,9 @@ def stage_evaluate(variant: Variant) -> None:
     # A question-side run kept MiniLM's passage encoder: its cached pool vectors are reused (checked equal).
     passage_model = BUNDLED_MINILM if variant.question_side else None
     result = pool_eval.evaluate(str(evaluated_model(folder, variant)), EVAL_SETS, passage_model=passage_model)
-    atomic_write_text(out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1))
+    atomic_write_text(
+        out, json.dumps({**result, "name": variant.name, "variant": dataclasses.asdict(variant)}, indent=1)
+    )
 
 
 def stage_sampled(variants: list[Variant]) -> None:
@@ -320,41 +337,74 @@ def stage_sampled(variants: list[Variant]) -> None:
     candidates = sampled_pool_eval.candidate_set(str(DATA / "nq-dev-bm25.jsonl"))
     for out, system, similarity in jobs:
         result = sampled_pool_eval.evaluate_sampled(system, candidates, similarity)
-        atomic_write_text(out, json.dumps({**result, "name": out.parent.name if out.name == "sampled_eval.json"
-                                           else "minilm-zero-shot"}, indent=1))
+        atomic_write_text(
+            out,
+            json.dumps(
+                {**result, "name": out.parent.name if out.name == "sampled_eval.json" else "minilm-zero-shot"}, indent=1
+            ),
+        )
         print(f"{system}: {result['metrics']}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", default="all",
-                        choices=["all", "mine", "baselines", "train", "evaluate", "sampled", "report"])
+    parser.add_argument(
+        "--stage", default="all", choices=["all", "mine", "baselines", "train", "evaluate", "sampled", "report"]
+    )
     parser.add_argument("--sweep", choices=["negatives", "batch", "subsets", "squad"])
     parser.add_argument("--subset", type=int, help="train on a seeded random subset of N NQ questions")
     parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
-    parser.add_argument("--with-squad", type=int, nargs="?", const=7000, default=0, metavar="N",
-                        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000; without --multi at most the 7,167 NQ questions)")
-    parser.add_argument("--multi", action="store_true",
-                        help="with --with-squad N: train from MiniLM on nq/train plus N SQuAD questions in one mix "
-                             "(the paper's multi setting) instead of continuing the NQ model")
-    parser.add_argument("--question-side", action="store_true",
-                        help="train the question encoder alone against MiniLM's fixed passage vectors: "
-                             "an index built with MiniLM stays valid, and a step costs a fraction")
-    parser.add_argument("--dense-negatives", action="store_true",
-                        help="hard negatives from BM25 and zero-shot MiniLM interleaved (default: BM25 only)")
-    parser.add_argument("--seed", type=int, default=Variant.seed, help="training seed (batch order, negatives, dropout)")
+    parser.add_argument(
+        "--with-squad",
+        type=int,
+        nargs="?",
+        const=7000,
+        default=0,
+        metavar="N",
+        help="continue the NQ model on N SQuAD train questions plus N NQ ones (default N: 7000; without --multi at most the 7,167 NQ questions)",
+    )
+    parser.add_argument(
+        "--multi",
+        action="store_true",
+        help="with --with-squad N: train from MiniLM on nq/train plus N SQuAD questions in one mix "
+        "(the paper's multi setting) instead of continuing the NQ model",
+    )
+    parser.add_argument(
+        "--question-side",
+        action="store_true",
+        help="train the question encoder alone against MiniLM's fixed passage vectors: "
+        "an index built with MiniLM stays valid, and a step costs a fraction",
+    )
+    parser.add_argument(
+        "--dense-negatives",
+        action="store_true",
+        help="hard negatives from BM25 and zero-shot MiniLM interleaved (default: BM25 only)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=Variant.seed, help="training seed (batch order, negatives, dropout)"
+    )
     parser.add_argument("--epochs", type=int, default=Variant.epochs)
     parser.add_argument("--similarity", default=Variant.similarity, choices=["dot", "cosine", "l2"])
     parser.add_argument("--learning-rate", type=float, default=Variant.learning_rate)
     parser.add_argument("--grad-cache-chunk", type=int, help="GradCache chunk size (sequences)")
-    parser.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)")
+    parser.add_argument(
+        "--fp32",
+        action="store_true",
+        help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)",
+    )
     parser.add_argument("--threads", type=int, default=Variant.threads)
-    parser.add_argument("--ablation", action="store_true",
-                        help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation")
-    parser.add_argument("--soup", metavar="RUNS",
-                        help="comma-separated names of finished runs (folders in runs/dpr-nq): average their "
-                             "weights (a uniform model soup), evaluate it and rewrite the report")
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="reduced budget: 1 epoch, no validation while training, sampled-pool evaluation",
+    )
+    parser.add_argument(
+        "--soup",
+        metavar="RUNS",
+        help="comma-separated names of finished runs (folders in runs/dpr-nq): average their "
+        "weights (a uniform model soup), evaluate it and rewrite the report",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
     args = parser.parse_args(argv)
     if args.multi and (not args.with_squad or args.subset):
@@ -366,10 +416,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.question_side and args.grad_cache_chunk:
         parser.error("--question-side encodes only questions: --grad-cache-chunk is not needed")
     base = Variant(
-        subset=args.subset, batch_size=args.batch_size, negatives=args.negatives, squad_questions=args.with_squad,
-        epochs=args.epochs, similarity=args.similarity, learning_rate=args.learning_rate,
-        grad_cache_chunk=args.grad_cache_chunk, bf16=not args.fp32, threads=args.threads, multi=args.multi,
-        question_side=args.question_side, dense_negatives=args.dense_negatives, seed=args.seed,
+        subset=args.subset,
+        batch_size=args.batch_size,
+        negatives=args.negatives,
+        squad_questions=args.with_squad,
+        epochs=args.epochs,
+        similarity=args.similarity,
+        learning_rate=args.learning_rate,
+        grad_cache_chunk=args.grad_cache_chunk,
+        bf16=not args.fp32,
+        threads=args.threads,
+        multi=args.multi,
+        question_side=args.question_side,
+        dense_negatives=args.dense_negatives,
+        seed=args.seed,
     )
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)

@@ -79,15 +79,36 @@ def _retrievers(store: Any, questions: list, names: list[str], depth: int, encod
 
 
 def mined_questions(
-    path: Path, store: Any, store_path: Path, names: list[str], settings: ReaderMiningSettings, limit: int | None,
-    encoder: str, keep_all: bool, sample: int | None = None, seed: int = 0,
+    path: Path,
+    store: Any,
+    store_path: Path,
+    names: list[str],
+    settings: ReaderMiningSettings,
+    limit: int | None,
+    encoder: str,
+    keep_all: bool,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> list[MinedQuestion]:
     """Mined questions of one file (the first ``limit``, or ``sample`` drawn at random), from the
     cache when the same mining was done before."""
     if not path.is_file():
         raise SystemExit(f"{path} does not exist: set DPR_DATA_DIR to the shared data folder")
-    key = json.dumps([str(path.resolve()), path.stat().st_size, str(store_path.resolve()), names, settings.__dict__,
-                      limit, encoder, keep_all, sample, seed], sort_keys=True)
+    key = json.dumps(
+        [
+            str(path.resolve()),
+            path.stat().st_size,
+            str(store_path.resolve()),
+            names,
+            settings.__dict__,
+            limit,
+            encoder,
+            keep_all,
+            sample,
+            seed,
+        ],
+        sort_keys=True,
+    )
     cached = cache_dir() / "reader_data" / f"{path.stem}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsonl"
     if cached.is_file():
         print(f"mined questions: {cached}", flush=True)
@@ -98,11 +119,19 @@ def mined_questions(
         questions = [questions[int(i)] for i in sorted(chosen)]
     usable = [q for q in questions if len(q.question) <= MAX_QUERY_CHARS]
     if len(usable) < len(questions):  # SQuAD train holds a few pasted paragraphs as "questions"
-        print(f"{path}: {len(questions) - len(usable)} questions longer than {MAX_QUERY_CHARS:,} characters "
-              "skipped (the retrievers refuse them)", flush=True)
+        print(
+            f"{path}: {len(questions) - len(usable)} questions longer than {MAX_QUERY_CHARS:,} characters "
+            "skipped (the retrievers refuse them)",
+            flush=True,
+        )
         questions = usable
-    mined = mine(questions, _kind(path), _retrievers(store, questions, names, settings.depth, encoder), settings,
-                 keep_all=keep_all)
+    mined = mine(
+        questions,
+        _kind(path),
+        _retrievers(store, questions, names, settings.depth, encoder),
+        settings,
+        keep_all=keep_all,
+    )
     write_mined(cached, mined)
     print(f"mined {len(mined)} of {len(questions)} questions from {path} → {cached}", flush=True)
     return mined
@@ -112,19 +141,27 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default="runs/reader-minilm", help="run folder (checkpoints, log, best, export)")
     parser.add_argument("--export-to", help="copy the fp16 export here at the end (e.g. models/reader-minilm)")
-    parser.add_argument("--train", default="squad/train-v1.1.json,nq/train.jsonl",
-                        help="comma-separated training files under the data folder: squad/train-v1.1.json "
-                        "and/or nq/train.jsonl")
+    parser.add_argument(
+        "--train",
+        default="squad/train-v1.1.json,nq/train.jsonl",
+        help="comma-separated training files under the data folder: squad/train-v1.1.json and/or nq/train.jsonl",
+    )
     parser.add_argument("--dev", default="squad/dev.jsonl", help="dev file for model selection ('' for none)")
-    parser.add_argument("--store", help="pool store folder (default: <cache>/indexes/pool-minilm, or pool-text when "
-                        "mining with bm25 only; built if empty)")
+    parser.add_argument(
+        "--store",
+        help="pool store folder (default: <cache>/indexes/pool-minilm, or pool-text when "
+        "mining with bm25 only; built if empty)",
+    )
     parser.add_argument("--encoder", default=BUNDLED_MINILM, help="question encoder of the store, for dense mining")
     parser.add_argument("--negatives-from", default="bm25,dense", help="retrievers to mine passages with")
     parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
     parser.add_argument("--limit", type=int, help="first N training questions of each file (smoke runs)")
     parser.add_argument("--sample", type=int, help="N training questions of each file drawn at random (seeded)")
-    parser.add_argument("--init-model", default=BUNDLED_MINILM,
-                        help="an encoder (fresh span and selection heads) or a trained DPRReader folder to go on from")
+    parser.add_argument(
+        "--init-model",
+        default=BUNDLED_MINILM,
+        help="an encoder (fresh span and selection heads) or a trained DPRReader folder to go on from",
+    )
     parser.add_argument("--passages", type=int, default=4, help="m: passages per question (1 positive + m-1 negatives)")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per step")
     parser.add_argument("--epochs", type=int, default=1)
@@ -133,24 +170,40 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-ratio", type=float, default=0.1)
     parser.add_argument("--max-length", type=int, default=192, help="tokens per passage input")
     parser.add_argument("--stride", type=int, default=64)
-    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
-                        help="bf16 autocast for training; auto: where the CPU has native bf16")
+    parser.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        default="auto",
+        help="bf16 autocast for training; auto: where the CPU has native bf16",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the training order, dropout and negatives")
-    parser.add_argument("--data-seed", type=int,
-                        help="seed of the --sample draw and the dev draw (default: --seed); keep it and change --seed "
-                             "to train again on the same mined questions in a new order")
+    parser.add_argument(
+        "--data-seed",
+        type=int,
+        help="seed of the --sample draw and the dev draw (default: --seed); keep it and change --seed "
+        "to train again on the same mined questions in a new order",
+    )
     parser.add_argument("--eval-every", type=int, default=1000, help="steps between dev evaluations (0: at the end)")
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--dev-limit", type=int, default=500, help="dev questions (drawn at random, seeded)")
     parser.add_argument("--dev-passages", type=int, default=8)
-    parser.add_argument("--export", choices=["best", "last"], default="best",
-                        help="export/ holds the reader with the best dev EM, or the last step's (e.g. when a larger "
-                             "evaluation than --dev-limit prefers it); a finished run re-exports on a second call")
+    parser.add_argument(
+        "--export",
+        choices=["best", "last"],
+        default="best",
+        help="export/ holds the reader with the best dev EM, or the last step's (e.g. when a larger "
+        "evaluation than --dev-limit prefers it); a finished run re-exports on a second call",
+    )
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    parser.add_argument("--skip-nonfinite-steps", type=int, default=0, metavar="N",
-                        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
-                             "before stopping with an error (default 0)")
+    parser.add_argument(
+        "--skip-nonfinite-steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
+        "before stopping with an error (default 0)",
+    )
     return parser
 
 
@@ -181,21 +234,53 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     train_questions: list[MinedQuestion] = []
     data_record: dict[str, int] = {}
     for name in [n.strip() for n in args.train.split(",") if n.strip()]:
-        mined = mined_questions(data_dir() / name, store, store_path, names, settings, args.limit, args.encoder, False,
-                                args.sample, data_seed)
+        mined = mined_questions(
+            data_dir() / name,
+            store,
+            store_path,
+            names,
+            settings,
+            args.limit,
+            args.encoder,
+            False,
+            args.sample,
+            data_seed,
+        )
         data_record[name] = len(mined)
         train_questions += mined
     dev_questions = []
     if args.dev:
-        dev_questions = mined_questions(data_dir() / args.dev, store, store_path, names, settings, None,
-                                        args.encoder, True, args.dev_limit, data_seed)
+        dev_questions = mined_questions(
+            data_dir() / args.dev,
+            store,
+            store_path,
+            names,
+            settings,
+            None,
+            args.encoder,
+            True,
+            args.dev_limit,
+            data_seed,
+        )
     config = TrainConfig(
-        output_dir=args.output, init_model=args.init_model, passages_per_question=args.passages,
-        batch_size=args.batch_size, epochs=args.epochs, max_steps=args.max_steps, learning_rate=args.lr,
-        warmup_ratio=args.warmup_ratio, max_length=args.max_length, stride=args.stride,
+        output_dir=args.output,
+        init_model=args.init_model,
+        passages_per_question=args.passages,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        learning_rate=args.lr,
+        warmup_ratio=args.warmup_ratio,
+        max_length=args.max_length,
+        stride=args.stride,
         bf16=bf16_enabled(args.precision),
-        seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-        dev_passages=args.dev_passages, dev_limit=args.dev_limit, export=args.export,
+        seed=args.seed,
+        eval_every=args.eval_every,
+        checkpoint_every=args.checkpoint_every,
+        log_every=args.log_every,
+        dev_passages=args.dev_passages,
+        dev_limit=args.dev_limit,
+        export=args.export,
         max_nonfinite_steps=args.skip_nonfinite_steps,
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)
@@ -209,10 +294,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command to resume", file=sys.stderr)
         return 130
-    exported = ("the last step's reader" if args.export == "last"
-                else f"the best reader (step {result.position.best_step})")
-    print(f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
-          f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}")
+    exported = (
+        "the last step's reader" if args.export == "last" else f"the best reader (step {result.position.best_step})"
+    )
+    print(
+        f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
+        f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}"
+    )
     if result.export_dir is not None:
         record_provenance(result.export_dir, Path(args.output), command, data_record, args.init_model)
     if args.export_to and result.export_dir is not None:

@@ -89,9 +89,15 @@ def index_phase(n: int, k: int, queries: list[str]) -> dict:
     same = sum(_same_results(index.search(q, 100), scratch.search(q, 100)) for q in queries)
     log(f"rebuilt in {rebuild:.1f} s; {same}/{len(queries)} queries rank identically")
     return {
-        "build_s": build, "add_s": add, "first_query_after_add_s": first_query, "merge_s": merge,
-        "rebuild_s": rebuild, "identical_rankings": same,
-        "qps_before": before, "qps_after_add": after, "qps_after_merge": merged,
+        "build_s": build,
+        "add_s": add,
+        "first_query_after_add_s": first_query,
+        "merge_s": merge,
+        "rebuild_s": rebuild,
+        "identical_rankings": same,
+        "qps_before": before,
+        "qps_after_add": after,
+        "qps_after_merge": merged,
     }
 
 
@@ -124,8 +130,14 @@ def store_phase(n: int, k: int, queries: list[str], work: Path) -> dict:
     log(f"write {write_k:.2f} s, first search {first:.2f} s, {after:.0f} queries/s; saving")
     save, _ = timed(store.save)
     return {
-        "write_n_s": write_n, "rebuild_and_save_s": rebuild, "write_k_s": write_k, "first_search_s": first,
-        "second_search_s": second, "save_after_s": save, "qps_before": before, "qps_after_add": after,
+        "write_n_s": write_n,
+        "rebuild_and_save_s": rebuild,
+        "write_k_s": write_k,
+        "first_search_s": first,
+        "second_search_s": second,
+        "save_after_s": save,
+        "qps_before": before,
+        "qps_after_add": after,
     }
 
 
@@ -197,8 +209,15 @@ def main() -> None:
     json_path = args.out.with_suffix(".json")
     results = json.loads(json_path.read_text(encoding="utf-8")) if json_path.is_file() else {}
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
-    results["command"] = "nice -n 10 python -m benchmarks.bm25.bm25_incremental --phase index|store " + f"--passages {args.passages}"
-    settings = {"passages": args.passages, "added": args.add, "queries": len(queries), "merge_fraction": bm25_index.MERGE_FRACTION}
+    results["command"] = (
+        "nice -n 10 python -m benchmarks.bm25.bm25_incremental --phase index|store " + f"--passages {args.passages}"
+    )
+    settings = {
+        "passages": args.passages,
+        "added": args.add,
+        "queries": len(queries),
+        "merge_fraction": bm25_index.MERGE_FRACTION,
+    }
     if args.phase == "index":
         results["index"] = {**settings, **index_phase(args.passages, args.add, queries)}
     else:

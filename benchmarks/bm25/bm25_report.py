@@ -21,17 +21,27 @@ def _label(name: str) -> str:
 
 def _accuracy_table(engines: dict[str, dict], datasets: list[str], cutoffs: list[int]) -> list[str]:
     header = ["engine"] + [f"{DATASET_LABELS[d]} top-{k}" for d in datasets for k in cutoffs]
-    rows = [[_label(name)] + [f"{result['accuracy'][d][f'top{k}']:.1f}" for d in datasets for k in cutoffs]
-            for name, result in engines.items()]
+    rows = [
+        [_label(name)] + [f"{result['accuracy'][d][f'top{k}']:.1f}" for d in datasets for k in cutoffs]
+        for name, result in engines.items()
+    ]
     return markdown_table(header, rows, align="l" + "r" * (len(header) - 1))
 
 
 def _cost_table(engines: dict[str, dict]) -> list[str]:
     rows = [
-        [_label(name), f"{r['num_docs']:,}", f"{r['build_seconds']:.1f}", f"{r['queries_per_second']:,.1f}", f"{r['peak_rss_mb']:,.0f}"]
+        [
+            _label(name),
+            f"{r['num_docs']:,}",
+            f"{r['build_seconds']:.1f}",
+            f"{r['queries_per_second']:,.1f}",
+            f"{r['peak_rss_mb']:,.0f}",
+        ]
         for name, r in engines.items()
     ]
-    return markdown_table(["engine", "passages", "build (s)", "queries/s (top-100, 1 thread)", "peak RSS (MiB)"], rows, "lrrrr")
+    return markdown_table(
+        ["engine", "passages", "build (s)", "queries/s (top-100, 1 thread)", "peak RSS (MiB)"], rows, "lrrrr"
+    )
 
 
 def _ratio_lines(ours: dict, other: dict, other_name: str) -> list[str]:
@@ -133,7 +143,10 @@ def render_markdown(report: dict) -> str:
             "",
             *markdown_table(
                 ["check", "ours", "Lucene", "difference", "target", "met"],
-                [[c["check"], c["ours"], c["lucene"], c["difference"], c["target"], "yes" if c["met"] else "**no**"] for c in checks],
+                [
+                    [c["check"], c["ours"], c["lucene"], c["difference"], c["target"], "yes" if c["met"] else "**no**"]
+                    for c in checks
+                ],
                 "lrrrll",
             ),
             "",
@@ -164,8 +177,10 @@ def render_markdown(report: dict) -> str:
             "",
             *markdown_table(
                 ["engine", "same top-1 passage (%)", "top-100 overlap (%)"],
-                [[_label(name), f"{a['same_top1']:.1f}", f"{a['overlap_at_100']:.1f}"]
-                 for name, a in report["agreement_with_lucene"].items()],
+                [
+                    [_label(name), f"{a['same_top1']:.1f}", f"{a['overlap_at_100']:.1f}"]
+                    for name, a in report["agreement_with_lucene"].items()
+                ],
                 "lrr",
             ),
             "",
@@ -186,7 +201,10 @@ def render_markdown(report: dict) -> str:
             "",
             "Each text is analyzed by our analyzer and by Pyserini's default Lucene analyzer.",
             "",
-            *table_header(["stemmer", "texts with identical terms", "terms only ours", "terms only Lucene", "Lucene terms"], "lrrrr"),
+            *table_header(
+                ["stemmer", "texts with identical terms", "terms only ours", "terms only Lucene", "Lucene terms"],
+                "lrrrr",
+            ),
             *[
                 f"| {stemmer} | {p['identical_share'] * 100:.2f}% ({p['identical_texts']:,} / {p['texts']:,}) | "
                 f"{p['terms_only_ours']:,} | {p['terms_only_lucene']:,} | {p['lucene_terms']:,} |"

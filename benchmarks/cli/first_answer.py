@@ -118,21 +118,45 @@ def main() -> None:
     load = os.getloadavg()[0]
     command = command_line("benchmarks.cli.first_answer", sys.argv[1:])
     main_name = next(iter(VARIANTS))
-    summary = {"command": command, "store": args.store, "repeats": args.repeats,
-               "wall_s": walls[main_name], "cpu_s": cpus[main_name],
-               "median_wall_s": statistics.median(walls[main_name]), "median_cpu_s": statistics.median(cpus[main_name]),
-               "variants": {name: {"wall_s": walls[name], "cpu_s": cpus[name], "median_wall_s": statistics.median(walls[name]),
-                                   "median_cpu_s": statistics.median(cpus[name])} for name in VARIANTS},
-               "median_phase_s": median_phase, "heavy_modules_imported": imported, "load_average_1min_at_end": load}
+    summary = {
+        "command": command,
+        "store": args.store,
+        "repeats": args.repeats,
+        "wall_s": walls[main_name],
+        "cpu_s": cpus[main_name],
+        "median_wall_s": statistics.median(walls[main_name]),
+        "median_cpu_s": statistics.median(cpus[main_name]),
+        "variants": {
+            name: {
+                "wall_s": walls[name],
+                "cpu_s": cpus[name],
+                "median_wall_s": statistics.median(walls[name]),
+                "median_cpu_s": statistics.median(cpus[name]),
+            }
+            for name in VARIANTS
+        },
+        "median_phase_s": median_phase,
+        "heavy_modules_imported": imported,
+        "load_average_1min_at_end": load,
+    }
     total = sum(median_phase.values())
     lines = [
         "# Time to first answer from the command line",
         "",
-        f"`haystack run pipelines/search.yml --store {args.store} -q \"{QUESTION}\" --top-k 1`, a fresh process each time "
+        f'`haystack run pipelines/search.yml --store {args.store} -q "{QUESTION}" --top-k 1`, a fresh process each time '
         f"(file cache warm), {args.repeats} repeats. The machine has 2 cores shared with other work "
         f"(1-minute load average {load:.1f} at the end), so CPU time is the steadier number.",
         "",
-        *table_header(["command", "wall time (s), median", "CPU time, user + system (s), median", "CPU vs `haystack run`", "wall times (s)"], "lrrrl"),
+        *table_header(
+            [
+                "command",
+                "wall time (s), median",
+                "CPU time, user + system (s), median",
+                "CPU vs `haystack run`",
+                "wall times (s)",
+            ],
+            "lrrrl",
+        ),
         *[
             f"| {name} | {statistics.median(walls[name]):.2f} | {statistics.median(cpus[name]):.2f} | "
             f"{statistics.median(cpus[name]) / statistics.median(cpus[main_name]):.2f}x | "

@@ -65,7 +65,7 @@ def render(table: dict[str, dict[str, str]], failures: list[str]) -> list[str]:
         "with tiny random models and a three-passage corpus. Every pipeline is built from YAML text or",
         "dumped and loaded again, so each cell also covers serialisation; the Haystack components that",
         "have `run_async` are run both ways. The first rows are our components on each store; the rows",
-        "named \"Haystack ...\" are Haystack's own components that take a document store, on ours, with",
+        'named "Haystack ..." are Haystack\'s own components that take a document store, on ours, with',
         "`InMemoryDocumentStore` as the reference. The Elasticsearch column runs only when `ELASTICSEARCH_URL`",
         "names a server (see `tests/test_elasticsearch.py`). A refused cell is a test that asserts the clear error.",
         "",

@@ -58,7 +58,10 @@ def run_junit(test_file: str, extra_env: dict[str, str]) -> list[ET.Element]:
         env = {**os.environ, **extra_env, "HAYSTACK_TELEMETRY_ENABLED": "False"}
         subprocess.run(
             [sys.executable, "-m", "pytest", test_file, "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
-            cwd=REPO_ROOT, env=env, check=False, stdout=subprocess.DEVNULL,
+            cwd=REPO_ROOT,
+            env=env,
+            check=False,
+            stdout=subprocess.DEVNULL,
         )
         if not report.is_file():
             raise SystemExit(f"pytest wrote no report for {test_file}")
@@ -83,7 +86,13 @@ def _outcome(case: ET.Element) -> dict[str, str]:
         outcome = "skipped"
     else:
         outcome = "passed"
-    return {"class": test_class.removeprefix("Test"), "test": name.split("[")[0], "store": store, "outcome": outcome, "message": message}
+    return {
+        "class": test_class.removeprefix("Test"),
+        "test": name.split("[")[0],
+        "store": store,
+        "outcome": outcome,
+        "message": message,
+    }
 
 
 def tally(results: list[dict[str, str]]) -> dict[str, dict[str, dict[str, int]]]:
@@ -146,7 +155,11 @@ def main() -> None:
     table = tally(results)
     failures = {
         store: sorted(
-            {f"{r['class']}.{r['test']}: {r['message']}" for r in results if r["store"] == store and r["outcome"] == "failed"}
+            {
+                f"{r['class']}.{r['test']}: {r['message']}"
+                for r in results
+                if r["store"] == store and r["outcome"] == "failed"
+            }
         )
         for store in STORES
     }
@@ -158,7 +171,9 @@ def main() -> None:
         "command": COMMAND,
         "haystack_ai": version("haystack-ai"),
         "stores": {store: label for store, (label, _) in STORES.items()},
-        "classes": {f"{module}.{name}": {store: table.get(store, {}).get(name) for store in STORES} for module, name in classes},
+        "classes": {
+            f"{module}.{name}": {store: table.get(store, {}).get(name) for store in STORES} for module, name in classes
+        },
         "failed": failures,
         "drop_in": drop_in_matrix.summary(drop_in, drop_in_failures),
     }

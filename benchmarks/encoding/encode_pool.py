@@ -1,6 +1,6 @@
 """Encode the whole passage pool into the embedding cache (resumable; run it in the background).
 
-    nohup python benchmarks/encoding/encode_pool.py --model bundled:all-MiniLM-L6-v2 > .cache/encode_pool.log 2>&1 &
+nohup python benchmarks/encoding/encode_pool.py --model bundled:all-MiniLM-L6-v2 > .cache/encode_pool.log 2>&1 &
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ def main() -> None:
     passages = pool_passages(args.limit)
     cache = cache_for(encoder, cache_dir() / "embeddings")
     start = time.time()
-    encode_passages_cached(
-        encoder, [p.text for p in passages], [p.title for p in passages], cache, show_progress=True
-    )
+    encode_passages_cached(encoder, [p.text for p in passages], [p.title for p in passages], cache, show_progress=True)
     print(f"{len(passages)} passages in cache {cache.path} ({time.time() - start:.0f} s)")
 
 

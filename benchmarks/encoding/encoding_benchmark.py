@@ -63,9 +63,7 @@ def cosine_stats(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     return {"min": float(cos.min()), "mean": float(cos.mean()), "p01": float(np.quantile(cos, 0.01))}
 
 
-def throughput_systems(
-    titles: list[str], texts: list[str], batch_size: int, model, model_bf16
-) -> dict[str, Encode]:
+def throughput_systems(titles: list[str], texts: list[str], batch_size: int, model, model_bf16) -> dict[str, Encode]:
     """The systems compared, each a no-argument function returning the passage vectors."""
     ours_fp32 = TextEncoder(EncoderSettings(model=MODEL, precision="fp32"), batch_size=batch_size)
     ours_auto = TextEncoder(EncoderSettings(model=MODEL, precision="auto"), batch_size=batch_size)
@@ -98,7 +96,9 @@ def padding_overhead(lengths: list[int], order: np.ndarray, batch_size: int) -> 
     return computed / sum(lengths)
 
 
-def measure_throughput(chunks: list[dict[str, Encode]], sizes: list[int], repeats: int) -> tuple[dict, dict[str, np.ndarray]]:
+def measure_throughput(
+    chunks: list[dict[str, Encode]], sizes: list[int], repeats: int
+) -> tuple[dict, dict[str, np.ndarray]]:
     """Per repeat, every system encodes every chunk, systems taking turns chunk by chunk (rotating
     order) so that load changes on a shared machine hit all of them alike; passages/s per repeat
     and the first repeat's vectors."""
@@ -199,7 +199,9 @@ def measure_retrieval(limit: int, others: int, seed: int, batch_size: int, ks: t
         passages = encoder.encode_passages(texts, titles)
         queries = encoder.encode_questions([q.question for q in questions])
         top = np.argsort(-(queries @ passages.T), axis=1, kind="stable")[:, : max(ks)]
-        evaluation = evaluate_retrieval([q.answers for q in questions], [[texts[j] for j in row] for row in top], max_k=max(ks))
+        evaluation = evaluate_retrieval(
+            [q.answers for q in questions], [[texts[j] for j in row] for row in top], max_k=max(ks)
+        )
         result[precision] = {f"top_{k}": round(evaluation.accuracy(k), 2) for k in ks}
         vectors[precision] = passages
     result["agreement"] = cosine_stats(vectors["fp32"], vectors["auto"])
@@ -256,7 +258,12 @@ def render_markdown(report: dict, command: str) -> str:
         lines.append(
             f"| {LABELS[name]} | {row['passages_per_s_median']:.1f} | {runs} | {row['ratio_vs_st_fp32_pair_median']:.2f}x |"
         )
-    lines += ["", "## Vector agreement (cosine similarity per passage)", "", *table_header(["compared", "min", "1st percentile", "mean"], "lrrr")]
+    lines += [
+        "",
+        "## Vector agreement (cosine similarity per passage)",
+        "",
+        *table_header(["compared", "min", "1st percentile", "mean"], "lrrr"),
+    ]
     for name, row in report["agreement"].items():
         lines.append(f"| {name} | {row['min']:.5f} | {row['p01']:.5f} | {row['mean']:.5f} |")
     ret = report["retrieval"]
@@ -315,7 +322,9 @@ def main() -> None:
     parser.add_argument("--retrieval-questions", type=int, default=200, help="NQ dev questions for the retrieval check")
     parser.add_argument("--retrieval-others", type=int, default=3000, help="random pool passages beside the gold ones")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; output goes to the cache folder")
-    parser.add_argument("--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)")
+    parser.add_argument(
+        "--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.passages, args.repeats, args.questions = 128, 1, 20
@@ -335,7 +344,9 @@ def main() -> None:
     lengths = [len(ids) for ids in tokens["input_ids"]]
     mean_tokens = float(np.mean(lengths))
     padding = {
-        "by_characters": padding_overhead(lengths, np.argsort([-len(a) - len(b) for a, b in zip(titles, texts)], kind="stable"), args.batch_size),
+        "by_characters": padding_overhead(
+            lengths, np.argsort([-len(a) - len(b) for a, b in zip(titles, texts)], kind="stable"), args.batch_size
+        ),
         "by_tokens": padding_overhead(lengths, np.argsort([-n for n in lengths], kind="stable"), args.batch_size),
         "unsorted": padding_overhead(lengths, np.arange(len(lengths)), args.batch_size),
     }

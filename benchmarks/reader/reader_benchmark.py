@@ -64,16 +64,23 @@ def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -
     questions = read_jsonl(data_dir() / "squad" / "dev.jsonl", limit)
     cases = [ReadingCase(q.question, q.answers, [q.gold]) for q in questions if q.gold is not None]
     start = time.perf_counter()
-    scores = evaluate_reader(reader, tokenizer, cases, bf16=reader_settings["bf16"], progress=True,
-                             settings=_decoding(reader_settings))
-    return {"n": scores.n, "exact_match": scores.exact_match, "f1": scores.f1,
-            "ms_per_question": 1000 * (time.perf_counter() - start) / scores.n}
+    scores = evaluate_reader(
+        reader, tokenizer, cases, bf16=reader_settings["bf16"], progress=True, settings=_decoding(reader_settings)
+    )
+    return {
+        "n": scores.n,
+        "exact_match": scores.exact_match,
+        "f1": scores.f1,
+        "ms_per_question": 1000 * (time.perf_counter() - start) / scores.n,
+    }
 
 
 def _decoding(reader_settings: dict[str, Any]) -> ReadSettings:
     """Span decoding as in qa.yml: its answer length limit and length prior."""
-    return ReadSettings(max_answer_length=reader_settings["max_answer_length"],
-                        length_penalty=reader_settings.get("length_penalty") or 0.0)
+    return ReadSettings(
+        max_answer_length=reader_settings["max_answer_length"],
+        length_penalty=reader_settings.get("length_penalty") or 0.0,
+    )
 
 
 def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | None = None) -> Any:
@@ -101,7 +108,11 @@ def _retrieve(pipeline: Any, question: str, k: int) -> dict[str, list[Document]]
 
 
 def open_domain_end_to_end(
-    model: str, store: Path, reader_settings: dict[str, Any], dataset: str, limit: int | None,
+    model: str,
+    store: Path,
+    reader_settings: dict[str, Any],
+    dataset: str,
+    limit: int | None,
     rankings: tuple[Ranking, ...],
 ) -> dict[str, Any]:
     """(b) End-to-end exact match for each retriever, k and answer ranking."""
@@ -115,8 +126,14 @@ def open_domain_end_to_end(
     for q in tqdm(questions, desc=f"{dataset} end to end", unit="q"):
         ranked = _retrieve(pipeline, q.question, max(KS))
         union = list({d.id: d for docs in ranked.values() for d in docs}.values())
-        predictions = read(reader, tokenizer, q.question, [(d.meta.get("title"), d.content or "") for d in union],
-                           settings=settings, bf16=reader_settings["bf16"])
+        predictions = read(
+            reader,
+            tokenizer,
+            q.question,
+            [(d.meta.get("title"), d.content or "") for d in union],
+            settings=settings,
+            bf16=reader_settings["bf16"],
+        )
         best_of: dict[str, SpanPrediction] = {}
         for p in predictions:  # passage order: the first prediction of a passage is its best span
             best_of.setdefault(union[p.passage_index].id, p)
@@ -124,8 +141,11 @@ def open_domain_end_to_end(
             for k in KS:
                 for ranking in rankings:
                     # Each passage weighed by its rank in this retriever's list, as the reader would see it.
-                    candidates = [best_of[d.id].ranked_at(rank, ranking[1])
-                                  for rank, d in enumerate(docs[:k], start=1) if d.id in best_of]
+                    candidates = [
+                        best_of[d.id].ranked_at(rank, ranking[1])
+                        for rank, d in enumerate(docs[:k], start=1)
+                        if d.id in best_of
+                    ]
                     key = (lambda p: p.passage_rank_score) if ranking[0] == "passage" else (lambda p: p.score)
                     chosen = max(candidates, key=key, default=None)
                     hits[ranking_label(ranking)][name][k] += exact_match(chosen.text if chosen else None, q.answers)
@@ -167,9 +187,13 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
             stages["hybrid retrieval"].append(t2 - t1)
             stages["reader (10 passages)"].append(t3 - t2)
     return {
-        "n": len(questions) - warmup, "warmup": warmup, "stages": {k: latency_ms(v) for k, v in stages.items()},
-        "reader_precision": "bf16" if reader.uses_bf16 else "fp32", "weight": pipeline.get_component("hybrid").weight,
-        "ranking": reader.read_settings.ranking, "rank_prior": reader.read_settings.rank_prior,
+        "n": len(questions) - warmup,
+        "warmup": warmup,
+        "stages": {k: latency_ms(v) for k, v in stages.items()},
+        "reader_precision": "bf16" if reader.uses_bf16 else "fp32",
+        "weight": pipeline.get_component("hybrid").weight,
+        "ranking": reader.read_settings.ranking,
+        "rank_prior": reader.read_settings.rank_prior,
         "qa_ranking": ranking_label((reader.read_settings.ranking, float(reader.read_settings.rank_prior))),
         "length_penalty": reader.read_settings.length_penalty,
     }
@@ -253,18 +277,28 @@ def main() -> None:
     parser.add_argument("--max-answer-length", type=int, default=10)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     parser.add_argument("--weight", type=float, help="hybrid λ (default: the one in pipelines/qa.yml)")
-    parser.add_argument("--store", default="indexes/pool",
-                        help="the pool indexed with the qa pipeline's passage encoder (haystack run pipelines/index.yml "
-                             "--input path=<data>/wiki/documents.jsonl --store indexes/pool)")
+    parser.add_argument(
+        "--store",
+        default="indexes/pool",
+        help="the pool indexed with the qa pipeline's passage encoder (haystack run pipelines/index.yml "
+        "--input path=<data>/wiki/documents.jsonl --store indexes/pool)",
+    )
     parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa.yml's)")
     parser.add_argument("--rank-prior", type=float, help="reader rank prior α (default: qa.yml's)")
     parser.add_argument("--length-penalty", type=float, help="reader length prior β (default: qa.yml's)")
-    parser.add_argument("--squad-open-limit", type=int, default=500,
-                        help="first N squad/dev questions also run end to end (0: none), a second question style")
+    parser.add_argument(
+        "--squad-open-limit",
+        type=int,
+        default=500,
+        help="first N squad/dev questions also run end to end (0: none), a second question style",
+    )
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
-    parser.add_argument("--render-only", action="store_true",
-                        help="rewrite OUT/reader.md from OUT/reader.json of an earlier run (no measuring)")
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="rewrite OUT/reader.md from OUT/reader.json of an earlier run (no measuring)",
+    )
     args = parser.parse_args()
     if args.render_only:
         saved = _int_keys(json.loads((Path(args.out) / "reader.json").read_text(encoding="utf-8")))
@@ -277,9 +311,15 @@ def main() -> None:
     if not (store_path / "documents.sqlite").is_file():
         raise SystemExit(f"{store_path} holds no store: index the pool first (see --help)")
     bf16 = bf16_enabled(args.precision)
-    reader_settings = {"bf16": bf16, "precision": args.precision, "max_answer_length": args.max_answer_length,
-                       "weight": args.weight, "ranking": args.ranking, "rank_prior": args.rank_prior,
-                       "length_penalty": args.length_penalty}
+    reader_settings = {
+        "bf16": bf16,
+        "precision": args.precision,
+        "max_answer_length": args.max_answer_length,
+        "weight": args.weight,
+        "ranking": args.ranking,
+        "rank_prior": args.rank_prior,
+        "length_penalty": args.length_penalty,
+    }
     qa_reader = qa_pipeline(args.model, store_path, reader_settings).get_component("reader").read_settings
     reader_settings["length_penalty"] = qa_reader.length_penalty
     log("(a) SQuAD dev with the gold paragraph")
@@ -297,9 +337,15 @@ def main() -> None:
     n_latency = min(args.latency_questions, args.limit or args.latency_questions)
     lat = latency(args.model, store_path, reader_settings, n_latency, args.warmup)
     result = {
-        "command": command, "model": args.model, "model_info": _model_info(args.model),
+        "command": command,
+        "model": args.model,
+        "model_info": _model_info(args.model),
         "machine": f"{cpu_name()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "torch_threads": torch.get_num_threads(), "max_answer_length": args.max_answer_length, "squad_gold": squad, "end_to_end": end_to_end, "latency": lat,
+        "torch_threads": torch.get_num_threads(),
+        "max_answer_length": args.max_answer_length,
+        "squad_gold": squad,
+        "end_to_end": end_to_end,
+        "latency": lat,
         "date": time.strftime("%Y-%m-%d"),
     }
     out = Path(args.out)

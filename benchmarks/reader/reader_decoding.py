@@ -65,8 +65,14 @@ def sweep(model: str, store: Path, penalties: list[float], limit: int | None) ->
         squad = [q for q in read_jsonl(data_dir() / "squad" / "dev.jsonl", limit) if q.gold is not None]
         for q in tqdm(squad, desc="squad/dev, gold paragraph", unit="q"):
             for b in penalties:
-                answers = read(reader, tokenizer, q.question, [(q.gold.title, q.gold.text)], bf16=qa_reader.uses_bf16,
-                               settings=ReadSettings(max_answer_length=qa.max_answer_length, length_penalty=b))
+                answers = read(
+                    reader,
+                    tokenizer,
+                    q.question,
+                    [(q.gold.title, q.gold.text)],
+                    bf16=qa_reader.uses_bf16,
+                    settings=ReadSettings(max_answer_length=qa.max_answer_length, length_penalty=b),
+                )
                 gold[b].append(exact_match(answers[0].text if answers else None, q.answers))
             forward.cache.clear()
         nq = read_jsonl(data_dir() / "nq" / "dev.jsonl", limit)
@@ -74,43 +80,56 @@ def sweep(model: str, store: Path, penalties: list[float], limit: int | None) ->
             documents = hybrid.run(query=q.question)["documents"]
             passages = [(d.meta.get("title"), d.content or "") for d in documents]
             for b in penalties:
-                settings = ReadSettings(max_answer_length=qa.max_answer_length, ranking=qa.ranking,
-                                        rank_prior=qa.rank_prior, spans_per_passage=qa.spans_per_passage,
-                                        length_penalty=b)
+                settings = ReadSettings(
+                    max_answer_length=qa.max_answer_length,
+                    ranking=qa.ranking,
+                    rank_prior=qa.rank_prior,
+                    spans_per_passage=qa.spans_per_passage,
+                    length_penalty=b,
+                )
                 answers = read(reader, tokenizer, q.question, passages, settings=settings, bf16=qa_reader.uses_bf16)
                 open_domain[b].append(exact_match(answers[0].text if answers else None, q.answers))
             forward.cache.clear()
     return {
-        "penalties": penalties, "top_k": hybrid.top_k, "qa_length_penalty": qa.length_penalty,
+        "penalties": penalties,
+        "top_k": hybrid.top_k,
+        "qa_length_penalty": qa.length_penalty,
         "squad_gold": {"n": len(squad), "exact_match": {str(b): 100 * float(np.mean(v)) for b, v in gold.items()}},
-        "nq_end_to_end": {"n": len(nq), "exact_match": {str(b): 100 * float(np.mean(v)) for b, v in open_domain.items()}},
+        "nq_end_to_end": {
+            "n": len(nq),
+            "exact_match": {str(b): 100 * float(np.mean(v)) for b, v in open_domain.items()},
+        },
     }
 
 
 def render(result: dict[str, Any], command: str) -> str:
     penalties = result["penalties"]
     row = lambda label, part: table_row([label, *(f"{result[part]['exact_match'][str(b)]:.1f}" for b in penalties)])  # noqa: E731
-    return "\n".join([
-        "# Span reader: the length prior β on both question styles",
-        "",
-        f"Produced by: `{command}`",
-        "",
-        "Exact match (%) of the reader's answer for each β (a span of n tokens scores start + end logit − β(n−1); "
-        "β = 0 is DPR's decoding). SQuAD dev: the gold paragraph is the only passage. nq/dev: `pipelines/qa.yml`'s "
-        f"hybrid top {result['top_k']} and its answer ranking. `pipelines/qa.yml` uses β = "
-        f"{result['qa_length_penalty']:g}, chosen on these dev sets.",
-        "",
-        *table_header(["questions", *(f"β={b:g}" for b in penalties)], "l" + "r" * len(penalties)),
-        row(f"squad/dev, gold paragraph ({result['squad_gold']['n']:,})", "squad_gold"),
-        row(f"nq/dev end to end ({result['nq_end_to_end']['n']:,})", "nq_end_to_end"),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Span reader: the length prior β on both question styles",
+            "",
+            f"Produced by: `{command}`",
+            "",
+            "Exact match (%) of the reader's answer for each β (a span of n tokens scores start + end logit − β(n−1); "
+            "β = 0 is DPR's decoding). SQuAD dev: the gold paragraph is the only passage. nq/dev: `pipelines/qa.yml`'s "
+            f"hybrid top {result['top_k']} and its answer ranking. `pipelines/qa.yml` uses β = "
+            f"{result['qa_length_penalty']:g}, chosen on these dev sets.",
+            "",
+            *table_header(["questions", *(f"β={b:g}" for b in penalties)], "l" + "r" * len(penalties)),
+            row(f"squad/dev, gold paragraph ({result['squad_gold']['n']:,})", "squad_gold"),
+            row(f"nq/dev end to end ({result['nq_end_to_end']['n']:,})", "nq_end_to_end"),
+            "",
+        ]
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="models/reader-minilm")
-    parser.add_argument("--store", default="indexes/pool", help="the pool store (see benchmarks.reader.reader_benchmark)")
+    parser.add_argument(
+        "--store", default="indexes/pool", help="the pool store (see benchmarks.reader.reader_benchmark)"
+    )
     parser.add_argument("--penalties", default="0,0.1,0.2,0.3,0.5")
     parser.add_argument("--limit", type=int, help="first N questions of each dataset (smoke runs)")
     parser.add_argument("--out", default="docs/benchmarks")

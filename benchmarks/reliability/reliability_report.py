@@ -35,8 +35,12 @@ def run_suite(pytest_args: list[str]) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
         env = {**os.environ, "RELIABILITY_RESULTS": str(results)}
-        subprocess.run([sys.executable, "-m", "pytest", "tests/reliability", "-q", "-p", "no:cacheprovider", *pytest_args],
-                       cwd=REPO_ROOT, env=env, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "tests/reliability", "-q", "-p", "no:cacheprovider", *pytest_args],
+            cwd=REPO_ROOT,
+            env=env,
+            check=False,
+        )
         if not results.is_file():
             raise SystemExit("the reliability suite recorded no case")
         return [json.loads(_portable(line)) for line in results.read_text(encoding="utf-8").splitlines()]
@@ -68,20 +72,27 @@ def render(cases: list[dict]) -> str:
         f"({expect_counts['clear error']} clear errors, {expect_counts['correct result']} correct results, "
         f"{expect_counts['nothing lost']} faults with nothing lost).",
         "",
-        *table_header(["category", "cases", "clear error", "correct result", "nothing lost", "not as expected", "skipped"], "lrrrrrr"),
+        *table_header(
+            ["category", "cases", "clear error", "correct result", "nothing lost", "not as expected", "skipped"],
+            "lrrrrrr",
+        ),
     ]
     for category in sorted(by_category):
         group = by_category[category]
         ok = Counter(c["expect"] for c in group if c["outcome"] == "passed")
         bad = sum(c["outcome"] == "failed" for c in group)
         skip = sum(c["outcome"] == "skipped" for c in group)
-        lines.append(f"| {category} | {len(group)} | {ok['clear error']} | {ok['correct result']} | {ok['nothing lost']} | {bad} | {skip} |")
+        lines.append(
+            f"| {category} | {len(group)} | {ok['clear error']} | {ok['correct result']} | {ok['nothing lost']} | {bad} | {skip} |"
+        )
     for category in sorted(by_category):
         lines += ["", f"## {category}", "", *table_header(["case", "expected", "outcome", "details"], "llll")]
         for case in by_category[category]:
             label = case["case"] + (f" (`{case['params']}`)" if case.get("params") else "")
             outcome = {"passed": "as expected"}.get(case["outcome"], case["outcome"])
-            lines.append(f"| {label.replace('|', '/')} | {case['expect']} | {outcome} | {_details(case).replace('|', '/')} |")
+            lines.append(
+                f"| {label.replace('|', '/')} | {case['expect']} | {outcome} | {_details(case).replace('|', '/')} |"
+            )
     return "\n".join(lines) + "\n"
 
 

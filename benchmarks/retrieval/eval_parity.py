@@ -37,19 +37,27 @@ def _compare(eval_file: str, store: str, limit: int | None) -> list[dict]:
     rows = []
     for name, path in spec.systems.items():
         pipeline = load_pipeline(path, store, require_stores=True)
-        outputs = run_system(name, pipeline, questions, top_k_inputs(pipeline, top_k), lambda d, p=pipeline: run_pipeline(p, d), top_k)
+        outputs = run_system(
+            name, pipeline, questions, top_k_inputs(pipeline, top_k), lambda d, p=pipeline: run_pipeline(p, d), top_k
+        )
         pipeline_result = evaluate_outputs(eval_pipeline, questions, outputs, top_k).retrieval
         direct = evaluate_retrieval(
-            [q.answers for q in questions], [[d.content or "" for d in docs] for docs in outputs.documents or []], max_k=top_k
+            [q.answers for q in questions],
+            [[d.content or "" for d in docs] for docs in outputs.documents or []],
+            max_k=top_k,
         )
-        rows.append({
-            "questions": Path(str(spec.questions)).parent.name + "/" + Path(str(spec.questions)).name,
-            "n": len(questions), "system": name, "pipeline_file": path,
-            "evaluation_pipeline": {k: pipeline_result.accuracy(k) for k in KS},
-            "direct_metric": {k: direct.accuracy(k) for k in KS},
-            "same_ranks": pipeline_result.first_hit_ranks == direct.first_hit_ranks,
-            "ms_per_question": outputs.seconds_per_question * 1000,
-        })
+        rows.append(
+            {
+                "questions": Path(str(spec.questions)).parent.name + "/" + Path(str(spec.questions)).name,
+                "n": len(questions),
+                "system": name,
+                "pipeline_file": path,
+                "evaluation_pipeline": {k: pipeline_result.accuracy(k) for k in KS},
+                "direct_metric": {k: direct.accuracy(k) for k in KS},
+                "same_ranks": pipeline_result.first_hit_ranks == direct.first_hit_ranks,
+                "ms_per_question": outputs.seconds_per_question * 1000,
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -67,12 +75,24 @@ def _markdown(rows: list[dict], command: str) -> str:
         "copy, so its rows can differ by a tenth or two from the float32 run it came from in docs/training/dpr_nq.md "
         "(its model card lists both).",
         "",
-        *table_header(["questions", "system", "evaluation pipeline top-1 / 5 / 20 / 100", "direct metric top-1 / 5 / 20 / 100", "per-question ranks equal", "ms / question"], "lllllr"),
+        *table_header(
+            [
+                "questions",
+                "system",
+                "evaluation pipeline top-1 / 5 / 20 / 100",
+                "direct metric top-1 / 5 / 20 / 100",
+                "per-question ranks equal",
+                "ms / question",
+            ],
+            "lllllr",
+        ),
     ]
     for row in rows:
         cells = [" / ".join(f"{row[kind][k]:.1f}" for k in KS) for kind in ("evaluation_pipeline", "direct_metric")]
-        lines.append(f"| {row['questions']} ({row['n']}) | {row['system']} | {cells[0]} | {cells[1]} | "
-                     f"{'yes' if row['same_ranks'] else '**no**'} | {row['ms_per_question']:.0f} |")
+        lines.append(
+            f"| {row['questions']} ({row['n']}) | {row['system']} | {cells[0]} | {cells[1]} | "
+            f"{'yes' if row['same_ranks'] else '**no**'} | {row['ms_per_question']:.0f} |"
+        )
     lines += ["", *produced_by(command)]
     return "\n".join(lines)
 
@@ -82,7 +102,9 @@ def main() -> None:
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--limit", type=int, help="first N questions of each set (a quick check)")
     parser.add_argument("--eval-files", nargs="+", default=list(EVAL_FILES))
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)"
+    )
     parser.add_argument("--out", default="docs/benchmarks/eval_pipelines")
     args = parser.parse_args()
     set_threads(args.threads)

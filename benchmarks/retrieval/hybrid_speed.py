@@ -36,7 +36,9 @@ def _composed(retriever: HybridRetriever) -> Pipeline:
     pipeline = Pipeline()
     pipeline.add_component("bm25", BM25Retriever(document_store=store, top_k=n))
     pipeline.add_component("dense", DenseRetriever(document_store=store, model=retriever.dense.embedder.model, top_k=n))
-    pipeline.add_component("ranker", HybridRanker(document_store=store, mode="dpr", weight=retriever.weight, top_k=TOP_K))
+    pipeline.add_component(
+        "ranker", HybridRanker(document_store=store, mode="dpr", weight=retriever.weight, top_k=TOP_K)
+    )
     pipeline.connect("bm25.documents", "ranker.bm25_documents")
     pipeline.connect("dense.documents", "ranker.dense_documents")
     pipeline.connect("dense.query_embedding", "ranker.query_embedding")
@@ -53,7 +55,9 @@ def main() -> None:
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--questions", default=str(data_dir() / "nq" / "dev.jsonl"))
     parser.add_argument("--limit", type=int, help="first N questions")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)"
+    )
     parser.add_argument("--out", default="docs/benchmarks/hybrid_speed")
     args = parser.parse_args()
     set_threads(args.threads)
@@ -66,7 +70,9 @@ def main() -> None:
     composed_results, search_results = [], []
     for question in questions:
         start = time.perf_counter()
-        result = composed.run({"bm25": {"query": question}, "dense": {"query": question}, "ranker": {"query": question}})
+        result = composed.run(
+            {"bm25": {"query": question}, "dense": {"query": question}, "ranker": {"query": question}}
+        )
         seconds["composed"] += time.perf_counter() - start
         composed_results.append(_ranked(result["ranker"]["documents"]))
         start = time.perf_counter()
@@ -87,8 +93,15 @@ def main() -> None:
         "search_batch": sum(a == b for a, b in zip(composed_results, batch_results, strict=True)),
     }
     command = command_line("benchmarks.retrieval.hybrid_speed", sys.argv[1:])
-    summary = {"command": command, "questions": n, "candidates": retriever.candidates, "weight": retriever.weight,
-               "top_k": TOP_K, "questions_per_second": rate, "identical_top_100": identical}
+    summary = {
+        "command": command,
+        "questions": n,
+        "candidates": retriever.candidates,
+        "weight": retriever.weight,
+        "top_k": TOP_K,
+        "questions_per_second": rate,
+        "identical_top_100": identical,
+    }
     rows = [
         ("(a) BM25Retriever + DenseRetriever → HybridRanker, Pipeline.run", "composed"),
         ("(b) pipelines/search.yml (HybridRetriever), Pipeline.run", "search.yml"),

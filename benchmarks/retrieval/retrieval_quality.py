@@ -84,7 +84,10 @@ def retrieve_dataset(
         candidates.append(collect_candidates(*union_from_lists(store, q.question, emb, bm25, dense), q.answers))
     n = len(questions)
     return {
-        "n": n, "bm25_ranks": bm25_ranks, "dense_ranks": dense_ranks, "rrf_ranks": rrf_ranks,
+        "n": n,
+        "bm25_ranks": bm25_ranks,
+        "dense_ranks": dense_ranks,
+        "rrf_ranks": rrf_ranks,
         "candidates": candidates,
         "ms_per_question": {
             "question encoding (batched)": 1000 * encode_seconds / n,
@@ -147,7 +150,8 @@ def top1_headroom(candidates: list[Candidates], bm25_ranks: list, dense_ranks: l
     dense_first = np.array([r == 1 for r in dense_ranks])
     bm25_first = np.array([r == 1 for r in bm25_ranks])
     return {
-        "best_top1": best["top_k"][1], "best_top1_weight": best["weight"],
+        "best_top1": best["top_k"][1],
+        "best_top1_weight": best["weight"],
         "only_dense_first": 100.0 * float((dense_first & ~bm25_first).mean()),
         "only_bm25_first": 100.0 * float((bm25_first & ~dense_first).mean()),
         "either_first": 100.0 * float((dense_first | bm25_first).mean()),
@@ -159,7 +163,10 @@ def pipeline_default_weight(datasets: list[list]) -> float:
     counts equally however many questions it has."""
     curves = [lambda_curve(candidates) for candidates in datasets]
     averaged = [
-        {"weight": points[0]["weight"], "top_k": {k: float(np.mean([p["top_k"][k] for p in points])) for k in points[0]["top_k"]}}
+        {
+            "weight": points[0]["weight"],
+            "top_k": {k: float(np.mean([p["top_k"][k] for p in points])) for k in points[0]["top_k"]},
+        }
         for points in zip(*curves)
     ]
     return best_weight(averaged)
@@ -177,15 +184,19 @@ def _retrieved(store: EmbeddedDocumentStore, args: argparse.Namespace, name: str
 
 
 def _retrieved_to_json(retrieved: dict) -> dict:
-    candidates = [{"bm25": c.bm25.tolist(), "dense": c.dense.tolist(), "hits": c.hits.tolist()}
-                  for c in retrieved["candidates"]]
+    candidates = [
+        {"bm25": c.bm25.tolist(), "dense": c.dense.tolist(), "hits": c.hits.tolist()} for c in retrieved["candidates"]
+    ]
     return {**retrieved, "candidates": candidates}
 
 
 def _retrieved_from_json(data: dict) -> dict:
     candidates = [
-        Candidates(bm25=np.array(c["bm25"], dtype=np.float64), dense=np.array(c["dense"], dtype=np.float64),
-                   hits=np.array(c["hits"], dtype=bool))
+        Candidates(
+            bm25=np.array(c["bm25"], dtype=np.float64),
+            dense=np.array(c["dense"], dtype=np.float64),
+            hits=np.array(c["hits"], dtype=bool),
+        )
         for c in data["candidates"]
     ]
     return {**data, "candidates": candidates}
@@ -244,7 +255,10 @@ def render(results: list[dict], command: str, default_weight: float, dense_name:
             f"{room['only_dense_first']:.1f}% of questions, only BM25 for {room['only_bm25_first']:.1f}%; "
             f"a per-question oracle picking the better of the two would reach {room['either_first']:.1f}.",
         ]
-        lines += ["", "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items())]
+        lines += [
+            "",
+            "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items()),
+        ]
         lines += ["", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
     return "\n".join(lines) + "\n"
 
@@ -265,7 +279,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="reuse cached retrieval results of an earlier run")
     args = parser.parse_args()
     # --reuse only skips retrieval that was already done: the recorded command leaves it out.
-    command = shlex.join(["python", "-m", "benchmarks.retrieval.retrieval_quality", *(a for a in sys.argv[1:] if a != "--reuse")])
+    command = shlex.join(
+        ["python", "-m", "benchmarks.retrieval.retrieval_quality", *(a for a in sys.argv[1:] if a != "--reuse")]
+    )
     passage_model = args.passage_model or args.model
     default_store = "pool-minilm" if passage_model == BUNDLED_MINILM else f"pool-{_slug(passage_model)}"
     store = pool_store(passage_model, Path(args.store) if args.store else cache_dir() / "indexes" / default_store)
@@ -281,14 +297,15 @@ def main() -> None:
         result = summarise(name, retrieved[name], args.candidates, default_weight)
         result["slug"] = name.replace("/", "-").removesuffix(".jsonl")
         write_retrieval_report(
-            out / "retrieval" / result["slug"], result["full"], title=f"Top-k accuracy on {name} (55,350-passage pool)",
-            command=command, dataset_name=name,
+            out / "retrieval" / result["slug"],
+            result["full"],
+            title=f"Top-k accuracy on {name} (55,350-passage pool)",
+            command=command,
+            dataset_name=name,
         )
         results.append(result)
     atomic_write_text(out / "retrieval_quality.md", render(results, command, default_weight, dense_name))
-    serialisable = [
-        {**r, "full": {k: v.to_dict() for k, v in r["full"].items()}} for r in results
-    ]
+    serialisable = [{**r, "full": {k: v.to_dict() for k, v in r["full"].items()}} for r in results]
     atomic_write_text(out / "retrieval_quality.json", json.dumps(serialisable, indent=1, default=str))
     print((out / "retrieval_quality.md").read_text())
 

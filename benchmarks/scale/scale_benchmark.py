@@ -54,10 +54,22 @@ TOP_K = 100
 HYBRID_CANDIDATES = 2_000
 HYBRID_WEIGHT = 1.1
 RECALL_QUERIES = 200
-CORE_STEPS = ("write", "build_bm25", "build_flat", "serve", "serve_plain", "load_flat_plain", "load_flat_mmap",
-              "load_bm25_plain", "load_bm25_mmap", "add")
+CORE_STEPS = (
+    "write",
+    "build_bm25",
+    "build_flat",
+    "serve",
+    "serve_plain",
+    "load_flat_plain",
+    "load_flat_mmap",
+    "load_bm25_plain",
+    "load_bm25_mmap",
+    "add",
+)
 VARIANT_STEPS = ("variant_ivfpq", "variant_hnsw")
-SINGLE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
+SINGLE_THREAD = {
+    name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+}
 
 
 def work_dir() -> Path:
@@ -142,7 +154,12 @@ def memory_mb() -> dict[str, float]:
             key = line.split(":")[0]
             if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
                 fields[key] = float(line.split()[1]) / 1024
-    return {"rss_mb": fields["VmRSS"], "anon_mb": fields["RssAnon"], "file_mb": fields["RssFile"], "peak_mb": fields["VmHWM"]}
+    return {
+        "rss_mb": fields["VmRSS"],
+        "anon_mb": fields["RssAnon"],
+        "file_mb": fields["RssFile"],
+        "peak_mb": fields["VmHWM"],
+    }
 
 
 def rate(action: Callable[[Any], Any], items: Sequence[Any], budget_s: float, warmup: int = 3) -> dict[str, float]:
@@ -168,7 +185,11 @@ def open_store(size: int, autosave: bool = True, memory_map: bool = True) -> Any
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
     return EmbeddedDocumentStore(
-        path=str(store_dir(size)), index_factory="Flat", bm25_title_field="title", autosave=autosave, memory_map=memory_map
+        path=str(store_dir(size)),
+        index_factory="Flat",
+        bm25_title_field="title",
+        autosave=autosave,
+        memory_map=memory_map,
     )
 
 
@@ -277,19 +298,29 @@ def step_serve(size: int, budget_s: float, memory_map: bool = True) -> dict:
     out["dense_index_batch"] = _batch_rate(lambda vs: dense_index.search_many(vs, TOP_K), vectors, budget_s)
     pairs = list(zip(questions, vectors, strict=True))
     out["hybrid_single"] = rate(
-        lambda p: store.hybrid_search(p[0], p[1], HYBRID_WEIGHT, top_k=TOP_K, candidates=HYBRID_CANDIDATES), pairs, budget_s, warmup=1
+        lambda p: store.hybrid_search(p[0], p[1], HYBRID_WEIGHT, top_k=TOP_K, candidates=HYBRID_CANDIDATES),
+        pairs,
+        budget_s,
+        warmup=1,
     )
     out["hybrid_batch"] = _batch_rate(
         lambda chunk: store.hybrid_search_batch(
-            [q for q, _ in chunk], np.stack([v for _, v in chunk]), HYBRID_WEIGHT, top_k=TOP_K, candidates=HYBRID_CANDIDATES
+            [q for q, _ in chunk],
+            np.stack([v for _, v in chunk]),
+            HYBRID_WEIGHT,
+            top_k=TOP_K,
+            candidates=HYBRID_CANDIDATES,
         ),
-        pairs, budget_s,
+        pairs,
+        budget_s,
     )
     out["memory_after_queries"] = memory_mb()
     return out
 
 
-def _batch_rate(action: Callable[[Any], Any], items: Sequence[Any], budget_s: float, batch: int = 32) -> dict[str, float]:
+def _batch_rate(
+    action: Callable[[Any], Any], items: Sequence[Any], budget_s: float, batch: int = 32
+) -> dict[str, float]:
     """Items per second when ``action`` gets ``batch`` items per call (one warm-up call)."""
     chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
     action(chunks[0])
@@ -327,8 +358,12 @@ def _load_faiss(path: Path, flags: int, budget_s: float, **search_params: int) -
         inner.hnsw.efSearch = search_params["ef_search"]
     search = rate(lambda v: index.search(v.reshape(1, -1), TOP_K), vectors, budget_s)
     return {
-        "load_s": seconds, "anon_added_mb": after["anon_mb"] - before["anon_mb"], "file_added_mb": after["file_mb"] - before["file_mb"],
-        "search": search, "memory_after_search": memory_mb(), "file_mb": path.stat().st_size / 2**20,
+        "load_s": seconds,
+        "anon_added_mb": after["anon_mb"] - before["anon_mb"],
+        "file_added_mb": after["file_mb"] - before["file_mb"],
+        "search": search,
+        "memory_after_search": memory_mb(),
+        "file_mb": path.stat().st_size / 2**20,
     }
 
 
@@ -349,8 +384,11 @@ def step_load_bm25(size: int, mmap: bool, budget_s: float) -> dict:
     after = memory_mb()
     search = rate(lambda q: index.search(q, TOP_K), questions, budget_s)
     return {
-        "load_s": seconds, "anon_added_mb": after["anon_mb"] - before["anon_mb"], "file_added_mb": after["file_mb"] - before["file_mb"],
-        "search": search, "memory_after_search": memory_mb(),
+        "load_s": seconds,
+        "anon_added_mb": after["anon_mb"] - before["anon_mb"],
+        "file_added_mb": after["file_mb"] - before["file_mb"],
+        "search": search,
+        "memory_after_search": memory_mb(),
         "arrays_mb": sum(f.stat().st_size for f in folder.glob("*.npy")) / 2**20,
         "vocab_mb": sum(f.stat().st_size for f in folder.glob("vocab*")) / 2**20,
     }
@@ -414,8 +452,15 @@ def step_variant(size: int, kind: str, budget_s: float) -> dict:
     search = rate(lambda v: index.search(v, TOP_K), queries, budget_s)
     del index
     out = {
-        "factory": factory, **params, "build_s": seconds, "save_s": save_s, "disk_mb": folder_mb(folder), "recall_at_100": recall,
-        "search": search, "rss_before_build_mb": before["rss_mb"], "rss_after_build_mb": after_build["rss_mb"],
+        "factory": factory,
+        **params,
+        "build_s": seconds,
+        "save_s": save_s,
+        "disk_mb": folder_mb(folder),
+        "recall_at_100": recall,
+        "search": search,
+        "rss_before_build_mb": before["rss_mb"],
+        "rss_after_build_mb": after_build["rss_mb"],
     }
     for mode in ("plain", "mmap"):  # each in a fresh process: this one's heap would hide the load's
         out[f"load_{mode}"] = in_child(f"loadvariant_{kind}_{mode}", size, budget_s / 2)
@@ -482,11 +527,20 @@ def in_child(step: str, size: int, budget_s: float, code_root: Path = REPO_ROOT)
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         out = Path(tmp) / "result.json"
         # A checkout from before the benchmarks were grouped by subject has the module at the top.
-        module = "benchmarks.scale.scale_benchmark" if (code_root / "benchmarks" / "scale").is_dir() else "benchmarks.scale_benchmark"
+        module = (
+            "benchmarks.scale.scale_benchmark"
+            if (code_root / "benchmarks" / "scale").is_dir()
+            else "benchmarks.scale_benchmark"
+        )
         command = [sys.executable, "-m", module, "worker", step, str(size), str(out), str(budget_s)]
         start = time.perf_counter()
         # The data folders resolved here, so a checkout elsewhere reads the same inputs and stores.
-        env = {**os.environ, **SINGLE_THREAD, "DPR_CACHE_DIR": str(cache_dir().resolve()), "DPR_DATA_DIR": str(data_dir().resolve())}
+        env = {
+            **os.environ,
+            **SINGLE_THREAD,
+            "DPR_CACHE_DIR": str(cache_dir().resolve()),
+            "DPR_DATA_DIR": str(data_dir().resolve()),
+        }
         child = subprocess.Popen(command, cwd=code_root, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -495,7 +549,10 @@ def in_child(step: str, size: int, budget_s: float, code_root: Path = REPO_ROOT)
             raise RuntimeError(f"step {step} at {size:,} failed with exit code {child.returncode}")
         result = json.loads(out.read_text(encoding="utf-8"))
     return {
-        **result, "peak_rss_mb": usage.ru_maxrss / 1024, "wall_s": wall, "load_average": os.getloadavg()[0],
+        **result,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "wall_s": wall,
+        "load_average": os.getloadavg()[0],
         "store_code": store_code_digest(code_root),
     }
 
@@ -522,7 +579,8 @@ def predicted_build_s(results: dict, step: str, size: int) -> float | None:
     """Build time at ``size`` extrapolated from the largest size below: linear, N^1.3 for HNSW
     (its build slows as the graph outgrows the CPU caches: docs/benchmarks/faiss.md)."""
     measured = [
-        (int(n), steps[step]["build_s"]) for n, steps in results["sizes"].items()
+        (int(n), steps[step]["build_s"])
+        for n, steps in results["sizes"].items()
         if int(n) < size and "build_s" in steps.get(step, {})
     ]
     if not measured:
@@ -532,8 +590,14 @@ def predicted_build_s(results: dict, step: str, size: int) -> float | None:
 
 
 def run(
-    sizes: list[int], steps: Sequence[str], budget_s: float, max_build_s: float, redo: set[str], keep_before: bool = False,
-    before_key: str = "before", code_root: Path = REPO_ROOT,
+    sizes: list[int],
+    steps: Sequence[str],
+    budget_s: float,
+    max_build_s: float,
+    redo: set[str],
+    keep_before: bool = False,
+    before_key: str = "before",
+    code_root: Path = REPO_ROOT,
 ) -> None:
     """Measure what ``results`` lacks; ``redo`` steps again (with ``keep_before``, their previous
     results move to ``results[before_key]``, unless it holds that step already: to compare code
@@ -541,8 +605,13 @@ def run(
     results = load_results()
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
     results["settings"] = {
-        "top_k": TOP_K, "hybrid_candidates": HYBRID_CANDIDATES, "added": ADDED, "write_batch": WRITE_BATCH,
-        "query_budget_s": budget_s, "recall_queries": RECALL_QUERIES, "threads": 1,
+        "top_k": TOP_K,
+        "hybrid_candidates": HYBRID_CANDIDATES,
+        "added": ADDED,
+        "write_batch": WRITE_BATCH,
+        "query_budget_s": budget_s,
+        "recall_queries": RECALL_QUERIES,
+        "threads": 1,
     }
     for size in sizes:
         entry = results["sizes"].setdefault(str(size), {})
@@ -587,10 +656,15 @@ def main() -> None:
     runner.add_argument("--keep-before", action="store_true", help="keep the redone steps' results under --before-key")
     runner.add_argument("--before-key", default="before", help="where --keep-before keeps them (default 'before')")
     runner.add_argument(
-        "--code", type=Path, default=REPO_ROOT, help="measure the code of this checkout (e.g. a worktree of an older commit)"
+        "--code",
+        type=Path,
+        default=REPO_ROOT,
+        help="measure the code of this checkout (e.g. a worktree of an older commit)",
     )
     runner.add_argument("--query-budget-s", type=float, default=15.0, help="seconds per queries/s measurement")
-    runner.add_argument("--max-build-s", type=float, default=600.0, help="skip an extra dense index predicted to build longer")
+    runner.add_argument(
+        "--max-build-s", type=float, default=600.0, help="skip an extra dense index predicted to build longer"
+    )
     worker = commands.add_parser("worker", help=argparse.SUPPRESS)
     worker.add_argument("step")
     worker.add_argument("size", type=int)
@@ -608,7 +682,16 @@ def main() -> None:
         if unknown:
             raise SystemExit(f"--steps: unknown {sorted(unknown)}; choose from {CORE_STEPS + VARIANT_STEPS}")
         redo = {s for s in args.redo.split(",") if s}
-        run(sizes, steps, args.query_budget_s, args.max_build_s, redo, args.keep_before, args.before_key, args.code.resolve())
+        run(
+            sizes,
+            steps,
+            args.query_budget_s,
+            args.max_build_s,
+            redo,
+            args.keep_before,
+            args.before_key,
+            args.code.resolve(),
+        )
     else:
         result = run_step(args.step, args.size, args.budget_s)
         # The child's own high-water mark: ru_maxrss also counts what it inherited when forked.

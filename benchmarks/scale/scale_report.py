@@ -67,26 +67,64 @@ SERIES: dict[str, tuple[str, Getter, str, str]] = {
     "total_mb": ("store folder (SQLite + BM25 + Flat)", total_disk, "MiB", "linear"),
     "bm25_qps": ("BM25 (store, top 100)", get("serve", "bm25_store", "per_s"), "q/s", "power"),
     "flat_qps": ("dense Flat (store, top 100)", get("serve", "dense_store", "per_s"), "q/s", "power"),
-    "hnsw_qps": ("dense HNSW32 ef 128 (index; recall falls with N)", get("variant_hnsw", "search", "per_s"), "q/s", "power"),
-    "ivfpq_qps": ("dense IVF-PQ nprobe 64, 1,024 lists (index)", get("variant_ivfpq", "search", "per_s"), "q/s", "power"),
+    "hnsw_qps": (
+        "dense HNSW32 ef 128 (index; recall falls with N)",
+        get("variant_hnsw", "search", "per_s"),
+        "q/s",
+        "power",
+    ),
+    "ivfpq_qps": (
+        "dense IVF-PQ nprobe 64, 1,024 lists (index)",
+        get("variant_ivfpq", "search", "per_s"),
+        "q/s",
+        "power",
+    ),
     "hybrid_qps": ("exact hybrid, one by one", get("serve", "hybrid_single", "per_s"), "q/s", "power"),
     "hybrid_batch_qps": ("exact hybrid, batches of 32", get("serve", "hybrid_batch", "per_s"), "q/s", "power"),
     "open_s": (
-        "open + first BM25 + first dense search", lambda e: _sum(e, ("serve", "first_bm25_s"), ("serve", "first_dense_s")), "s", "power"
+        "open + first BM25 + first dense search",
+        lambda e: _sum(e, ("serve", "first_bm25_s"), ("serve", "first_dense_s")),
+        "s",
+        "power",
     ),
-    "verify_s": ("checksum check at opening (both)", lambda e: _sum(e, ("serve", "verify_bm25_s"), ("serve", "verify_dense_s")), "s", "power"),
+    "verify_s": (
+        "checksum check at opening (both)",
+        lambda e: _sum(e, ("serve", "verify_bm25_s"), ("serve", "verify_dense_s")),
+        "s",
+        "power",
+    ),
     "rehash_s": (
-        "full re-hash (both; a copied folder)", lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")), "s", "power"
+        "full re-hash (both; a copied folder)",
+        lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")),
+        "s",
+        "power",
     ),
-    "open_heap_mb": ("heap after opening (both indexes loaded)", get("serve", "memory_after_open", "anon_mb"), "MiB", "linear"),
+    "open_heap_mb": (
+        "heap after opening (both indexes loaded)",
+        get("serve", "memory_after_open", "anon_mb"),
+        "MiB",
+        "linear",
+    ),
     "dense_add_s": ("FAISS catch-up of 1,000 passages after opening", get("add", "dense_catch_up_s"), "s", "power"),
     "dense_add_search_s": ("first dense search after it (autosave)", get("add", "first_dense_search_s"), "s", "power"),
 }
 PLOTS = {
-    "scale_build.png": ("Build time", ["write_s", "bm25_build_s", "flat_build_s", "hnsw_build_s", "ivfpq_build_s"], "seconds"),
-    "scale_memory.png": ("Peak memory (RSS of the process)", ["bm25_peak_mb", "flat_peak_mb", "hnsw_peak_mb", "ivfpq_peak_mb", "serve_peak_mb"], "MiB"),
+    "scale_build.png": (
+        "Build time",
+        ["write_s", "bm25_build_s", "flat_build_s", "hnsw_build_s", "ivfpq_build_s"],
+        "seconds",
+    ),
+    "scale_memory.png": (
+        "Peak memory (RSS of the process)",
+        ["bm25_peak_mb", "flat_peak_mb", "hnsw_peak_mb", "ivfpq_peak_mb", "serve_peak_mb"],
+        "MiB",
+    ),
     "scale_disk.png": ("On-disk size", ["sqlite_mb", "bm25_mb", "flat_mb", "hnsw_mb", "ivfpq_mb", "total_mb"], "MiB"),
-    "scale_qps.png": ("Queries per second (one thread)", ["bm25_qps", "flat_qps", "hnsw_qps", "ivfpq_qps", "hybrid_qps", "hybrid_batch_qps"], "queries/s"),
+    "scale_qps.png": (
+        "Queries per second (one thread)",
+        ["bm25_qps", "flat_qps", "hnsw_qps", "ivfpq_qps", "hybrid_qps", "hybrid_batch_qps"],
+        "queries/s",
+    ),
 }
 
 
@@ -168,7 +206,9 @@ def fmt(value: float | None, digits: int = 1) -> str:
 
 def table(results: dict, header: list[str], rows: list[tuple[str, Callable[[dict], str]]]) -> list[str]:
     """One row per size; ``rows`` are (column title, cell maker) pairs after the size column."""
-    cells = [[f"{int(n):,}", *[cell(results["sizes"][n]) for _, cell in rows]] for n in sorted(results["sizes"], key=int)]
+    cells = [
+        [f"{int(n):,}", *[cell(results["sizes"][n]) for _, cell in rows]] for n in sorted(results["sizes"], key=int)
+    ]
     return header + markdown_table(["N", *[title for title, _ in rows]], cells, "r" * (len(rows) + 1)) + [""]
 
 
@@ -233,99 +273,148 @@ def report(results: dict) -> str:
         "",
     ]
     build_intro = "Seconds and peak MiB of the process. The Flat/BM25 builds read everything from SQLite, build and save with checksums."
-    lines += table(results, ["## Build", "", build_intro, ""], [
-        ("write to SQLite s", cell(get("write", "seconds"))),
-        ("passages/s", cell(get("write", "per_s"), 0)),
-        ("BM25 s", cell(get("build_bm25", "seconds"))),
-        ("BM25 peak", cell(get("build_bm25", "vm_hwm_mb"), 0)),
-        ("Flat s", cell(get("build_flat", "seconds"))),
-        ("Flat peak", cell(get("build_flat", "vm_hwm_mb"), 0)),
-        ("HNSW32 s", cell(get("variant_hnsw", "build_s"), 1, "variant_hnsw")),
-        ("HNSW32 peak", cell(get("variant_hnsw", "vm_hwm_mb"), 0, "variant_hnsw")),
-        ("IVF-PQ s", cell(get("variant_ivfpq", "build_s"), 1, "variant_ivfpq")),
-        ("IVF-PQ peak", cell(get("variant_ivfpq", "vm_hwm_mb"), 0, "variant_ivfpq")),
-    ])
+    lines += table(
+        results,
+        ["## Build", "", build_intro, ""],
+        [
+            ("write to SQLite s", cell(get("write", "seconds"))),
+            ("passages/s", cell(get("write", "per_s"), 0)),
+            ("BM25 s", cell(get("build_bm25", "seconds"))),
+            ("BM25 peak", cell(get("build_bm25", "vm_hwm_mb"), 0)),
+            ("Flat s", cell(get("build_flat", "seconds"))),
+            ("Flat peak", cell(get("build_flat", "vm_hwm_mb"), 0)),
+            ("HNSW32 s", cell(get("variant_hnsw", "build_s"), 1, "variant_hnsw")),
+            ("HNSW32 peak", cell(get("variant_hnsw", "vm_hwm_mb"), 0, "variant_hnsw")),
+            ("IVF-PQ s", cell(get("variant_ivfpq", "build_s"), 1, "variant_ivfpq")),
+            ("IVF-PQ peak", cell(get("variant_ivfpq", "vm_hwm_mb"), 0, "variant_ivfpq")),
+        ],
+    )
     lines += [
         "HNSW32 and IVF-PQ are built standalone by the store's `DenseIndex` from the same vectors held in memory (their",
         "peak includes the input vectors: N x 1.5 KiB). IVF-PQ is `IVF<nlist>,PQ48`, nlist ~ 4·sqrt(N) (a power of two):",
-        ", ".join(f"{int(n):,}: {e['variant_ivfpq']['factory']}" for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
-                  if "factory" in e.get("variant_ivfpq", {})) + ".",
+        ", ".join(
+            f"{int(n):,}: {e['variant_ivfpq']['factory']}"
+            for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
+            if "factory" in e.get("variant_ivfpq", {})
+        )
+        + ".",
         "",
     ]
-    lines += table(results, ["## On-disk size (MiB)", ""], [
-        ("SQLite", cell(get("write", "sqlite_mb"), 0)),
-        ("BM25", cell(get("build_bm25", "disk_mb"), 0)),
-        ("Flat", cell(get("build_flat", "disk_mb"), 0)),
-        ("store total", cell(total_disk, 0)),
-        ("HNSW32", cell(get("variant_hnsw", "disk_mb"), 0, "variant_hnsw")),
-        ("IVF-PQ", cell(get("variant_ivfpq", "disk_mb"), 0, "variant_ivfpq")),
-    ])
-    lines += table(results, [
-        "## Opening a saved store", "",
-        "A new process: construct the store (lazy: touches nothing), then the first BM25 search (loads and checks",
-        "the BM25 folder) and the first dense search (loads and checks the FAISS folder), with the default settings",
-        "(indexes memory-mapped). The checksum check is timed again on its own: as an opening does it (files hashed",
-        "on this machine before, by the save, are not hashed again) and fully re-hashed (a folder copied from",
-        "elsewhere, checked once). Files are in the page cache (warm); a cold disk adds its read time.",
-        "*heap*: the process's anonymous memory after both searches; *RSS* adds the mapped index pages it touched.", "",
-    ], [
-        ("first BM25 search s", cell(get("serve", "first_bm25_s"), 2)),
-        ("first dense search s", cell(get("serve", "first_dense_s"), 2)),
-        ("checksum check ms", cell(_milliseconds(SERIES["verify_s"][1]), 1)),
-        ("full re-hash s", cell(lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")), 2)),
-        ("heap after opening MiB", cell(get("serve", "memory_after_open", "anon_mb"), 0)),
-        ("RSS after opening MiB", cell(get("serve", "memory_after_open", "rss_mb"), 0)),
-        ("serving peak MiB", cell(get("serve", "vm_hwm_mb"), 0)),
-    ])
-    lines += table(results, [
-        "### Memory-mapped (default) vs read into the heap (`memory_map=False`)", "",
-        "The same opening and queries in another fresh process with `memory_map=False` (step `serve_plain`, run after",
-        "the adding step: on N + 2,000 passages): each cell is mapped / plain. Both open with the vector counter and",
-        "the checksum record; plain reads both indexes into the heap. The serving peak counts the mapped pages the",
-        "queries touched (page cache: shared, evictable), hence the same peak; the heap is what differs.", "",
-    ], [
-        ("open + first searches s", pair(SERIES["open_s"][1], lambda e: _sum(e, ("serve_plain", "first_bm25_s"), ("serve_plain", "first_dense_s")), 2)),
-        ("heap after opening MiB", pair(get("serve", "memory_after_open", "anon_mb"), get("serve_plain", "memory_after_open", "anon_mb"), 0)),
-        ("serving peak MiB", pair(get("serve", "vm_hwm_mb"), get("serve_plain", "vm_hwm_mb"), 0)),
-        ("BM25 q/s", pair(get("serve", "bm25_store", "per_s"), get("serve_plain", "bm25_store", "per_s"), 0)),
-        ("Flat q/s", pair(get("serve", "dense_store", "per_s"), get("serve_plain", "dense_store", "per_s"), 1)),
-        ("hybrid q/s", pair(get("serve", "hybrid_single", "per_s"), get("serve_plain", "hybrid_single", "per_s"), 1)),
-    ])
-    lines += table(results, ["## Queries per second (one thread)", ""], [
-        ("BM25 store", cell(get("serve", "bm25_store", "per_s"), 0)),
-        ("BM25 index", cell(get("serve", "bm25_index", "per_s"), 0)),
-        ("Flat store", cell(get("serve", "dense_store", "per_s"), 1)),
-        ("Flat index", cell(get("serve", "dense_index", "per_s"), 1)),
-        ("Flat batch 32", cell(get("serve", "dense_index_batch", "per_s"), 1)),
-        ("HNSW32 ef128", cell(get("variant_hnsw", "search", "per_s"), 0, "variant_hnsw")),
-        ("recall@100", cell(get("variant_hnsw", "recall_at_100"), 3, "variant_hnsw")),
-        ("IVF-PQ np64", cell(get("variant_ivfpq", "search", "per_s"), 0, "variant_ivfpq")),
-        ("recall@100", cell(get("variant_ivfpq", "recall_at_100"), 3, "variant_ivfpq")),
-        ("hybrid", cell(get("serve", "hybrid_single", "per_s"), 1)),
-        ("hybrid batch 32", cell(get("serve", "hybrid_batch", "per_s"), 1)),
-    ])
+    lines += table(
+        results,
+        ["## On-disk size (MiB)", ""],
+        [
+            ("SQLite", cell(get("write", "sqlite_mb"), 0)),
+            ("BM25", cell(get("build_bm25", "disk_mb"), 0)),
+            ("Flat", cell(get("build_flat", "disk_mb"), 0)),
+            ("store total", cell(total_disk, 0)),
+            ("HNSW32", cell(get("variant_hnsw", "disk_mb"), 0, "variant_hnsw")),
+            ("IVF-PQ", cell(get("variant_ivfpq", "disk_mb"), 0, "variant_ivfpq")),
+        ],
+    )
+    lines += table(
+        results,
+        [
+            "## Opening a saved store",
+            "",
+            "A new process: construct the store (lazy: touches nothing), then the first BM25 search (loads and checks",
+            "the BM25 folder) and the first dense search (loads and checks the FAISS folder), with the default settings",
+            "(indexes memory-mapped). The checksum check is timed again on its own: as an opening does it (files hashed",
+            "on this machine before, by the save, are not hashed again) and fully re-hashed (a folder copied from",
+            "elsewhere, checked once). Files are in the page cache (warm); a cold disk adds its read time.",
+            "*heap*: the process's anonymous memory after both searches; *RSS* adds the mapped index pages it touched.",
+            "",
+        ],
+        [
+            ("first BM25 search s", cell(get("serve", "first_bm25_s"), 2)),
+            ("first dense search s", cell(get("serve", "first_dense_s"), 2)),
+            ("checksum check ms", cell(_milliseconds(SERIES["verify_s"][1]), 1)),
+            ("full re-hash s", cell(lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")), 2)),
+            ("heap after opening MiB", cell(get("serve", "memory_after_open", "anon_mb"), 0)),
+            ("RSS after opening MiB", cell(get("serve", "memory_after_open", "rss_mb"), 0)),
+            ("serving peak MiB", cell(get("serve", "vm_hwm_mb"), 0)),
+        ],
+    )
+    lines += table(
+        results,
+        [
+            "### Memory-mapped (default) vs read into the heap (`memory_map=False`)",
+            "",
+            "The same opening and queries in another fresh process with `memory_map=False` (step `serve_plain`, run after",
+            "the adding step: on N + 2,000 passages): each cell is mapped / plain. Both open with the vector counter and",
+            "the checksum record; plain reads both indexes into the heap. The serving peak counts the mapped pages the",
+            "queries touched (page cache: shared, evictable), hence the same peak; the heap is what differs.",
+            "",
+        ],
+        [
+            (
+                "open + first searches s",
+                pair(
+                    SERIES["open_s"][1],
+                    lambda e: _sum(e, ("serve_plain", "first_bm25_s"), ("serve_plain", "first_dense_s")),
+                    2,
+                ),
+            ),
+            (
+                "heap after opening MiB",
+                pair(
+                    get("serve", "memory_after_open", "anon_mb"), get("serve_plain", "memory_after_open", "anon_mb"), 0
+                ),
+            ),
+            ("serving peak MiB", pair(get("serve", "vm_hwm_mb"), get("serve_plain", "vm_hwm_mb"), 0)),
+            ("BM25 q/s", pair(get("serve", "bm25_store", "per_s"), get("serve_plain", "bm25_store", "per_s"), 0)),
+            ("Flat q/s", pair(get("serve", "dense_store", "per_s"), get("serve_plain", "dense_store", "per_s"), 1)),
+            (
+                "hybrid q/s",
+                pair(get("serve", "hybrid_single", "per_s"), get("serve_plain", "hybrid_single", "per_s"), 1),
+            ),
+        ],
+    )
+    lines += table(
+        results,
+        ["## Queries per second (one thread)", ""],
+        [
+            ("BM25 store", cell(get("serve", "bm25_store", "per_s"), 0)),
+            ("BM25 index", cell(get("serve", "bm25_index", "per_s"), 0)),
+            ("Flat store", cell(get("serve", "dense_store", "per_s"), 1)),
+            ("Flat index", cell(get("serve", "dense_index", "per_s"), 1)),
+            ("Flat batch 32", cell(get("serve", "dense_index_batch", "per_s"), 1)),
+            ("HNSW32 ef128", cell(get("variant_hnsw", "search", "per_s"), 0, "variant_hnsw")),
+            ("recall@100", cell(get("variant_hnsw", "recall_at_100"), 3, "variant_hnsw")),
+            ("IVF-PQ np64", cell(get("variant_ivfpq", "search", "per_s"), 0, "variant_ivfpq")),
+            ("recall@100", cell(get("variant_ivfpq", "recall_at_100"), 3, "variant_ivfpq")),
+            ("hybrid", cell(get("serve", "hybrid_single", "per_s"), 1)),
+            ("hybrid batch 32", cell(get("serve", "hybrid_batch", "per_s"), 1)),
+        ],
+    )
     lines += [
         "*store*: through `EmbeddedDocumentStore` (Documents read from SQLite); *index*: the index object alone.",
         "recall@100: share of the exact top 100 (Flat) found, mean over 200 questions (on synthetic vectors beyond",
         "55k, recall of approximate indexes is lower than on real vectors: docs/benchmarks/faiss.md).",
         "",
     ]
-    lines += table(results, [
-        f"## Adding {s.get('added', 1000):,} passages to the saved store", "",
-        "A new process opens the store (autosave on, the default), searches once, then writes the passages with vectors;",
-        "then, in the same process, a second batch as large (write, FAISS and BM25 catch-up, save()).", "",
-    ], [
-        ("write_documents s", cell(get("add", "write_s"), 3)),
-        ("BM25 catch-up s", cell(get("add", "bm25_catch_up_s"), 3)),
-        ("first BM25 search s", cell(get("add", "first_bm25_search_s"), 3)),
-        ("FAISS catch-up s", cell(get("add", "dense_catch_up_s"), 3)),
-        ("first dense search s", cell(get("add", "first_dense_search_s"), 2)),
-        ("save() s", cell(get("add", "save_s"), 2)),
-        ("2nd batch: FAISS catch-up s", cell(get("add", "second_dense_catch_up_s"), 3)),
-        ("BM25 catch-up s", cell(get("add", "second_bm25_catch_up_s"), 3)),
-        ("save() s", cell(get("add", "second_save_s"), 2)),
-        ("store code", lambda e: str(e.get("add", {}).get("store_code", "–"))),
-    ])
+    lines += table(
+        results,
+        [
+            f"## Adding {s.get('added', 1000):,} passages to the saved store",
+            "",
+            "A new process opens the store (autosave on, the default), searches once, then writes the passages with vectors;",
+            "then, in the same process, a second batch as large (write, FAISS and BM25 catch-up, save()).",
+            "",
+        ],
+        [
+            ("write_documents s", cell(get("add", "write_s"), 3)),
+            ("BM25 catch-up s", cell(get("add", "bm25_catch_up_s"), 3)),
+            ("first BM25 search s", cell(get("add", "first_bm25_search_s"), 3)),
+            ("FAISS catch-up s", cell(get("add", "dense_catch_up_s"), 3)),
+            ("first dense search s", cell(get("add", "first_dense_search_s"), 2)),
+            ("save() s", cell(get("add", "save_s"), 2)),
+            ("2nd batch: FAISS catch-up s", cell(get("add", "second_dense_catch_up_s"), 3)),
+            ("BM25 catch-up s", cell(get("add", "second_bm25_catch_up_s"), 3)),
+            ("save() s", cell(get("add", "second_save_s"), 2)),
+            ("store code", lambda e: str(e.get("add", {}).get("store_code", "–"))),
+        ],
+    )
     lines += [
         "*store code*: digest of the store's source files that made the column (scale.json). With the FAISS delta",
         "(the section below) new vectors go to a small exact index saved apart, and the mapped main index is neither",
@@ -336,32 +425,60 @@ def report(results: dict) -> str:
     ]
     lines += delta_before_after(results)
     lines += before_after(results)
-    lines += table(results, [
-        "## Memory-mapping (standalone loads in fresh processes)", "",
-        "Anonymous memory (heap, MiB) added by reading the saved file, plain vs memory-mapped, and single-query q/s after.",
-        "FAISS: `faiss.read_index(path, IO_FLAG_MMAP_IFC)` (flat codes, also HNSW's vectors and graph in FAISS 1.15) or",
-        "`IO_FLAG_MMAP` (IVF lists); BM25: `BM25Index.read_files` with `np.load(mmap_mode='r')` (vocabulary dict stays in",
-        "the heap). Mapped pages count as page cache (shared, reclaimable), not heap.", "",
-    ], [
-        ("Flat heap plain", cell(get("load_flat_plain", "anon_added_mb"), 0)),
-        ("mapped", cell(get("load_flat_mmap", "anon_added_mb"), 0)),
-        ("q/s plain/mapped", pair(get("load_flat_plain", "search", "per_s"), get("load_flat_mmap", "search", "per_s"), 1)),
-        ("BM25 heap plain", cell(get("load_bm25_plain", "anon_added_mb"), 0)),
-        ("mapped", cell(get("load_bm25_mmap", "anon_added_mb"), 0)),
-        ("q/s plain/mapped", pair(get("load_bm25_plain", "search", "per_s"), get("load_bm25_mmap", "search", "per_s"), 0)),
-        ("HNSW heap plain", cell(get("variant_hnsw", "load_plain", "anon_added_mb"), 0, "variant_hnsw")),
-        ("mapped", cell(get("variant_hnsw", "load_mmap", "anon_added_mb"), 0, "variant_hnsw")),
-        ("q/s plain/mapped", pair(get("variant_hnsw", "load_plain", "search", "per_s"), get("variant_hnsw", "load_mmap", "search", "per_s"), 0)),
-        ("IVF-PQ heap plain", cell(get("variant_ivfpq", "load_plain", "anon_added_mb"), 0, "variant_ivfpq")),
-        ("mapped", cell(get("variant_ivfpq", "load_mmap", "anon_added_mb"), 0, "variant_ivfpq")),
-        ("q/s plain/mapped", pair(get("variant_ivfpq", "load_plain", "search", "per_s"), get("variant_ivfpq", "load_mmap", "search", "per_s"), 0)),
-    ])
+    lines += table(
+        results,
+        [
+            "## Memory-mapping (standalone loads in fresh processes)",
+            "",
+            "Anonymous memory (heap, MiB) added by reading the saved file, plain vs memory-mapped, and single-query q/s after.",
+            "FAISS: `faiss.read_index(path, IO_FLAG_MMAP_IFC)` (flat codes, also HNSW's vectors and graph in FAISS 1.15) or",
+            "`IO_FLAG_MMAP` (IVF lists); BM25: `BM25Index.read_files` with `np.load(mmap_mode='r')` (vocabulary dict stays in",
+            "the heap). Mapped pages count as page cache (shared, reclaimable), not heap.",
+            "",
+        ],
+        [
+            ("Flat heap plain", cell(get("load_flat_plain", "anon_added_mb"), 0)),
+            ("mapped", cell(get("load_flat_mmap", "anon_added_mb"), 0)),
+            (
+                "q/s plain/mapped",
+                pair(get("load_flat_plain", "search", "per_s"), get("load_flat_mmap", "search", "per_s"), 1),
+            ),
+            ("BM25 heap plain", cell(get("load_bm25_plain", "anon_added_mb"), 0)),
+            ("mapped", cell(get("load_bm25_mmap", "anon_added_mb"), 0)),
+            (
+                "q/s plain/mapped",
+                pair(get("load_bm25_plain", "search", "per_s"), get("load_bm25_mmap", "search", "per_s"), 0),
+            ),
+            ("HNSW heap plain", cell(get("variant_hnsw", "load_plain", "anon_added_mb"), 0, "variant_hnsw")),
+            ("mapped", cell(get("variant_hnsw", "load_mmap", "anon_added_mb"), 0, "variant_hnsw")),
+            (
+                "q/s plain/mapped",
+                pair(
+                    get("variant_hnsw", "load_plain", "search", "per_s"),
+                    get("variant_hnsw", "load_mmap", "search", "per_s"),
+                    0,
+                ),
+            ),
+            ("IVF-PQ heap plain", cell(get("variant_ivfpq", "load_plain", "anon_added_mb"), 0, "variant_ivfpq")),
+            ("mapped", cell(get("variant_ivfpq", "load_mmap", "anon_added_mb"), 0, "variant_ivfpq")),
+            (
+                "q/s plain/mapped",
+                pair(
+                    get("variant_ivfpq", "load_plain", "search", "per_s"),
+                    get("variant_ivfpq", "load_mmap", "search", "per_s"),
+                    0,
+                ),
+            ),
+        ],
+    )
     lines += [
-        "## Extrapolation to 21M passages", "",
+        "## Extrapolation to 21M passages",
+        "",
         f"Fitted on the sizes from {FIT_FROM:,} on: disk and memory as a straight line (bytes per passage shown),",
         "times and q/s as a power law. 384-d vectors; DPR's 768-d vectors double every vector-sized term.",
         "IVF-PQ keeps 1,024 lists at every size from 250k (bounded training time here): its build time and q/s",
-        "curves are not those of a 21M index, which would use ~16k lists.", "",
+        "curves are not those of a 21M index, which would use ~16k lists.",
+        "",
         *table_header(["quantity", "at 21M", "fit"], "lrl"),
     ]
     for name, (label, _, unit, kind) in SERIES.items():
@@ -375,7 +492,8 @@ def report(results: dict) -> str:
         lines.append(f"| {label} ({unit}) | {shown} | {how} |")
     lines.append("")
     lines += [
-        "## Notes", "",
+        "## Notes",
+        "",
         "- The synthetic passages reuse the pool's words: the BM25 vocabulary stays at the pool's (about 1 MB), where",
         "  real Wikipedia at 21M has millions of terms (a Python dict in the heap). Postings per passage are realistic.",
         "- Without the FAISS delta, FAISS catch-up after opening was linear in N: the first add read the mapped index into",
@@ -392,10 +510,18 @@ def report(results: dict) -> str:
         "  memory of the index itself is its *heap plain* column above.",
         "",
     ]
-    skipped = [f"{step} at {int(n):,}: {e[step]['skipped']}" for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
-               for step in e if isinstance(e[step], dict) and "skipped" in e[step]]
-    failed = [f"{step} at {int(n):,}: {e[step]['failed']}" for n, e in results["sizes"].items()
-              for step in e if isinstance(e[step], dict) and "failed" in e[step]]
+    skipped = [
+        f"{step} at {int(n):,}: {e[step]['skipped']}"
+        for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
+        for step in e
+        if isinstance(e[step], dict) and "skipped" in e[step]
+    ]
+    failed = [
+        f"{step} at {int(n):,}: {e[step]['failed']}"
+        for n, e in results["sizes"].items()
+        for step in e
+        if isinstance(e[step], dict) and "failed" in e[step]
+    ]
     if skipped or failed:
         lines += ["## Not measured", "", *[f"- {line}" for line in skipped + failed], ""]
     return "\n".join(lines)
@@ -446,12 +572,14 @@ def delta_before_after(results: dict) -> list[str]:
     if not sizes:
         return []
     lines = [
-        "## Adding with the FAISS delta: before and after", "",
+        "## Adding with the FAISS delta: before and after",
+        "",
         "The add step at the same sizes with the store code before the FAISS delta (*before*) and with it (*after*),",
         "run back to back, each on a fresh copy of the same saved store (its index files hashed by one opening",
         "beforehand). Commands: `run --sizes N --steps add --redo add --code <checkout of the previous commit>`, then",
         "`run --sizes N --steps add --redo add --keep-before --before-key before_delta`.",
-        "Each cell is before → after (ratio after/before).", "",
+        "Each cell is before → after (ratio after/before).",
+        "",
         *_sizes_header(sizes),
     ]
     for label, getter, digits in DELTA_ROWS:
@@ -470,7 +598,12 @@ def _sizes_header(sizes: list[str]) -> list[str]:
 
 def _load_range(entries: dict, sizes: list[str]) -> str:
     """The range of the load averages recorded by the serve and add steps of ``sizes``."""
-    loads = [entries[n][step]["load_average"] for n in sizes for step in ("serve", "add") if "load_average" in entries[n].get(step, {})]
+    loads = [
+        entries[n][step]["load_average"]
+        for n in sizes
+        for step in ("serve", "add")
+        if "load_average" in entries[n].get(step, {})
+    ]
     return f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
 
 
@@ -481,19 +614,27 @@ def before_after(results: dict) -> list[str]:
     if not sizes:
         return []
     lines = [
-        "## Before and after: opening and adding with the previous store code", "",
+        "## Before and after: opening and adding with the previous store code",
+        "",
         "*before*: the store as it was (every opening hashed every index file, counted the vectors with a scan of the",
         "table and read both indexes into the heap), measured earlier on the same machine with the same command;",
         "*after*: vector counter, checksums verified once per file, memory-mapped indexes (the tables above).",
         f"Each cell is before → after. Load averages differed between the runs ({_load_range(before, sizes)} before,",
         f"{_load_range(results['sizes'], sizes)} after: scale.json), so compare queries/s mapped against plain in the same",
-        "run (the table under *Opening*), not here.", "",
+        "run (the table under *Opening*), not here.",
+        "",
         *_sizes_header(sizes),
     ]
     for label, getter, digits in BEFORE_AFTER:
-        cells = [f"{fmt(getter(before[n]), digits)} → {fmt(getter(_without_delta(results, n, label)), digits)}" for n in sizes]
+        cells = [
+            f"{fmt(getter(before[n]), digits)} → {fmt(getter(_without_delta(results, n, label)), digits)}"
+            for n in sizes
+        ]
         lines.append(table_row([label, *cells]))
-    return lines + ["The *add* rows' after is the store before the FAISS delta (its section above), so they show this change alone.", ""]
+    return lines + [
+        "The *add* rows' after is the store before the FAISS delta (its section above), so they show this change alone.",
+        "",
+    ]
 
 
 def _without_delta(results: dict, size: str, label: str) -> dict:

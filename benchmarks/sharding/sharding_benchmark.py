@@ -37,7 +37,12 @@ def _command(*args: str) -> list[str]:
 
 
 def _environment(threads: int) -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def _cpu_seconds() -> float:
@@ -48,7 +53,10 @@ def _cpu_seconds() -> float:
 def _timed(commands: list[list[str]], threads: int) -> tuple[float, float]:
     """Start ``commands`` together; the wall time until the last one ends and their CPU time."""
     start, cpu = time.perf_counter(), _cpu_seconds()
-    processes = [subprocess.Popen(c, cwd=REPO_ROOT, env=_environment(threads), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in commands]
+    processes = [
+        subprocess.Popen(c, cwd=REPO_ROOT, env=_environment(threads), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for c in commands
+    ]
     for process, command in zip(processes, commands):
         _, err = process.communicate()
         if process.returncode != 0:
@@ -57,17 +65,31 @@ def _timed(commands: list[list[str]], threads: int) -> tuple[float, float]:
 
 
 def _compare(expected: Path, actual: Path) -> dict[str, object]:
-    want, got = EmbeddedDocumentStore(path=str(expected)).filter_documents(), EmbeddedDocumentStore(path=str(actual)).filter_documents()
+    want, got = (
+        EmbeddedDocumentStore(path=str(expected)).filter_documents(),
+        EmbeddedDocumentStore(path=str(actual)).filter_documents(),
+    )
     same_order = [d.id for d in want] == [d.id for d in got]
     same_text = [(d.content, d.meta) for d in want] == [(d.content, d.meta) for d in got]
-    diff = float(np.abs(np.array([d.embedding for d in want]) - np.array([d.embedding for d in got])).max()) if same_order else None
-    return {"passages": len(got), "same_ids_in_order": same_order, "same_content_and_meta": same_text, "max_vector_difference": diff}
+    diff = (
+        float(np.abs(np.array([d.embedding for d in want]) - np.array([d.embedding for d in got])).max())
+        if same_order
+        else None
+    )
+    return {
+        "passages": len(got),
+        "same_ids_in_order": same_order,
+        "same_content_and_meta": same_text,
+        "max_vector_difference": diff,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=2000)
-    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="encoder precision (default: the pipeline's)")
+    parser.add_argument(
+        "--precision", choices=["auto", "fp32", "bf16"], help="encoder precision (default: the pipeline's)"
+    )
     parser.add_argument("--work", help="working folder (default: a temporary one)")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="sharding-"))
@@ -91,8 +113,12 @@ def main() -> None:
         [_command("merge-shards", INDEX, str(work / "shards"), "--store", str(work / "merged"))], threads=1
     )
     check = _compare(work / "one", work / "merged")
-    print(f"{args.limit} passages, precision {args.precision or 'of the pipeline'}, load average before the runs {load:.1f} on {os.cpu_count()} cores\n")
-    rows = [[name, f"{seconds:.1f}", f"{args.limit / seconds:.0f}", f"{cpu:.1f}"] for name, (seconds, cpu) in times.items()]
+    print(
+        f"{args.limit} passages, precision {args.precision or 'of the pipeline'}, load average before the runs {load:.1f} on {os.cpu_count()} cores\n"
+    )
+    rows = [
+        [name, f"{seconds:.1f}", f"{args.limit / seconds:.0f}", f"{cpu:.1f}"] for name, (seconds, cpu) in times.items()
+    ]
     print("\n".join(markdown_table(["run", "wall time (s)", "passages/s", "CPU time (s)"], rows, "lrrr")))
     print(f"\nmerged store vs one process: {json.dumps(check)}")
 

@@ -30,7 +30,11 @@ from dpr_components.evaluation.tables import table_header
 
 COMMAND = "python -m benchmarks.store.write_cost"
 DIM = 64
-_VOCABULARY = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "su", "ta") for b in ("ber", "con", "dal", "fen", "gor", "hin", "lum", "mos")]
+_VOCABULARY = [
+    f"{a}{b}"
+    for a in ("ka", "lo", "mi", "nu", "pe", "ri", "su", "ta")
+    for b in ("ber", "con", "dal", "fen", "gor", "hin", "lum", "mos")
+]
 
 
 def passages(count: int, prefix: str, seed: int) -> list[Document]:
@@ -38,7 +42,12 @@ def passages(count: int, prefix: str, seed: int) -> list[Document]:
     words = rng.integers(0, len(_VOCABULARY), size=(count, 40))
     vectors = rng.normal(size=(count, DIM)).astype(np.float32)
     return [
-        Document(id=f"{prefix}{i}", content=" ".join(_VOCABULARY[w] for w in words[i]), meta={"title": f"Title {i % 997}"}, embedding=vectors[i].tolist())
+        Document(
+            id=f"{prefix}{i}",
+            content=" ".join(_VOCABULARY[w] for w in words[i]),
+            meta={"title": f"Title {i % 997}"},
+            embedding=vectors[i].tolist(),
+        )
         for i in range(count)
     ]
 
@@ -104,7 +113,19 @@ def render(n: int, results: list[dict[str, Any]]) -> str:
         "first searches (one dense and one BM25 query). For comparison, the same store saving both",
         f"indexes after every write (what autosave did before saving became lazy), up to {EAGER_MAX_STORED:,} stored passages.",
         "",
-        *table_header(["store", "passages stored before", "N single writes (s)", "ms per single write", "one batch of N (s)", "single / batch", "first searches after single writes (s)", "after the batch (s)"], "lrrrrrrr"),
+        *table_header(
+            [
+                "store",
+                "passages stored before",
+                "N single writes (s)",
+                "ms per single write",
+                "one batch of N (s)",
+                "single / batch",
+                "first searches after single writes (s)",
+                "after the batch (s)",
+            ],
+            "lrrrrrrr",
+        ),
     ]
     for r in results:
         m = r["seconds"]
@@ -119,7 +140,9 @@ def render(n: int, results: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=300, help="documents written singly, and in the batch")
-    parser.add_argument("--stored", type=int, nargs="+", default=[0, 5_000, 50_000], help="passages already in the store")
+    parser.add_argument(
+        "--stored", type=int, nargs="+", default=[0, 5_000, 50_000], help="passages already in the store"
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
     args = parser.parse_args()
     results = []
@@ -130,10 +153,14 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 seconds = measure(make, args.n, stored, str(Path(tmp) / "store"))
             results.append({"store": name, "stored": stored, "n": args.n, "seconds": seconds})
-            print(f"{name}, {stored} stored: {seconds['single_writes_s']:.3f}s single, {seconds['batch_write_s']:.3f}s batch")
+            print(
+                f"{name}, {stored} stored: {seconds['single_writes_s']:.3f}s single, {seconds['batch_write_s']:.3f}s batch"
+            )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "write_cost.md").write_text(render(args.n, results), encoding="utf-8")
-    (args.out / "write_cost.json").write_text(json.dumps({"command": COMMAND, "results": results}, indent=2) + "\n", encoding="utf-8")
+    (args.out / "write_cost.json").write_text(
+        json.dumps({"command": COMMAND, "results": results}, indent=2) + "\n", encoding="utf-8"
+    )
     print(f"wrote {args.out / 'write_cost.md'}")
 
 

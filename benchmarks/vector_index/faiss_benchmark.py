@@ -180,7 +180,9 @@ def timed_pass(index: DenseIndex, queries: np.ndarray) -> float:
     return time.perf_counter() - start
 
 
-def _paired_rounds(rounds: int, n: int, one_round: Callable[[], tuple[float, float]]) -> tuple[dict[str, float], list[float]]:
+def _paired_rounds(
+    rounds: int, n: int, one_round: Callable[[], tuple[float, float]]
+) -> tuple[dict[str, float], list[float]]:
     """Medians over ``rounds`` of one_round's (Flat seconds, other seconds) for ``n`` queries, and the ratios."""
     flat_qps, other_qps, ratios = [], [], []
     for _ in range(rounds):
@@ -297,7 +299,9 @@ def qps_rounds(index: DenseIndex, queries: np.ndarray, rounds: int) -> float:
     return statistics.median(len(queries) / timed_pass(index, queries) for _ in range(rounds))
 
 
-def measure_ivf(factory: str, data: np.ndarray, queries: np.ndarray, truth: np.ndarray, args: argparse.Namespace) -> dict:
+def measure_ivf(
+    factory: str, data: np.ndarray, queries: np.ndarray, truth: np.ndarray, args: argparse.Namespace
+) -> dict:
     """Build one IVF index and sweep nprobe; the chosen nprobe is the smallest near the best recall."""
     ivf, seconds = build(IndexConfig(factory), data, args.build_threads)
     sweep = []
@@ -308,10 +312,17 @@ def measure_ivf(factory: str, data: np.ndarray, queries: np.ndarray, truth: np.n
         sweep.append(rounded({"nprobe": nprobe, "recall_at_100": recall, "qps": qps}))
     best = max(r["recall_at_100"] for r in sweep)
     chosen = next(r for r in sweep if r["recall_at_100"] >= best - 0.005)
-    log(f"scaling N={len(data)}: {factory} built in {seconds:.1f} s; " + ", ".join(
-        f"nprobe={r['nprobe']}: {r['recall_at_100']:.3f} @ {r['qps']:.0f} q/s" for r in sweep))
-    return {"config": factory, "build_s": round(seconds, 3), "bytes": ivf.size_bytes(), "sweep": sweep,
-            "chosen_nprobe": chosen["nprobe"]}
+    log(
+        f"scaling N={len(data)}: {factory} built in {seconds:.1f} s; "
+        + ", ".join(f"nprobe={r['nprobe']}: {r['recall_at_100']:.3f} @ {r['qps']:.0f} q/s" for r in sweep)
+    )
+    return {
+        "config": factory,
+        "build_s": round(seconds, 3),
+        "bytes": ivf.size_bytes(),
+        "sweep": sweep,
+        "chosen_nprobe": chosen["nprobe"],
+    }
 
 
 def run_scaling(real: np.ndarray, queries: np.ndarray, args: argparse.Namespace) -> dict:
@@ -351,9 +362,16 @@ def run_scaling(real: np.ndarray, queries: np.ndarray, args: argparse.Namespace)
                 recall = recall_at_k(hnsw.raw_search(queries, TOP_K), truth)
                 qps = qps_rounds(hnsw, timing_queries, args.rounds)
                 sweep.append(rounded({"ef_search": ef, "recall_at_100": recall, "qps": qps}))
-            entry["hnsw"] = {"config": args.hnsw, "build_s": round(seconds, 3), "bytes": hnsw.size_bytes(), "sweep": sweep}
-            log(f"scaling N={n}: HNSW built in {seconds:.1f} s; " + ", ".join(
-                f"ef={r['ef_search']}: {r['recall_at_100']:.3f} @ {r['qps']:.0f} q/s" for r in sweep))
+            entry["hnsw"] = {
+                "config": args.hnsw,
+                "build_s": round(seconds, 3),
+                "bytes": hnsw.size_bytes(),
+                "sweep": sweep,
+            }
+            log(
+                f"scaling N={n}: HNSW built in {seconds:.1f} s; "
+                + ", ".join(f"ef={r['ef_search']}: {r['recall_at_100']:.3f} @ {r['qps']:.0f} q/s" for r in sweep)
+            )
             del hnsw
 
         entry["ivf"] = [measure_ivf(factory, data, queries, truth, args) for factory in args.ivf]
@@ -387,7 +405,14 @@ def plot_scaling(scaling: dict, path: Path) -> None:
                 add(label, n, hnsw["build_s"], hnsw["bytes"] / 2**20, point["qps"], point["recall_at_100"])
         for ivf in row["ivf"]:
             point = next(p for p in ivf["sweep"] if p["nprobe"] == ivf["chosen_nprobe"])
-            add(f"{ivf['config']} (tuned nprobe)", n, ivf["build_s"], ivf["bytes"] / 2**20, point["qps"], point["recall_at_100"])
+            add(
+                f"{ivf['config']} (tuned nprobe)",
+                n,
+                ivf["build_s"],
+                ivf["bytes"] / 2**20,
+                point["qps"],
+                point["recall_at_100"],
+            )
 
     for label, (xs, ys) in series.items():
         style = {"marker": "o", "linestyle": "--" if "efSearch" in label else "-"}
@@ -516,7 +541,20 @@ def render_markdown(report: dict, command: str, png_name: str) -> str:
         "chunks of 64 questions); the single-query range shows the lowest and highest round. q/s are medians too: "
         "they move with the machine's load, the ratios much less.",
         "",
-        *table_header(["index", "efSearch", "recall@100", "single q/s", "Flat single q/s", "single speed-up (min-max)", "batch speed-up", "build s", "MiB"], "lrrrrrrrr"),
+        *table_header(
+            [
+                "index",
+                "efSearch",
+                "recall@100",
+                "single q/s",
+                "Flat single q/s",
+                "single speed-up (min-max)",
+                "batch speed-up",
+                "build s",
+                "MiB",
+            ],
+            "lrrrrrrrr",
+        ),
     ]
     for r in real["rows"]:
         lines.append(
@@ -529,14 +567,22 @@ def render_markdown(report: dict, command: str, png_name: str) -> str:
     lines += [
         "",
         f"**Target: recall@100 >= {target['recall_at_100']} at >= {target['single_speedup']:g}x Flat's single-thread "
-        f"queries/s.** " + (
+        f"queries/s.** "
+        + (
             "Met by: " + ", ".join(f"{m['config']} at efSearch={m['ef_search']}" for m in met) + "."
-            if met else "Not met by any configuration measured."
-        ) + (
+            if met
+            else "Not met by any configuration measured."
+        )
+        + (
             " Met in every timing round by: "
-            + ", ".join(f"{m['config']} at efSearch={m['ef_search']}" for m in target["met_in_every_round_by"]) + "."
-            if target["met_in_every_round_by"] else
-            (" No configuration met it in every timing round: the margin is within the machine's noise." if met else "")
+            + ", ".join(f"{m['config']} at efSearch={m['ef_search']}" for m in target["met_in_every_round_by"])
+            + "."
+            if target["met_in_every_round_by"]
+            else (
+                " No configuration met it in every timing round: the margin is within the machine's noise."
+                if met
+                else ""
+            )
         ),
         "",
         *summarize_real(real),
@@ -548,16 +594,20 @@ def render_markdown(report: dict, command: str, png_name: str) -> str:
         f"vectors; recall@100 is against Flat at the same N (all {real['queries']} questions); q/s is single-thread, one "
         f"`DenseIndex.search` per question, median of {env['rounds']} passes over the first {scaling['timing_queries']} "
         "questions. Memory is the size of `faiss.serialize_index` of the store's index (vectors, graph or codes, id map). "
-        "\"synthetic share\" is the share of Flat's top-100 that are synthetic vectors.",
+        '"synthetic share" is the share of Flat\'s top-100 that are synthetic vectors.',
         "",
         f"![scaling]({png_name})",
         "",
-        *table_header(["N", "synthetic share", "index", "build s", "MiB", "search setting", "recall@100", "q/s"], "rrlrrlrr"),
+        *table_header(
+            ["N", "synthetic share", "index", "build s", "MiB", "search setting", "recall@100", "q/s"], "rrlrrlrr"
+        ),
     ]
     for row in scaling["results"]:
         n, share = f"{row['n']:,}", f"{row['synthetic_share_of_flat_top100']:.1%}"
         f = row["flat"]
-        lines.append(f"| {n} | {share} | Flat | {f['build_s']:.2f} | {mib(f['bytes'])} | exact | 1.0000 | {f['qps']:.1f} |")
+        lines.append(
+            f"| {n} | {share} | Flat | {f['build_s']:.2f} | {mib(f['bytes'])} | exact | 1.0000 | {f['qps']:.1f} |"
+        )
         h = row["hnsw"]
         if "sweep" in h:
             for p in h["sweep"]:
@@ -596,14 +646,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="timing repeats (medians)")
     parser.add_argument("--timing-queries", type=int, default=200, help="part 2 questions timed per pass")
     parser.add_argument("--build-threads", type=int, default=2)
-    parser.add_argument("--hnsw-budget", type=float, default=900.0, help="skip an HNSW build predicted to take longer (s)")
+    parser.add_argument(
+        "--hnsw-budget", type=float, default=900.0, help="skip an HNSW build predicted to take longer (s)"
+    )
     parser.add_argument("--target-recall", type=float, default=0.99)
     parser.add_argument("--target-speedup", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-real", action="store_true")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; output goes to the cache folder")
-    parser.add_argument("--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)")
+    parser.add_argument(
+        "--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.configs, args.efs = ["HNSW32:efc=40", "HNSW32_SQ8,RFlat:efc=40:kf=2"], [128, 256]

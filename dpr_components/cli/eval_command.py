@@ -24,6 +24,8 @@ from dpr_components.evaluation.eval_spec import (
     evaluation_spec,
     is_evaluation_spec,
 )
+from dpr_components.evaluation.interval_options import interval_options
+from dpr_components.evaluation.metric_intervals import IntervalSettings
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluators import (
@@ -52,14 +54,19 @@ def _split_files(paths: list[str]) -> tuple[str | None, list[str]]:
     return (evaluation[0] if evaluation else None), [path for path in paths if path not in evaluation]
 
 
-def _evaluation_pipeline(path: str | None, match: MatchMode | None, allow_network: bool) -> tuple[Pipeline, EvaluationSpec]:
+def _evaluation_pipeline(
+    path: str | None, match: MatchMode | None, allow_network: bool
+) -> tuple[Pipeline, EvaluationSpec]:
     if path is None:
         return default_evaluation_pipeline(match or "string"), EvaluationSpec()
     overrides = []
     if match is not None:
         spec = load_pipeline_spec(path)
-        overrides = [f"{name}.match_mode={match}" for name, data in spec["components"].items()
-                     if data["type"].endswith("RetrievalAccuracyEvaluator")]
+        overrides = [
+            f"{name}.match_mode={match}"
+            for name, data in spec["components"].items()
+            if data["type"].endswith("RetrievalAccuracyEvaluator")
+        ]
     pipeline = load_pipeline(path, overrides=overrides, allow_network=allow_network)
     return pipeline, evaluation_spec(load_pipeline_spec(path), path)
 
@@ -101,22 +108,32 @@ def _overrides_for(systems: dict[str, str], overrides: list[str]) -> dict[str, l
 def _print_scores(evaluation: SystemEvaluation) -> None:
     parts = []
     if evaluation.retrieval is not None:
-        parts += [f"top-{k} {evaluation.retrieval.accuracy(k):.1f}" for k in (1, 5, 20, 100) if k <= evaluation.retrieval.max_k]
+        parts += [
+            f"top-{k} {evaluation.retrieval.accuracy(k):.1f}"
+            for k in (1, 5, 20, 100)
+            if k <= evaluation.retrieval.max_k
+        ]
     parts += [f"{metric} {value:.1f}" for metric, value in evaluation.answer_scores.items()]
     print(f"{evaluation.name}: " + "  ".join(parts), flush=True)
 
 
 def command_eval(args: Any) -> int:
     """``haystack eval``: every system on the question set, scored by the evaluation pipeline."""
+    options = interval_options(args)
+    intervals = IntervalSettings(**options) if options is not None else None  # checked before any system runs
     prepare_output_folder(args.out)
     eval_path, system_paths = _split_files(args.pipelines)
     eval_pipeline, spec = _evaluation_pipeline(eval_path, args.match, args.allow_network)
     systems = _system_names(system_paths, spec.systems)
     if not systems:
-        raise ValueError(f"{eval_path}: no systems to evaluate; give pipeline files or list them in metadata.evaluation.systems")
+        raise ValueError(
+            f"{eval_path}: no systems to evaluate; give pipeline files or list them in metadata.evaluation.systems"
+        )
     questions_source = args.questions or spec.questions
     if not questions_source:
-        raise ValueError("no questions: give --questions or set metadata.evaluation.questions in the evaluation pipeline")
+        raise ValueError(
+            "no questions: give --questions or set metadata.evaluation.questions in the evaluation pipeline"
+        )
     top_k = check_top_k_option(next(k for k in (args.top_k, spec.top_k, DEFAULT_TOP_K) if k is not None))
     questions = load_questions(questions_source, split=args.split or spec.split, limit=args.limit)
     _check_patterns(eval_pipeline, questions, str(questions_source))
@@ -127,12 +144,20 @@ def command_eval(args: Any) -> int:
     }
     runners = {name: (pipeline, lambda data, p=pipeline: run_pipeline(p, data)) for name, pipeline in loaded.items()}
     evaluations = evaluate_systems(
-        runners, eval_pipeline, questions, top_k, inputs_for=lambda pipeline: top_k_inputs(pipeline, top_k),
+        runners,
+        eval_pipeline,
+        questions,
+        top_k,
+        inputs_for=lambda pipeline: top_k_inputs(pipeline, top_k),
         on_result=_print_scores,
     )
     paths = write_evaluation_report(
-        args.out, evaluations, title=f"Evaluation on {Path(str(questions_source)).name}", command=args.command_line,
+        args.out,
+        evaluations,
+        title=f"Evaluation on {Path(str(questions_source)).name}",
+        command=args.command_line,
         dataset_name=str(questions_source),
+        intervals=intervals,
     )
     print(f"report written to {paths['markdown']}")
     return 0

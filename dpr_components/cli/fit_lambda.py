@@ -97,10 +97,16 @@ def _union_scorer(pipeline: Any) -> Callable[[str], tuple[list[str], Any, Any]]:
     raise ValueError("the pipeline has no HybridRetriever or HybridRanker")
 
 
-def _union_from_pipeline(pipeline: Any, ranker: HybridRanker, question: str, bm25: str, dense: str) -> tuple[list[str], Any, Any]:
+def _union_from_pipeline(
+    pipeline: Any, ranker: HybridRanker, question: str, bm25: str, dense: str
+) -> tuple[list[str], Any, Any]:
     result = run_pipeline_with_outputs(pipeline, question, {bm25, dense})
     return union_from_lists(
-        ranker.scoring_backend, question, result[dense]["query_embedding"], result[bm25]["documents"], result[dense]["documents"]
+        ranker.scoring_backend,
+        question,
+        result[dense]["query_embedding"],
+        result[bm25]["documents"],
+        result[dense]["documents"],
     )
 
 

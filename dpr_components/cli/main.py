@@ -1,16 +1,16 @@
 """The ``haystack`` command: run, evaluate and tune YAML pipelines built from dpr_components.
 
-    haystack run pipelines/search.yml --query "who wrote hamlet"
-    haystack run pipelines/index.yml --input path=examples/corpus.jsonl
-    haystack run pipelines/search.yml --batch questions.jsonl --json > results.jsonl
-    haystack eval pipelines/eval_nq.yml --store indexes/pool --out reports/nq
-    haystack eval pipelines/bm25.yml pipelines/dense.yml pipelines/search.yml --questions dev.jsonl --out reports/nq
-    haystack fit-lambda pipelines/search.yml --questions dev.jsonl --out reports/lambda
-    haystack serve --pipelines-dir pipelines --port 1416
-    haystack run pipelines/index.yml --input path=psgs_w100.tsv --shard 3/16 --shard-dir shards
-    haystack merge-shards pipelines/index.yml shards --store indexes/wiki
-    haystack export-st models/dpr-minilm-multi st-question --role question
-    haystack export-qa models/reader-minilm qa-reader
+haystack run pipelines/search.yml --query "who wrote hamlet"
+haystack run pipelines/index.yml --input path=examples/corpus.jsonl
+haystack run pipelines/search.yml --batch questions.jsonl --json > results.jsonl
+haystack eval pipelines/eval_nq.yml --store indexes/pool --out reports/nq
+haystack eval pipelines/bm25.yml pipelines/dense.yml pipelines/search.yml --questions dev.jsonl --out reports/nq
+haystack fit-lambda pipelines/search.yml --questions dev.jsonl --out reports/lambda
+haystack serve --pipelines-dir pipelines --port 1416
+haystack run pipelines/index.yml --input path=psgs_w100.tsv --shard 3/16 --shard-dir shards
+haystack merge-shards pipelines/index.yml shards --store indexes/wiki
+haystack export-st models/dpr-minilm-multi st-question --role question
+haystack export-qa models/reader-minilm qa-reader
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from dpr_components.cli.shard_command import (
     command_merge_shards,
     command_run_shard,
 )
+from dpr_components.evaluation.interval_options import add_interval_options
 from dpr_components.export.command import add_export_parsers, command_export
 from dpr_components.pipeline_files.loading import load_pipeline
 
@@ -46,13 +47,18 @@ from dpr_components.pipeline_files.loading import load_pipeline
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help="folder of the embedded document store (replaces the one in the YAML)")
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="COMPONENT.PARAM=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="COMPONENT.PARAM=VALUE",
         help="override an init parameter, e.g. --set ranker.weight=20 or --set bm25.document_store.bm25_k1=1.2",
     )
     parser.add_argument(
-        "--allow-network", action="store_true",
+        "--allow-network",
+        action="store_true",
         help="also build components that may reach the network (remote stores, fetchers, generators) "
-             "and read secrets from the environment; only for pipeline files you trust",
+        "and read secrets from the environment; only for pipeline files you trust",
     )
 
 
@@ -64,8 +70,14 @@ def _build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a YAML pipeline")
     run.add_argument("pipeline", help="pipeline YAML file")
     run.add_argument("--query", "-q", help="the question or search text (goes to every input named 'query')")
-    run.add_argument("--input", "-i", action="append", default=[], metavar="NAME=VALUE",
-                     help="a pipeline input: NAME or COMPONENT.NAME; VALUE is JSON if it parses, else text")
+    run.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a pipeline input: NAME or COMPONENT.NAME; VALUE is JSON if it parses, else text",
+    )
     run.add_argument("--inputs-file", help="JSON file with the pipeline inputs")
     run.add_argument("--batch", help="JSONL file: one query per line (text or an inputs object); one result per line")
     run.add_argument("--top-k", type=int, help="results to return (top_k of the pipeline's last components)")
@@ -77,17 +89,26 @@ def _build_parser() -> argparse.ArgumentParser:
         "eval", help="score pipelines on a question set with an evaluation pipeline (e.g. pipelines/eval_nq.yml)"
     )
     evaluate.add_argument(
-        "pipelines", nargs="+",
+        "pipelines",
+        nargs="+",
         help="pipeline YAML files: at most one evaluation pipeline (all evaluators; default: retrieval accuracy "
-             "and exact match) and the systems to compare (default: the evaluation pipeline's metadata.evaluation.systems)",
+        "and exact match) and the systems to compare (default: the evaluation pipeline's metadata.evaluation.systems)",
     )
-    evaluate.add_argument("--questions", help="question file: JSONL, DPR qa.csv/tsv, or a datasets source "
-                                               "(default: the evaluation pipeline's metadata.evaluation.questions)")
+    evaluate.add_argument(
+        "--questions",
+        help="question file: JSONL, DPR qa.csv/tsv, or a datasets source "
+        "(default: the evaluation pipeline's metadata.evaluation.questions)",
+    )
     evaluate.add_argument("--split", help="split of a datasets source (e.g. validation)")
     evaluate.add_argument("--limit", type=int, help="first N questions only")
-    evaluate.add_argument("--match", choices=["string", "regex"], help="answer matching mode (default: the evaluator's, else string)")
-    evaluate.add_argument("--top-k", type=int, help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)")
+    evaluate.add_argument(
+        "--match", choices=["string", "regex"], help="answer matching mode (default: the evaluator's, else string)"
+    )
+    evaluate.add_argument(
+        "--top-k", type=int, help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)"
+    )
     evaluate.add_argument("--out", default="reports/eval", help="report folder (report.md, report.json, PNG)")
+    add_interval_options(evaluate)
     _add_pipeline_options(evaluate)
 
     fit = commands.add_parser("fit-lambda", help="fit the HybridRanker weight λ on dev questions")
@@ -118,8 +139,12 @@ def command_run(args: argparse.Namespace) -> int:
                 result = run_pipeline(pipeline, merge_inputs(base, item))
             except user_errors() as error:
                 raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
-            print(to_json_line({"line": number, **item, "result": result}) if args.json else
-                  f"== {printable(str(item.get('query', item)))}\n{result_text(result)}", flush=True)
+            print(
+                to_json_line({"line": number, **item, "result": result})
+                if args.json
+                else f"== {printable(str(item.get('query', item)))}\n{result_text(result)}",
+                flush=True,
+            )
         return 0
     if args.query is not None:
         base["query"] = args.query
@@ -157,10 +182,14 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None) -> int:
     args = _build_parser().parse_args(argv)
     args.command_line = "haystack " + shlex.join(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         if args.command == "run":
-            return command_run_shard(args) if args.shard is not None or args.shard_dir is not None else command_run(args)
+            return (
+                command_run_shard(args) if args.shard is not None or args.shard_dir is not None else command_run(args)
+            )
         if args.command == "merge-shards":
             return command_merge_shards(args)
         # Imported on use: a plain `haystack run` should not pay for the evaluation stack (pandas, plots).
@@ -187,4 +216,3 @@ def _run(argv: list[str] | None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return 1
-

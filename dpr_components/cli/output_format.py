@@ -59,7 +59,9 @@ def to_jsonable(value: Any) -> Any:
             "query": value.query,
             "document": to_jsonable(value.document) if value.document else None,
             "document_offset": (
-                {"start": value.document_offset.start, "end": value.document_offset.end} if value.document_offset else None
+                {"start": value.document_offset.start, "end": value.document_offset.end}
+                if value.document_offset
+                else None
             ),
             "meta": value.meta,
         }
@@ -145,8 +147,11 @@ def result_text(result: dict[str, Any]) -> str:
         for name, value in outputs.items():
             if name == "query_embedding":
                 continue
-            if isinstance(value, list) and value and all(isinstance(v, Document) for v in value) or (
-                isinstance(value, list) and not value and name == "documents"
+            if (
+                isinstance(value, list)
+                and value
+                and all(isinstance(v, Document) for v in value)
+                or (isinstance(value, list) and not value and name == "documents")
             ):
                 blocks.append(f"{printable(component)}.{printable(name)}:\n{documents_table(value)}")
             elif isinstance(value, list) and all(isinstance(v, ExtractedAnswer) for v in value):

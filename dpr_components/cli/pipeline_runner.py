@@ -90,5 +90,3 @@ def run_pipeline(pipeline: Any, data: dict[str, Any], **options: Any) -> dict[st
         if cause is not None and cause is not error:
             raise cause from None
         raise
-
-

@@ -62,5 +62,3 @@ def merge_inputs(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-

@@ -27,43 +27,59 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="serve every pipeline of a folder over HTTP with hayhooks")
     serve.add_argument("--pipelines-dir", default="pipelines", help="folder of YAML pipelines (default: pipelines)")
     serve.add_argument(
-        "--host", default="127.0.0.1",
+        "--host",
+        default="127.0.0.1",
         help="address to listen on (default: 127.0.0.1, this machine only); any other needs --api-key-env "
-             "or --insecure-no-auth",
+        "or --insecure-no-auth",
     )
     serve.add_argument("--port", type=int, default=1416, help="port (default: 1416)")
     serve.add_argument(
-        "--input-root", default=DEFAULT_INPUT_ROOT,
+        "--input-root",
+        default=DEFAULT_INPUT_ROOT,
         help="the only folder whose files requests may name as inputs (corpus path, training data); "
-             f"created if missing (default: {DEFAULT_INPUT_ROOT})",
+        f"created if missing (default: {DEFAULT_INPUT_ROOT})",
     )
     serve.add_argument(
-        "--api-key-env", metavar="NAME",
+        "--api-key-env",
+        metavar="NAME",
         help="require 'Authorization: Bearer KEY' on every route but GET /status, KEY being the value of "
-             "environment variable NAME (at least 16 characters; never give the key itself on the command line)",
+        "environment variable NAME (at least 16 characters; never give the key itself on the command line)",
     )
     serve.add_argument(
-        "--insecure-no-auth", action="store_true",
+        "--insecure-no-auth",
+        action="store_true",
         help="allow a non-loopback --host without an API key: anyone who reaches the port can search and change the store",
     )
     serve.add_argument(
-        "--cors-origin", action="append", default=[], metavar="ORIGIN",
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
         help="a web origin (scheme://host[:port]) whose pages may call the server; repeatable. "
-             "Without it, requests from web pages are refused",
+        "Without it, requests from web pages are refused",
     )
     serve.add_argument(
-        "--allowed-host", action="append", default=[], metavar="NAME",
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
         help="a host name clients use to reach the server, besides localhost, 127.0.0.1, ::1 and --host; repeatable "
-             "(requests naming another host are refused: DNS rebinding)",
+        "(requests naming another host are refused: DNS rebinding)",
     )
     serve.add_argument(
-        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
         help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}); larger ones get 413",
     )
-    serve.add_argument("--log-queries", action="store_true",
-                       help="log the inputs of every request (query text, records); off by default")
-    serve.add_argument("--enable-training", action="store_true",
-                       help="serve pipelines that train a model (train_dpr); off by default")
+    serve.add_argument(
+        "--log-queries",
+        action="store_true",
+        help="log the inputs of every request (query text, records); off by default",
+    )
+    serve.add_argument(
+        "--enable-training", action="store_true", help="serve pipelines that train a model (train_dpr); off by default"
+    )
 
 
 def server_policy(args: argparse.Namespace) -> ServerPolicy:
@@ -112,7 +128,11 @@ def command_serve(args: argparse.Namespace) -> int:
     app, served = build_app(args.pipelines_dir, input_root=root, policy=policy)
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
-    print(f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
-          f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)})", file=sys.stderr, flush=True)
+    print(
+        f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
+        f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)})",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, server_header=False)
     return 0

@@ -29,8 +29,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PUBLIC_PATHS = ("/status", "/", "/page/app.js", "/page/app.css")
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, detail: str,
-                  headers: dict[str, str] | None = None) -> None:
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
     await JSONResponse({"detail": detail}, status_code=status, headers=headers)(scope, receive, send)
 
 
@@ -46,8 +47,10 @@ def _origin_problem(headers: Headers, allowed: frozenset[str], own: str) -> str 
     if origin is not None:
         if origin.lower() in allowed or origin.lower() == own:
             return None
-        return (f"requests from web pages at {origin[:100]} are not allowed; start the server with "
-                f"--cors-origin {origin[:100]} to allow that origin")
+        return (
+            f"requests from web pages at {origin[:100]} are not allowed; start the server with "
+            f"--cors-origin {origin[:100]} to allow that origin"
+        )
     if headers.get("sec-fetch-site") in ("cross-site", "same-site"):
         return "requests from other web sites are not allowed; start the server with --cors-origin ORIGIN to allow one"
     return None
@@ -70,8 +73,14 @@ class OriginGuard:
         host = host_header_name(headers.get("host", ""))
         if host not in self.hosts:
             shown = headers.get("host", "")[:100] or "(none)"
-            await _refuse(scope, receive, send, 400, f"the Host header {shown!r} does not name this server; "
-                          f"start it with --allowed-host {host[:100] or 'NAME'} if clients reach it by that name")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                400,
+                f"the Host header {shown!r} does not name this server; "
+                f"start it with --allowed-host {host[:100] or 'NAME'} if clients reach it by that name",
+            )
             return
         problem = _origin_problem(headers, self.origins, _own_origin(scope, headers))
         if problem:
@@ -144,8 +153,13 @@ class RequestGuard:
             return
         if not _is_json(headers.get("content-type")):
             shown = (headers.get("content-type") or "none")[:100]
-            await _refuse(scope, receive, send, 415, f"the request body must be JSON: send the header "
-                          f"'Content-Type: application/json' (got {shown!r})")
+            await _refuse(
+                scope,
+                receive,
+                send,
+                415,
+                f"the request body must be JSON: send the header 'Content-Type: application/json' (got {shown!r})",
+            )
             return
         await self._with_checked_body(scope, receive, send, headers)
 

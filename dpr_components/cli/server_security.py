@@ -90,8 +90,10 @@ def read_api_key(variable: str) -> str:
     if not _KEY_CHARACTERS.match(key):
         raise ValueError(f"--api-key-env {variable}: the key must be printable ASCII without spaces")
     if len(key) < MIN_API_KEY_CHARS:
-        raise ValueError(f"--api-key-env {variable}: the key has {len(key)} characters, the minimum is "
-                         f"{MIN_API_KEY_CHARS}; make one with {_KEY_HINT}")
+        raise ValueError(
+            f"--api-key-env {variable}: the key has {len(key)} characters, the minimum is "
+            f"{MIN_API_KEY_CHARS}; make one with {_KEY_HINT}"
+        )
     return key
 
 
@@ -103,8 +105,15 @@ def normalize_origin(origin: str) -> str:
         port = parts.port
     except ValueError:
         raise ValueError(problem) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.fragment \
-            or parts.username or parts.password:
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+    ):
         raise ValueError(f"{problem}, without path, '*' or credentials")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     default = {"http": 80, "https": 443}[parts.scheme]
@@ -127,7 +136,7 @@ def host_header_name(value: str) -> str:
     """The host name of a Host header (``name``, ``name:port``, ``[v6]:port``), lower case."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
+        return value[1 : value.find("]")] if "]" in value else value
     name = value.rsplit(":", 1)[0] if value.count(":") == 1 else value
     return name.rstrip(".")
 

@@ -67,15 +67,26 @@ from dpr_components.pipeline_files.policy import (
 )
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 
-__all__ = ["REQUEST_ERRORS", "ServedPipelines", "ServingError", "build_app", "network_overrides", "pipeline_files",
-           "prepare_pipeline", "request_error", "validation_detail"]
+__all__ = [
+    "REQUEST_ERRORS",
+    "ServedPipelines",
+    "ServingError",
+    "build_app",
+    "network_overrides",
+    "pipeline_files",
+    "prepare_pipeline",
+    "request_error",
+    "validation_detail",
+]
 
 logger = logging.getLogger(__name__)
 
 ELASTICSEARCH_URL_ENV = "ELASTICSEARCH_URL"
 ELASTICSEARCH_STORE = "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore"
-KINDS = "search: query -> documents; qa: query -> answers; index: path, records -> documents_written; " \
-        "evaluation: ground_truth_answers, ... -> scores; training: a DPRTrainer"
+KINDS = (
+    "search: query -> documents; qa: query -> answers; index: path, records -> documents_written; "
+    "evaluation: ground_truth_answers, ... -> scores; training: a DPRTrainer"
+)
 
 
 @dataclass
@@ -135,7 +146,9 @@ def _trains_a_model(pipeline: Pipeline) -> bool:
     return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
 
 
-def prepare_pipeline(path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None) -> DeclaredPipelineWrapper:
+def prepare_pipeline(
+    path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None
+) -> DeclaredPipelineWrapper:
     """The set-up wrapper serving the file at ``path``, its pipeline built, checked and warmed up;
     ``ServingError`` says why the file cannot be served."""
     spec = load_pipeline_spec(path)
@@ -192,8 +205,14 @@ def _add_guards(app: FastAPI, policy: ServerPolicy) -> None:
     app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not CORSMiddleware]
     app.add_middleware(RequestGuard, policy=policy)
     if policy.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(policy.cors_origins), allow_methods=list(CORS_METHODS),
-                           allow_headers=list(CORS_HEADERS), allow_credentials=False, max_age=600)
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(policy.cors_origins),
+            allow_methods=list(CORS_METHODS),
+            allow_headers=list(CORS_HEADERS),
+            allow_credentials=False,
+            max_age=600,
+        )
     app.add_middleware(OriginGuard, policy=policy)
 
 
@@ -216,8 +235,9 @@ def _hayhooks_app() -> FastAPI:
     return create_app()
 
 
-def _deploy(app: FastAPI, files: list[Path], enable_training: bool,
-            jobs: TrainingJobs) -> tuple[ServedPipelines, list[str], list[str]]:
+def _deploy(
+    app: FastAPI, files: list[Path], enable_training: bool, jobs: TrainingJobs
+) -> tuple[ServedPipelines, list[str], list[str]]:
     """Add the route of every file that can be served; also the names of those that train a model, left out
     (training off) and served (as background jobs)."""
     served, training_off, training_on = ServedPipelines(), [], []
@@ -240,8 +260,9 @@ def _deploy(app: FastAPI, files: list[Path], enable_training: bool,
     return served, training_off, training_on
 
 
-def build_app(pipelines_dir: str | Path, input_root: str | Path | None = None,
-              policy: ServerPolicy | None = None) -> tuple[FastAPI, ServedPipelines]:
+def build_app(
+    pipelines_dir: str | Path, input_root: str | Path | None = None, policy: ServerPolicy | None = None
+) -> tuple[FastAPI, ServedPipelines]:
     """The app serving every pipeline of ``pipelines_dir`` that can be served, and the ask page at ``/``,
     behind ``policy``.
 

@@ -57,9 +57,14 @@ class TrainingJobs:
         except Exception as error:  # the job records why; the server keeps running
             self._update(job_id, status="failed", error=one_line(error))
             return
-        self._update(job_id, status="done", checkpoint=outputs.get("checkpoint"),
-                     question_model=outputs.get("question_model"), passage_model=outputs.get("passage_model"),
-                     metrics=outputs.get("metrics"))
+        self._update(
+            job_id,
+            status="done",
+            checkpoint=outputs.get("checkpoint"),
+            question_model=outputs.get("question_model"),
+            passage_model=outputs.get("passage_model"),
+            metrics=outputs.get("metrics"),
+        )
 
     def shutdown(self) -> None:
         """Stop taking jobs; a running one finishes."""

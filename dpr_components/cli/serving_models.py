@@ -14,8 +14,14 @@ class ErrorDetail(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorDetail, "description": "Bad request: the one-line reason (empty query, bad filter, file outside the input root)"},
-    422: {"model": ErrorDetail, "description": "A field is missing or of the wrong type: the field and the problem, on one line"},
+    400: {
+        "model": ErrorDetail,
+        "description": "Bad request: the one-line reason (empty query, bad filter, file outside the input root)",
+    },
+    422: {
+        "model": ErrorDetail,
+        "description": "A field is missing or of the wrong type: the field and the problem, on one line",
+    },
 }
 
 

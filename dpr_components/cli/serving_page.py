@@ -13,9 +13,11 @@ from importlib import resources
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
-              "/page/app.js": ("app.js", "text/javascript; charset=utf-8"),
-              "/page/app.css": ("app.css", "text/css; charset=utf-8")}
+PAGE_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/page/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/page/app.css": ("app.css", "text/css; charset=utf-8"),
+}
 PAGE_PATHS = tuple(PAGE_FILES)
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",

@@ -44,8 +44,9 @@ def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel]
     return create_request_model_from_callable(run, f"{name}Run", docstring), response
 
 
-def _endpoint(name: str, wrapper: BasePipelineWrapper, request_model: type[BaseModel],
-              response_model: type[BaseModel]) -> Callable[..., Awaitable[BaseModel]]:
+def _endpoint(
+    name: str, wrapper: BasePipelineWrapper, request_model: type[BaseModel], response_model: type[BaseModel]
+) -> Callable[..., Awaitable[BaseModel]]:
     """The route handler: the request's fields to ``run_api`` in a worker thread; a failure the request
     caused is a 400 with its one-line message, any other a 500 (logged without variables' values)."""
     fields = list(request_model.model_fields)
@@ -76,13 +77,22 @@ def add_run_route(app: FastAPI, name: str, wrapper: BasePipelineWrapper, status_
     """``POST /{name}/run`` for ``wrapper`` (already set up)."""
     request_model, response_model = run_models(name, wrapper)
     summary = docstring_parser.parse(inspect.getdoc(wrapper.run_api) or "").short_description
-    app.add_api_route(f"/{name}/run", _endpoint(name, wrapper, request_model, response_model), methods=["POST"],
-                      response_model=response_model, status_code=status_code, responses=ERROR_RESPONSES,
-                      name=f"{name}_run", summary=summary, tags=["pipelines"])
+    app.add_api_route(
+        f"/{name}/run",
+        _endpoint(name, wrapper, request_model, response_model),
+        methods=["POST"],
+        response_model=response_model,
+        status_code=status_code,
+        responses=ERROR_RESPONSES,
+        name=f"{name}_run",
+        summary=summary,
+        tags=["pipelines"],
+    )
 
 
 def add_jobs_route(app: FastAPI, jobs: TrainingJobs) -> None:
     """``GET /jobs/{job_id}``: a training job's status and, once done, its checkpoint."""
+
     async def job_status(job_id: str) -> TrainingJob:
         """A training job's status."""
         job = jobs.get(job_id)
@@ -90,12 +100,19 @@ def add_jobs_route(app: FastAPI, jobs: TrainingJobs) -> None:
             raise HTTPException(status_code=404, detail=f"no training job {job_id[:40]!r} on this server")
         return job
 
-    app.add_api_route(JOBS_PATH, job_status, methods=["GET"], response_model=TrainingJob, tags=["training"],
-                      responses={404: {"model": ErrorDetail, "description": "No such job"}})
+    app.add_api_route(
+        JOBS_PATH,
+        job_status,
+        methods=["GET"],
+        response_model=TrainingJob,
+        tags=["training"],
+        responses={404: {"model": ErrorDetail, "description": "No such job"}},
+    )
 
 
 def add_status_route(app: FastAPI, deployed: list[str]) -> None:
     """``GET /status``: whether the server is up, and the pipelines it serves."""
+
     async def status() -> dict[str, Any]:
         """Whether the server is up, and the pipelines it serves."""
         return {"status": "Up!", "pipelines": list(deployed)}
@@ -105,6 +122,7 @@ def add_status_route(app: FastAPI, deployed: list[str]) -> None:
 
 def add_training_off_route(app: FastAPI, name: str) -> None:
     """``POST /{name}/run`` answering 403 with how to turn training on."""
+
     async def training_off() -> None:
         raise HTTPException(status_code=403, detail=TRAINING_OFF.format(name=name))
 

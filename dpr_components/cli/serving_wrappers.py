@@ -74,13 +74,16 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         outputs = {name: result.get(component, {}).get(socket) for name, (component, socket) in declared.items()}
         return {"outputs": outputs, "raw": result}
 
-    def search_settings(self, output: str, top_k: int | None, filters: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
+    def search_settings(
+        self, output: str, top_k: int | None, filters: dict[str, Any] | None
+    ) -> list[tuple[str, str, Any]]:
         """``top_k`` for the component returning ``output`` (or every one taking it), ``filters`` for all."""
         returning = self.output_component(output)
         takers = _components_with(self.built, "top_k")
         top_k_for = [returning] if returning in takers else takers
-        return [(name, "top_k", top_k) for name in top_k_for] + \
-            [(name, "filters", filters) for name in _components_with(self.built, "filters")]
+        return [(name, "top_k", top_k) for name in top_k_for] + [
+            (name, "filters", filters) for name in _components_with(self.built, "filters")
+        ]
 
 
 def document_out(document: Document, include_embedding: bool) -> DocumentOut:
@@ -88,15 +91,17 @@ def document_out(document: Document, include_embedding: bool) -> DocumentOut:
     meta = dict(document.meta or {})
     title = meta.pop("title", "") or ""
     embedding = [float(x) for x in document.embedding] if include_embedding and document.embedding is not None else None
-    return DocumentOut(id=document.id, content=document.content, title=str(title), score=document.score,
-                       meta=meta, embedding=embedding)
+    return DocumentOut(
+        id=document.id, content=document.content, title=str(title), score=document.score, meta=meta, embedding=embedding
+    )
 
 
 def answer_out(answer: ExtractedAnswer) -> AnswerOut:
     """An extracted answer with its passage as context and the span's offsets in it."""
     document, span = answer.document, answer.document_offset
     return AnswerOut(
-        data=answer.data, score=float(answer.score),
+        data=answer.data,
+        score=float(answer.score),
         document_id=document.id if document else None,
         document_title=str((document.meta or {}).get("title", "")) if document else "",
         context=document.content if document else None,
@@ -108,8 +113,13 @@ def answer_out(answer: ExtractedAnswer) -> AnswerOut:
 class SearchWrapper(DeclaredPipelineWrapper):
     """A retrieval pipeline (BM25, dense, hybrid): ranked passages for a question."""
 
-    def run_api(self, query: str, top_k: TopK | None = None, filters: dict[str, Any] | None = None,
-                include_embeddings: bool = False) -> SearchResult:
+    def run_api(
+        self,
+        query: str,
+        top_k: TopK | None = None,
+        filters: dict[str, Any] | None = None,
+        include_embeddings: bool = False,
+    ) -> SearchResult:
         """Search the store.
 
         Args:
@@ -130,8 +140,9 @@ class SearchWrapper(DeclaredPipelineWrapper):
         if include_embeddings:
             found = [out["query_embedding"] for out in ran["raw"].values() if out.get("query_embedding") is not None]
             query_embedding = [float(x) for x in found[0]] if found else None
-        return SearchResult(documents=[document_out(d, include_embeddings) for d in documents],
-                            query_embedding=query_embedding)
+        return SearchResult(
+            documents=[document_out(d, include_embeddings) for d in documents], query_embedding=query_embedding
+        )
 
 
 class AnswerWrapper(DeclaredPipelineWrapper):
@@ -178,9 +189,12 @@ def _document(document: DocumentIn | dict[str, Any]) -> Document:
 class EvalWrapper(DeclaredPipelineWrapper):
     """An evaluation pipeline: scores of retrieved passages and predicted answers against gold answers."""
 
-    def run_api(self, ground_truth_answers: list[list[str]],
-                retrieved_documents: list[list[DocumentIn]] | None = None,
-                predicted_answers: list[str | None] | None = None) -> EvalResult:
+    def run_api(
+        self,
+        ground_truth_answers: list[list[str]],
+        retrieved_documents: list[list[DocumentIn]] | None = None,
+        predicted_answers: list[str | None] | None = None,
+    ) -> EvalResult:
         """Score a batch of questions.
 
         Args:
@@ -191,14 +205,23 @@ class EvalWrapper(DeclaredPipelineWrapper):
         Returns:
             top-k accuracy and MRR of the passages, exact match and F1 of the answers
         """
-        documents = None if retrieved_documents is None else [[_document(d) for d in docs] for docs in retrieved_documents]
-        ran = self.run_declared({"ground_truth_answers": ground_truth_answers, "retrieved_documents": documents,
-                                 "predicted_answers": predicted_answers})
+        documents = (
+            None if retrieved_documents is None else [[_document(d) for d in docs] for docs in retrieved_documents]
+        )
+        ran = self.run_declared(
+            {
+                "ground_truth_answers": ground_truth_answers,
+                "retrieved_documents": documents,
+                "predicted_answers": predicted_answers,
+            }
+        )
         outputs = ran["outputs"]
         accuracy = outputs.get("top_k_accuracy")
         return EvalResult(
             top_k_accuracy={str(k): float(v) for k, v in accuracy.items()} if accuracy is not None else None,
-            mrr=outputs.get("mrr"), exact_match=outputs.get("exact_match"), f1=outputs.get("f1"),
+            mrr=outputs.get("mrr"),
+            exact_match=outputs.get("exact_match"),
+            f1=outputs.get("f1"),
         )
 
 
@@ -211,6 +234,10 @@ def wrapper_kind(spec: dict[str, Any]) -> type[DeclaredPipelineWrapper] | None:
         return AnswerWrapper
     if outputs == {"documents_written"} and inputs <= {"path", "records"}:
         return IndexWrapper
-    if "ground_truth_answers" in inputs and inputs <= {"ground_truth_answers", "retrieved_documents", "predicted_answers"}:
+    if "ground_truth_answers" in inputs and inputs <= {
+        "ground_truth_answers",
+        "retrieved_documents",
+        "predicted_answers",
+    }:
         return EvalWrapper
     return None

@@ -212,7 +212,9 @@ class BM25Index:
         if array.size == 0:
             return _EMPTY_POSITIONS
         if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(f"{action} takes a 1-D sequence of integer positions, got {array.dtype} of shape {array.shape}")
+            raise ValueError(
+                f"{action} takes a 1-D sequence of integer positions, got {array.dtype} of shape {array.shape}"
+            )
         array = array.astype(np.int64)
         bad = array[(array < 0) | (array >= len(self))]
         if len(bad):
@@ -286,7 +288,9 @@ class BM25Index:
         indptr = np.zeros(len(used) + 1, dtype=np.int64)
         np.cumsum(postings_per_term[used], out=indptr[1:])
         twin._segments = [
-            Segment(indptr, new_position[main.slots].astype(np.int32), main.tf, None, np.ones(len(kept), dtype=np.bool_))
+            Segment(
+                indptr, new_position[main.slots].astype(np.int32), main.tf, None, np.ones(len(kept), dtype=np.bool_)
+            )
         ]
         twin._lengths, twin._live = self._lengths[kept], np.ones(len(kept), dtype=np.bool_)
         twin._segment_of, twin._slot_of = np.zeros(len(kept), dtype=np.int32), np.arange(len(kept), dtype=np.int64)
@@ -463,14 +467,23 @@ class BM25Index:
         self.merge()
         main = self._segments[0]
         meta = {
-            "format_version": FORMAT_VERSION, "analyzer_version": ANALYZER_VERSION,
-            "num_docs": len(self), "live_docs": self._live_count, "params": self.params,
+            "format_version": FORMAT_VERSION,
+            "analyzer_version": ANALYZER_VERSION,
+            "num_docs": len(self),
+            "live_docs": self._live_count,
+            "params": self.params,
         }
         terms = self._terms()
         (directory / VOCAB_FILE).write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
         # Terms that joined the vocabulary after the last merge (through a copy) have no postings here.
         indptr = np.concatenate([main.indptr, np.full(len(terms) + 1 - len(main.indptr), main.indptr[-1])])
-        arrays = {"indptr": indptr, "positions": main.slots, "tf": main.tf, "lengths": self._lengths, "live": self._live}
+        arrays = {
+            "indptr": indptr,
+            "positions": main.slots,
+            "tf": main.tf,
+            "lengths": self._lengths,
+            "live": self._live,
+        }
         for key, name in _FILES.items():
             np.save(directory / name, arrays[key], allow_pickle=False)
         fault_point("bm25_index.saving")
@@ -548,7 +561,9 @@ def _read_arrays(directory: Path, memory_map: bool = False) -> tuple[list[str], 
     try:
         vocab = json.loads((directory / VOCAB_FILE).read_text(encoding="utf-8"))
         arrays = {
-            key: np.load(directory / name, allow_pickle=False, mmap_mode="r" if memory_map and key in _POSTINGS else None)
+            key: np.load(
+                directory / name, allow_pickle=False, mmap_mode="r" if memory_map and key in _POSTINGS else None
+            )
             for key, name in _FILES.items()
         }
     except (OSError, ValueError, EOFError) as error:
@@ -557,7 +572,9 @@ def _read_arrays(directory: Path, memory_map: bool = False) -> tuple[list[str], 
         raise ValueError(f"corrupt BM25 index at {directory}: {VOCAB_FILE} is not a list of terms")
     for key, array in arrays.items():
         if array.dtype != _DTYPES[key] or array.ndim != 1:
-            raise ValueError(f"corrupt BM25 index at {directory}: {_FILES[key]} holds {array.dtype} of shape {array.shape}")
+            raise ValueError(
+                f"corrupt BM25 index at {directory}: {_FILES[key]} holds {array.dtype} of shape {array.shape}"
+            )
     return vocab, arrays
 
 
@@ -578,7 +595,9 @@ def _check_consistent(
     )
     if check_postings:
         # Each live document's term counts add up to its length; removed ones have no postings.
-        consistent = consistent and (len(positions) == 0 or (int(positions.min()) >= 0 and int(positions.max()) < num_docs))
+        consistent = consistent and (
+            len(positions) == 0 or (int(positions.min()) >= 0 and int(positions.max()) < num_docs)
+        )
         consistent = consistent and bool(
             np.array_equal(np.bincount(positions, weights=tf, minlength=num_docs), np.where(live, lengths, 0))
         )

@@ -69,9 +69,7 @@ def segment_from_terms(
     num_docs = len(lengths)
     doc_ptr = np.zeros(num_docs + 1, dtype=np.int64)
     np.cumsum(lengths, out=doc_ptr[1:])
-    by_doc = sp.csr_matrix(
-        (np.ones(len(term_ids), dtype=np.float32), term_ids, doc_ptr), shape=(num_docs, num_terms)
-    )
+    by_doc = sp.csr_matrix((np.ones(len(term_ids), dtype=np.float32), term_ids, doc_ptr), shape=(num_docs, num_terms))
     by_doc.sum_duplicates()  # repeated terms of a document become its term frequency
     return _segment(by_doc.tocsc(), positions, num_docs)
 

@@ -326,9 +326,7 @@ class DenseIndex:
         return isinstance(inner, faiss.IndexFlat)
 
     # -- persistence ------------------------------------------------------------------------
-    def save(
-        self, directory: Path, generation: int, arrays: dict[str, np.ndarray] | None = None, **state: Any
-    ) -> None:
+    def save(self, directory: Path, generation: int, arrays: dict[str, np.ndarray] | None = None, **state: Any) -> None:
         """Write the index, its settings, ``arrays`` (``name.npy`` files) and a checksum manifest
         (with ``generation`` and ``state``) together, atomically."""
         with write_index_directory(directory, {"generation": generation, **state}) as tmp:
@@ -368,7 +366,9 @@ class DenseIndex:
                 handle.close()
             raise DenseIndexError(f"FAISS index in {directory} is corrupt: {error}") from error
         if index._index.d != index.dim:
-            raise DenseIndexError(f"FAISS index in {directory} has dimension {index._index.d}, settings say {index.dim}")
+            raise DenseIndexError(
+                f"FAISS index in {directory} has dimension {index._index.d}, settings say {index.dim}"
+            )
         if not isinstance(faiss.downcast_index(index._index), faiss.IndexIDMap2):
             raise DenseIndexError(f"FAISS index in {directory} is not keyed by document rowids")
         index.state = state

@@ -118,7 +118,9 @@ class LayeredDenseIndex:
             return main
         return _merge(main, self.delta.search(query, top_k, allowed_rowids), top_k)
 
-    def search_many(self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None) -> list[np.ndarray]:
+    def search_many(
+        self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
+    ) -> list[np.ndarray]:
         """The rowids :meth:`search` finds for each row of ``queries``."""
         main = self.main.search_many_scored(queries, top_k, allowed_rowids, self.removed)
         if len(self.delta) == 0:
@@ -178,9 +180,7 @@ class LayeredDenseIndex:
         """Write the delta and the tombstones, bound to the saved main."""
         if self.main_key is None:
             raise DenseIndexError("the main index is not saved: save it before a delta")
-        self.delta.save(
-            directory, self.generation, arrays={REMOVED: self.removed}, main_key=self.main_key, **state
-        )
+        self.delta.save(directory, self.generation, arrays={REMOVED: self.removed}, main_key=self.main_key, **state)
 
     def load_delta(self, directory: Path, newest_generation: int) -> dict[str, Any] | None:
         """Take the delta and tombstones saved in ``directory`` for this main, if any (checked

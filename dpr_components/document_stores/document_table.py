@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS row_changes (generation INTEGER NOT NULL, kind INTEGER NOT NULL, row INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS row_changes_by_generation ON row_changes (generation);
 """ + "".join(
-    f"CREATE INDEX IF NOT EXISTS documents_by_{name} ON documents ({sql});\n" for name, sql in INDEXED_META_FIELDS.items()
+    f"CREATE INDEX IF NOT EXISTS documents_by_{name} ON documents ({sql});\n"
+    for name, sql in INDEXED_META_FIELDS.items()
 )
 # How many documents have a vector, kept by triggers in the transaction of every write (whatever
 # code writes: write, overwrite, delete, delete_all...), so checking a loaded FAISS index needs
@@ -232,7 +233,10 @@ class DocumentTable:
                     # Writes before the log existed are unknown: it is complete from now on.
                     with self._transaction():
                         self._set_info(CHANGES_FROM_KEY, int(self._info("generation", 0)))
-                if not self._has_vector_counter() and self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None:
+                if (
+                    not self._has_vector_counter()
+                    and self._db.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None
+                ):
                     self._add_vector_counter()  # an empty table: free now (else at the first count)
                 if path is not None and self.info("store_id") is None:
                     with self._transaction():
@@ -247,7 +251,10 @@ class DocumentTable:
             raise ValueError(f"document database {path} is corrupt or not an SQLite file: {error}") from error
 
     def _has_table(self, name: str) -> bool:
-        return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+        return (
+            self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+            is not None
+        )
 
     def _columns(self) -> set[str]:
         return {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
@@ -341,7 +348,9 @@ class DocumentTable:
 
     def _state(self) -> TableState:
         row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'documents'").fetchone()
-        return TableState(int(self._info("generation", 0)), int(self._info("vectors_reset_at", 0)), int(row[0]) if row else 0)
+        return TableState(
+            int(self._info("generation", 0)), int(self._info("vectors_reset_at", 0)), int(row[0]) if row else 0
+        )
 
     def state(self) -> TableState:
         with self._snapshot():
@@ -538,11 +547,15 @@ class DocumentTable:
         found: dict[str, bytes | None] = {}
         for chunk in _chunks(ids):
             found.update(
-                self._db.execute(f"SELECT id, embedding FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                self._db.execute(
+                    f"SELECT id, embedding FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                )
             )
         return found
 
-    def select(self, sql: str, filters: dict[str, Any] | None, leading_params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def select(
+        self, sql: str, filters: dict[str, Any] | None, leading_params: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]:
         """Rows of ``sql`` (with ``{where}`` for the filter; ``leading_params`` bind the ``?`` before
         it), with SQLite's errors about the filter turned into ``FilterError``."""
         where, params = _where(filters)
@@ -624,7 +637,8 @@ class DocumentTable:
             if since < int(self._info(CHANGES_FROM_KEY, 0)):
                 return None
             touched = [
-                r for (r,) in self._db.execute(
+                r
+                for (r,) in self._db.execute(
                     f"SELECT DISTINCT row FROM row_changes WHERE generation > ? AND row <= ? "
                     f"AND kind IN ({','.join('?' * len(kinds))}) ORDER BY row",
                     (since, max_rowid, *kinds),
@@ -674,7 +688,8 @@ class DocumentTable:
                 if not self._has_table("row_changes") or since < int(self._info(CHANGES_FROM_KEY, 0)):
                     return None
                 touched = [
-                    r for (r,) in self._db.execute(
+                    r
+                    for (r,) in self._db.execute(
                         "SELECT DISTINCT row FROM row_changes WHERE generation > ? AND row <= ? AND kind IN (?, ?) "
                         "ORDER BY row",
                         (since, max_rowid, CHANGED, REMOVED),

@@ -141,9 +141,19 @@ class EmbeddedDocumentStore(MetadataQueries):
         self.path = path
         self.autosave = autosave
         self._config = StoreConfig(
-            path=path, embedding_dim=embedding_dim, similarity=similarity, index_factory=index_factory,
-            ef_search=ef_search, nprobe=nprobe, ef_construction=ef_construction, bm25_k1=bm25_k1, bm25_b=bm25_b, bm25_method=bm25_method,
-            bm25_title_field=bm25_title_field, memory_map=memory_map, delta_fraction=float(dense_delta_fraction),
+            path=path,
+            embedding_dim=embedding_dim,
+            similarity=similarity,
+            index_factory=index_factory,
+            ef_search=ef_search,
+            nprobe=nprobe,
+            ef_construction=ef_construction,
+            bm25_k1=bm25_k1,
+            bm25_b=bm25_b,
+            bm25_method=bm25_method,
+            bm25_title_field=bm25_title_field,
+            memory_map=memory_map,
+            delta_fraction=float(dense_delta_fraction),
         )
         # Opened on first use (creating nothing before); settings conflicts are reported now.
         check_before_opening(self._config)
@@ -186,9 +196,20 @@ class EmbeddedDocumentStore(MetadataQueries):
     def to_dict(self) -> dict[str, Any]:
         c = self._config
         return default_to_dict(
-            self, path=c.path, embedding_dim=c.embedding_dim, similarity=c.similarity, index_factory=c.index_factory,
-            ef_search=c.ef_search, nprobe=c.nprobe, ef_construction=c.ef_construction, bm25_k1=c.bm25_k1, bm25_b=c.bm25_b, bm25_method=c.bm25_method,
-            bm25_title_field=c.bm25_title_field, autosave=self.autosave, memory_map=c.memory_map,
+            self,
+            path=c.path,
+            embedding_dim=c.embedding_dim,
+            similarity=c.similarity,
+            index_factory=c.index_factory,
+            ef_search=c.ef_search,
+            nprobe=c.nprobe,
+            ef_construction=c.ef_construction,
+            bm25_k1=c.bm25_k1,
+            bm25_b=c.bm25_b,
+            bm25_method=c.bm25_method,
+            bm25_title_field=c.bm25_title_field,
+            autosave=self.autosave,
+            memory_map=c.memory_map,
             dense_delta_fraction=c.delta_fraction,
         )
 
@@ -282,7 +303,9 @@ class EmbeddedDocumentStore(MetadataQueries):
         blob_data = blob_info = sparse = None
         if doc.blob is not None:
             blob_data = bytes(doc.blob.data)
-            blob_info = _meta_json({"mime_type": doc.blob.mime_type, "meta": doc.blob.meta}, f"document {doc.id!r}: blob")
+            blob_info = _meta_json(
+                {"mime_type": doc.blob.mime_type, "meta": doc.blob.meta}, f"document {doc.id!r}: blob"
+            )
         if doc.sparse_embedding is not None:
             sparse_values = doc.sparse_embedding.to_dict()
             if not all(np.isfinite(v) for v in sparse_values["values"]):
@@ -356,7 +379,9 @@ class EmbeddedDocumentStore(MetadataQueries):
             dim = backend.embedding_dim
             query_vec = np.asarray(query_embedding, dtype=np.float32)
             if dim is not None and query_vec.shape != (dim,):
-                raise ValueError(f"query embedding has shape {query_vec.shape}, the store holds {dim}-dimensional vectors")
+                raise ValueError(
+                    f"query embedding has shape {query_vec.shape}, the store holds {dim}-dimensional vectors"
+                )
             rowid_array = np.asarray(rowids, dtype=np.int64)
             scores, has_vector = exact_dense_scores(backend, rowid_array, query_vec, self.similarity)
             dense_scores = {int(r): float(s) for r, s, v in zip(rowid_array, scores, has_vector) if v}
@@ -432,7 +457,12 @@ class EmbeddedDocumentStore(MetadataQueries):
         dense_lists = dense_index.search_many(vectors, candidates, allowed) if dense_index is not None else None
         per_query = [
             hybrid_candidates(
-                backend, query, vector, candidates, self.similarity, allowed,
+                backend,
+                query,
+                vector,
+                candidates,
+                self.similarity,
+                allowed,
                 dense_lists[i] if dense_lists is not None else np.zeros(0, dtype=np.int64),
             )
             for i, (query, vector) in enumerate(zip(queries, vectors, strict=True))
@@ -450,7 +480,9 @@ class EmbeddedDocumentStore(MetadataQueries):
                 if row is None:
                     continue
                 dense_score = float(found.dense[position]) if found.has_vector[position] else None
-                scored = dataclasses.replace(row, meta={**row.meta, "bm25_score": float(found.bm25[position]), "dense_score": dense_score})
+                scored = dataclasses.replace(
+                    row, meta={**row.meta, "bm25_score": float(found.bm25[position]), "dense_score": dense_score}
+                )
                 documents.append(_to_document(scored, float(fused[position])))
             results.append(documents)
         return results
@@ -500,7 +532,9 @@ class EmbeddedDocumentStore(MetadataQueries):
             backend.save_searched()
 
 
-def _documents(backend: StoreBackend, rowids: np.ndarray, scores: np.ndarray, with_vectors: bool = False) -> list[Document]:
+def _documents(
+    backend: StoreBackend, rowids: np.ndarray, scores: np.ndarray, with_vectors: bool = False
+) -> list[Document]:
     """The found documents (with their vectors only if asked), scored, in the order of ``rowids``."""
     found = backend.table.documents_by_rowid(rowids.tolist(), with_vectors)
     return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
@@ -535,7 +569,9 @@ def _meta_json(meta: dict[str, Any], what: str) -> str:
 def _check_filters(filters: Any, method: str, instead: str) -> None:
     """A filter that selects documents to change must be given: an empty one would change every document."""
     if not isinstance(filters, dict) or not filters:
-        raise ValueError(f"{method} needs a non-empty Haystack filter, got {filters!r}; to change every document use {instead}")
+        raise ValueError(
+            f"{method} needs a non-empty Haystack filter, got {filters!r}; to change every document use {instead}"
+        )
 
 
 def _check_top_k(top_k: int) -> None:
@@ -555,5 +591,11 @@ def _to_document(stored: StoredDocument, score: float | None = None) -> Document
         blob = ByteStream(data=stored.blob_data, meta=info.get("meta") or {}, mime_type=info.get("mime_type"))
     sparse = SparseEmbedding.from_dict(stored.sparse_embedding) if stored.sparse_embedding is not None else None
     return Document(
-        id=stored.id, content=stored.content, meta=stored.meta, embedding=embedding, score=score, blob=blob, sparse_embedding=sparse
+        id=stored.id,
+        content=stored.content,
+        meta=stored.meta,
+        embedding=embedding,
+        score=score,
+        blob=blob,
+        sparse_embedding=sparse,
     )

@@ -99,7 +99,8 @@ def hybrid_candidates(
     if dense_rowids is None:
         dense_index = backend.dense()
         dense_rowids = (
-            dense_index.search(query_vector, candidates, allowed_rowids)[0] if dense_index is not None
+            dense_index.search(query_vector, candidates, allowed_rowids)[0]
+            if dense_index is not None
             else np.zeros(0, dtype=np.int64)
         )
     union = union_rowids(dense_rowids, bm25_list)

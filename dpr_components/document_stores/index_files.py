@@ -168,5 +168,6 @@ def _write_record(directory: Path, files: dict[str, list[Any]]) -> None:
     except OSError as error:
         logger.debug(
             "cannot record the verified files of {directory} ({error}): they are hashed again next time",
-            directory=directory, error=error,
+            directory=directory,
+            error=error,
         )

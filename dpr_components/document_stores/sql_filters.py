@@ -151,7 +151,9 @@ def _ordering(field: _Field, operator: str, value: Any, params: list[Any]) -> st
     if value is None:
         return "0"  # Haystack: nothing compares with None
     if isinstance(value, (list, dict)):
-        raise FilterError(f"filter on {field.name!r}: operator {operator!r} cannot compare with a {type(value).__name__}")
+        raise FilterError(
+            f"filter on {field.name!r}: operator {operator!r} cannot compare with a {type(value).__name__}"
+        )
     if isinstance(value, str):
         date = _parse_date(field.name, value)
         comparable = f"{field.type(params)} = 'text' AND julianday({field.value(params)}) IS NOT NULL"
@@ -162,7 +164,9 @@ def _ordering(field: _Field, operator: str, value: Any, params: list[Any]) -> st
     else:
         bound = _sql_value(field.name, value)
         if field.name in ("id", "content"):
-            raise FilterError(f"filter on {field.name!r}: operator {operator!r} cannot compare its text with the number {value!r}")
+            raise FilterError(
+                f"filter on {field.name!r}: operator {operator!r} cannot compare its text with the number {value!r}"
+            )
         comparable = f"{field.type(params)} IN ('integer', 'real', 'true', 'false')"
         compare = f"{field.value(params)} {operator} ?"
         params.append(bound)

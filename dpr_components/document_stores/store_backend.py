@@ -202,7 +202,9 @@ class StoreBackend:
             try:
                 main = DenseIndex.load(directory, self.config.ef_search, self.config.nprobe, self.config.memory_map)
             except DenseIndexError as error:
-                logger.warning("{error}: rebuilding it from the documents", error=str(error))  # a string: no frames kept alive
+                logger.warning(
+                    "{error}: rebuilding it from the documents", error=str(error)
+                )  # a string: no frames kept alive
                 self._rewrite.add(DENSE_DIR)
                 return None
             loaded, state = LayeredDenseIndex(main, main_key(directory)), main.state
@@ -231,7 +233,9 @@ class StoreBackend:
         if table_state.generation == loaded.generation and count != len(loaded):
             logger.warning(
                 "FAISS index in {directory} holds {vectors} vectors but the documents have {count}: rebuilding it from the documents",
-                directory=directory, vectors=len(loaded), count=count,
+                directory=directory,
+                vectors=len(loaded),
+                count=count,
             )
             self._rewrite.add(DENSE_DIR)
             return None
@@ -285,7 +289,9 @@ class StoreBackend:
         """Positions of ``wanted`` rowids in the index; None if one is missing or was removed."""
         positions = np.searchsorted(rowids, wanted)
         if len(positions) and (
-            positions.max() >= len(rowids) or not np.array_equal(rowids[positions], wanted) or not index.is_live(positions).all()
+            positions.max() >= len(rowids)
+            or not np.array_equal(rowids[positions], wanted)
+            or not index.is_live(positions).all()
         ):
             return None
         return positions
@@ -303,7 +309,8 @@ class StoreBackend:
             except (OSError, ValueError) as error:
                 logger.warning(
                     "BM25 index in {directory} unreadable ({error}): rebuilding it from the documents",
-                    directory=directory, error=str(error),
+                    directory=directory,
+                    error=str(error),
                 )
                 self._rewrite.add(BM25_DIR)
                 return False
@@ -315,8 +322,11 @@ class StoreBackend:
             self._rewrite.add(BM25_DIR)
             return False
         generation = int(index.state["generation"])
-        if rowids.ndim != 1 or len(rowids) != len(index) or not np.issubdtype(rowids.dtype, np.integer) or (
-            len(rowids) > 1 and not np.all(np.diff(rowids) > 0)
+        if (
+            rowids.ndim != 1
+            or len(rowids) != len(index)
+            or not np.issubdtype(rowids.dtype, np.integer)
+            or (len(rowids) > 1 and not np.all(np.diff(rowids) > 0))
         ):
             logger.warning(
                 "BM25 index in {directory} has unusable row ids: rebuilding it from the documents",
@@ -328,7 +338,9 @@ class StoreBackend:
         if generation == self.table.generation and count != index.live_count:
             logger.warning(
                 "BM25 index in {directory} holds {indexed} documents but the store has {count}: rebuilding it from the documents",
-                directory=directory, indexed=index.live_count, count=count,
+                directory=directory,
+                indexed=index.live_count,
+                count=count,
             )
             self._rewrite.add(BM25_DIR)
             return False
@@ -377,7 +389,8 @@ class StoreBackend:
         if problem is not None:
             logger.warning(
                 "index folder {directory} {problem}: rebuilding it from the documents",
-                directory=directory, problem=problem,
+                directory=directory,
+                problem=problem,
             )
             self._rewrite.add(name)
             return None
@@ -392,7 +405,11 @@ class StoreBackend:
     def _saved_generation(self, name: str) -> int:
         assert self.root is not None
         recorded = recorded_state(self.root / name)
-        if recorded is None or recorded.get("store_id") != self.store_id or not isinstance(recorded.get("generation"), int):
+        if (
+            recorded is None
+            or recorded.get("store_id") != self.store_id
+            or not isinstance(recorded.get("generation"), int)
+        ):
             return -1
         if name == DENSE_DIR:
             delta = recorded_state(self.root / DELTA_DIR)
@@ -421,7 +438,11 @@ class StoreBackend:
         with self.lock:
             if self._dense is not None and self._dense.generation > self._saved_at.get(DENSE_DIR, -1):
                 self._save_dense()
-            if self._bm25 is not None and self._bm25_generation > self._saved_at.get(BM25_DIR, -1) and self._bm25_worth_saving():
+            if (
+                self._bm25 is not None
+                and self._bm25_generation > self._saved_at.get(BM25_DIR, -1)
+                and self._bm25_worth_saving()
+            ):
                 self._save_bm25()
 
     def _bm25_worth_saving(self) -> bool:
@@ -441,7 +462,8 @@ class StoreBackend:
         except Exception as error:  # noqa: BLE001 - a finaliser must not raise; the documents are safe in SQLite
             logger.warning(
                 "could not save the indexes of {store} ({error}): the next opening rebuilds them",
-                store=self.root, error=error,
+                store=self.root,
+                error=error,
             )
 
     def _save_dense(self, fold: bool = False) -> None:
@@ -544,7 +566,8 @@ def _save_at_exit() -> None:
         except Exception as error:  # noqa: BLE001 - one folder's failure must not keep the others unsaved
             logger.warning(
                 "could not save the indexes of {store} ({error}): the next opening rebuilds them",
-                store=backend.root, error=error,
+                store=backend.root,
+                error=error,
             )
 
 

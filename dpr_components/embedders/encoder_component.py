@@ -10,8 +10,15 @@ class EncoderComponent:
     """Base of :class:`PassageEmbedder` and :class:`QuestionEmbedder`."""
 
     def _init_encoder(
-        self, model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, precision: Precision,
-        batch_size: int, title_mode: TitleMode, plain_torch: bool = False,
+        self,
+        model: str,
+        pooling: Pooling,
+        normalize: bool | None,
+        max_length: int | None,
+        precision: Precision,
+        batch_size: int,
+        title_mode: TitleMode,
+        plain_torch: bool = False,
     ) -> None:
         """Keep the settings as init parameters and build the encoder (it checks them; weights load on warm-up)."""
         self.model, self.pooling, self.normalize = model, pooling, normalize

@@ -66,9 +66,17 @@ class PassageEmbedder(EncoderComponent):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, model=self.model, pooling=self.pooling, normalize=self.normalize, max_length=self.max_length,
-            title_mode=self.title_mode, precision=self.precision, batch_size=self.batch_size,
-            title_field=self.title_field, cache_dir=self.cache_dir, progress_bar=self.progress_bar,
+            self,
+            model=self.model,
+            pooling=self.pooling,
+            normalize=self.normalize,
+            max_length=self.max_length,
+            title_mode=self.title_mode,
+            precision=self.precision,
+            batch_size=self.batch_size,
+            title_field=self.title_field,
+            cache_dir=self.cache_dir,
+            progress_bar=self.progress_bar,
         )
 
     @classmethod
@@ -103,7 +111,9 @@ class PassageEmbedder(EncoderComponent):
 
     def _embed(self, documents: list[Document]) -> list[Document]:
         """The documents with their vectors, stamped with the encoder's weights digest."""
-        titles = [d.meta.get(self.title_field) if isinstance(d.meta.get(self.title_field), str) else None for d in documents]
+        titles = [
+            d.meta.get(self.title_field) if isinstance(d.meta.get(self.title_field), str) else None for d in documents
+        ]
         with model_lock(("encoder", self.encoder.settings)):
             cache = cache_for(self.encoder, self.cache_dir) if self.cache_dir else None
             vectors = encode_passages_cached(

@@ -55,8 +55,13 @@ class QuestionEmbedder(EncoderComponent):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, model=self.model, pooling=self.pooling, normalize=self.normalize, max_length=self.max_length,
-            precision=self.precision, batch_size=self.batch_size,
+            self,
+            model=self.model,
+            pooling=self.pooling,
+            normalize=self.normalize,
+            max_length=self.max_length,
+            precision=self.precision,
+            batch_size=self.batch_size,
         )
 
     @classmethod

@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING
 from dpr_components.utils.lazy_package import make_lazy
 
 _import_structure = {
-    "text_encoder": ["TextEncoder", "EncoderSettings", "EncoderLoadError", "BUNDLED_MINILM", "Pooling", "Precision", "TitleMode", "resolve_model_path", "load_tokenizer", "detect_layout"],
+    "text_encoder": [
+        "TextEncoder",
+        "EncoderSettings",
+        "EncoderLoadError",
+        "BUNDLED_MINILM",
+        "Pooling",
+        "Precision",
+        "TitleMode",
+        "resolve_model_path",
+        "load_tokenizer",
+        "detect_layout",
+    ],
 }
 
 if TYPE_CHECKING:

@@ -39,8 +39,12 @@ def encode_passages_cached(
         else:
             missing.append(i)
     bar = tqdm(
-        total=len(texts), initial=len(texts) - len(missing), unit="passage", desc="Encoding passages",
-        disable=not show_progress, smoothing=0.05,
+        total=len(texts),
+        initial=len(texts) - len(missing),
+        unit="passage",
+        desc="Encoding passages",
+        disable=not show_progress,
+        smoothing=0.05,
     )
 
     def save(positions: np.ndarray, vectors: np.ndarray) -> None:
@@ -49,8 +53,6 @@ def encode_passages_cached(
         bar.update(len(positions))
 
     if missing:
-        out[missing] = encoder.encode_passages(
-            [texts[i] for i in missing], [titles[i] for i in missing], on_batch=save
-        )
+        out[missing] = encoder.encode_passages([texts[i] for i in missing], [titles[i] for i in missing], on_batch=save)
     bar.close()
     return out

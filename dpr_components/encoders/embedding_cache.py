@@ -60,7 +60,9 @@ class EmbeddingCache:
         damaged = self.path.with_name(self.path.name + ".damaged")
         logger.warning(
             "vector cache {path} is not a usable cache ({error}): moved to {moved_to}; its passages are encoded again",
-            path=self.path, error=error, moved_to=damaged,
+            path=self.path,
+            error=error,
+            moved_to=damaged,
         )
         for suffix in ("", "-wal", "-shm"):
             source = Path(f"{self.path}{suffix}")
@@ -81,7 +83,11 @@ class EmbeddingCache:
                 chunk = list(keys[start : start + 900])
                 marks = ",".join("?" * len(chunk))
                 for key, blob in self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
-                    vector = np.frombuffer(blob, dtype=np.float32) if isinstance(blob, bytes) and len(blob) % 4 == 0 else None
+                    vector = (
+                        np.frombuffer(blob, dtype=np.float32)
+                        if isinstance(blob, bytes) and len(blob) % 4 == 0
+                        else None
+                    )
                     if vector is not None and vector.shape[0] == self.dim and np.isfinite(vector).all():
                         found[key] = vector
                     else:
@@ -91,7 +97,9 @@ class EmbeddingCache:
         if wrong_size:
             logger.warning(
                 "vector cache {path} holds {wrong} vectors that are not {dim} finite floats: those passages are encoded again",
-                path=self.path, wrong=wrong_size, dim=self.dim,
+                path=self.path,
+                wrong=wrong_size,
+                dim=self.dim,
             )
         return found
 

@@ -12,13 +12,23 @@ from dpr_components.encoders.text_encoder import (
 
 
 def make_encoder(
-    model: str, pooling: Pooling, normalize: bool | None, max_length: int | None, title_mode: TitleMode,
-    precision: Precision, batch_size: int, plain_torch: bool = False,
+    model: str,
+    pooling: Pooling,
+    normalize: bool | None,
+    max_length: int | None,
+    title_mode: TitleMode,
+    precision: Precision,
+    batch_size: int,
+    plain_torch: bool = False,
 ) -> TextEncoder:
     """An encoder of ``model`` with these settings (weights load on first use); ``plain_torch`` for
     query-time encoders (see :class:`TextEncoder`)."""
     settings = EncoderSettings(
-        model=model, pooling=pooling, normalize=normalize, max_length=max_length, title_mode=title_mode,
+        model=model,
+        pooling=pooling,
+        normalize=normalize,
+        max_length=max_length,
+        title_mode=title_mode,
         precision=precision,
     )
     return TextEncoder(settings, batch_size=batch_size, plain_torch=plain_torch)

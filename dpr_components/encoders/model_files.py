@@ -26,7 +26,14 @@ from dpr_components.utils.validation import short_repr
 
 # Exceptions transformers and safetensors raise for unreadable or mismatched model files.
 LOAD_ERRORS: tuple[type[BaseException], ...] = (
-    OSError, ValueError, KeyError, RuntimeError, TypeError, AttributeError, IndexError, EOFError,
+    OSError,
+    ValueError,
+    KeyError,
+    RuntimeError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    EOFError,
     pickle.UnpicklingError,
 )
 

@@ -110,7 +110,7 @@ def read_pair_file(folder: Path) -> dict[str, Any] | None:
         or not isinstance(record.get("passage_encoder"), str)
     ):
         raise EncoderLoadError(
-            f"{path} is malformed: expected {{\"role\": \"question\" or \"passage\", \"passage_encoder\": \"<digest>\"}}"
+            f'{path} is malformed: expected {{"role": "question" or "passage", "passage_encoder": "<digest>"}}'
         )
     return record
 

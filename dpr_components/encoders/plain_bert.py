@@ -85,7 +85,10 @@ def _check_config(config: dict[str, Any], kind: str) -> BertShape:
         "add_cross_attention": (config.get("add_cross_attention", False), False),
         "chunk_size_feed_forward": (config.get("chunk_size_feed_forward", 0), 0),
         "pruned_heads": (bool(config.get("pruned_heads")), False),
-        "attn_implementation": (config.get("attn_implementation") or config.get("_attn_implementation") or "sdpa", "sdpa"),
+        "attn_implementation": (
+            config.get("attn_implementation") or config.get("_attn_implementation") or "sdpa",
+            "sdpa",
+        ),
     }
     for name, (value, wanted) in checks.items():
         if value != wanted:
@@ -123,8 +126,14 @@ def _expected_shapes(shape: BertShape) -> dict[str, tuple[int, ...]]:
         "embeddings.LayerNorm.weight": (h,),
         "embeddings.LayerNorm.bias": (h,),
     }
-    linear = {"attention.self.query": (h, h), "attention.self.key": (h, h), "attention.self.value": (h, h),
-              "attention.output.dense": (h, h), "intermediate.dense": (i, h), "output.dense": (h, i)}
+    linear = {
+        "attention.self.query": (h, h),
+        "attention.self.key": (h, h),
+        "attention.self.value": (h, h),
+        "attention.output.dense": (h, h),
+        "intermediate.dense": (i, h),
+        "output.dense": (h, i),
+    }
     for layer in range(shape.num_layers):
         for name, (rows, columns) in linear.items():
             shapes[f"encoder.layer.{layer}.{name}.weight"] = (rows, columns)
@@ -192,10 +201,13 @@ class PlainBert:
             layer = f"encoder.layer.{i}"
             attended = self._attention(f"{layer}.attention.self", hidden, mask)
             attended = self._layer_norm(
-                f"{layer}.attention.output.LayerNorm", self._linear(f"{layer}.attention.output.dense", attended) + hidden
+                f"{layer}.attention.output.LayerNorm",
+                self._linear(f"{layer}.attention.output.dense", attended) + hidden,
             )
             inner = F.gelu(self._linear(f"{layer}.intermediate.dense", attended))
-            hidden = self._layer_norm(f"{layer}.output.LayerNorm", self._linear(f"{layer}.output.dense", inner) + attended)
+            hidden = self._layer_norm(
+                f"{layer}.output.LayerNorm", self._linear(f"{layer}.output.dense", inner) + attended
+            )
         return hidden
 
     def pooler_output(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -254,7 +266,9 @@ def _load(folder: Path, kind: str, bf16: bool) -> PlainBert:
         raise Unsupported(f"{len(missing)} weights missing, e.g. {missing[:2]}")
     for name, size in expected.items():
         if tuple(weights[name].shape) != size or not weights[name].is_floating_point():
-            raise Unsupported(f"{name} is {weights[name].dtype} {tuple(weights[name].shape)}, the configuration says {size}")
+            raise Unsupported(
+                f"{name} is {weights[name].dtype} {tuple(weights[name].shape)}, the configuration says {size}"
+            )
     check_finite_weights(folder, {name: weights[name] for name in expected})
     tensors = {name: _as_loaded(weights[name], bf16) for name in expected}
     shape = BertShape(**{**shape.__dict__, "has_pooler": has_pooler})
@@ -280,7 +294,9 @@ class BertTokenizer:
         max_length: int | None = None,
         return_attention_mask: bool = False,
     ) -> dict[str, list[list[int]]]:
-        strategy = {True: "longest_first", "longest_first": "longest_first", "only_second": "only_second"}.get(truncation)
+        strategy = {True: "longest_first", "longest_first": "longest_first", "only_second": "only_second"}.get(
+            truncation
+        )
         if strategy is None or max_length is None:
             raise ValueError(f"unsupported truncation {truncation!r} / max_length {max_length!r}")
         target = {"max_length": max_length, "stride": 0, "strategy": strategy, "direction": self._truncation_side}
@@ -307,7 +323,9 @@ def load_bert_tokenizer(folder: Path) -> BertTokenizer | None:
 
 def _check_tokenizer_settings(config: dict[str, Any], specials: set[str]) -> None:
     """Refuse tokenizer_config.json settings that change tokenisation beyond a plain BertTokenizer."""
-    unsupported = [k for k in ("extra_special_tokens", "additional_special_tokens", "split_special_tokens") if config.get(k)]
+    unsupported = [
+        k for k in ("extra_special_tokens", "additional_special_tokens", "split_special_tokens") if config.get(k)
+    ]
     if config.get("padding_side", "right") != "right" or config.get("backend", "tokenizers") != "tokenizers":
         unsupported.append("padding_side/backend")
     added = config.get("added_tokens_decoder") or {}
@@ -327,9 +345,16 @@ def load_tokenizer(folder: Path) -> BertTokenizer:
     config = _read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
     if config.get("tokenizer_class") not in BERT_TOKENIZER_CLASSES:
         raise Unsupported(f"tokenizer_class {config.get('tokenizer_class')!r}")
-    specials = {name: str(config.get(name, default)) for name, default in (
-        ("unk_token", "[UNK]"), ("sep_token", "[SEP]"), ("pad_token", "[PAD]"), ("cls_token", "[CLS]"), ("mask_token", "[MASK]"),
-    )}
+    specials = {
+        name: str(config.get(name, default))
+        for name, default in (
+            ("unk_token", "[UNK]"),
+            ("sep_token", "[SEP]"),
+            ("pad_token", "[PAD]"),
+            ("cls_token", "[CLS]"),
+            ("mask_token", "[MASK]"),
+        )
+    }
     _check_tokenizer_settings(config, set(specials.values()))
     if not (folder / TOKENIZER_FILE).is_file():
         raise Unsupported(f"no {TOKENIZER_FILE}")
@@ -338,8 +363,11 @@ def load_tokenizer(folder: Path) -> BertTokenizer:
     except Exception as error:  # the Rust side raises plain Exception for unreadable files
         raise Unsupported(f"cannot read {TOKENIZER_FILE}: {error}") from error
     model = backend.model
-    settings = (getattr(model, "unk_token", None), getattr(model, "continuing_subword_prefix", None),
-                getattr(model, "max_input_chars_per_word", None))
+    settings = (
+        getattr(model, "unk_token", None),
+        getattr(model, "continuing_subword_prefix", None),
+        getattr(model, "max_input_chars_per_word", None),
+    )
     if type(model).__name__ != "WordPiece" or settings != (specials["unk_token"], "##", 100):
         raise Unsupported("tokenizer model is not transformers' WordPiece")
     added = backend.get_added_tokens_decoder().values()

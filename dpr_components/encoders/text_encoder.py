@@ -241,7 +241,9 @@ def load_tokenizer(layout: ModelLayout) -> Any:
         with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     except LOAD_ERRORS as error:
-        raise EncoderLoadError(f"cannot load the tokenizer of {folder} (tokenizer.json, vocab.txt): {first_line(error)}") from error
+        raise EncoderLoadError(
+            f"cannot load the tokenizer of {folder} (tokenizer.json, vocab.txt): {first_line(error)}"
+        ) from error
     if len(tokenizer) < 100:
         raise EncoderLoadError(
             f"the tokenizer of {folder} has only {len(tokenizer)} tokens: its tokenizer files (tokenizer.json, "
@@ -312,7 +314,9 @@ class TextEncoder:
     _shared: dict[tuple[EncoderSettings, bool], tuple[Any, Any, ModelLayout]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, settings: EncoderSettings | None = None, batch_size: int = 32, plain_torch: bool = False) -> None:
+    def __init__(
+        self, settings: EncoderSettings | None = None, batch_size: int = 32, plain_torch: bool = False
+    ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.settings = settings or EncoderSettings()
@@ -339,8 +343,9 @@ class TextEncoder:
                 layout = detect_layout(resolve_model_path(self.settings.model))
                 TextEncoder._shared[key] = self._load_plain(layout) or self._load_transformers(layout)
             self._model, self._tokenizer, self._layout = TextEncoder._shared[key]
-        check_max_length(self.settings.max_length, self._layout.max_positions,
-                         f"max_length (for {self._layout.transformer_path})")
+        check_max_length(
+            self.settings.max_length, self._layout.max_positions, f"max_length (for {self._layout.transformer_path})"
+        )
 
     def _load_transformers(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout]:
         model = _load_transformer(layout)

@@ -59,7 +59,9 @@ def evaluation_spec(spec: Mapping[str, Any], where: str) -> EvaluationSpec:
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0):
         raise ValueError(f"{where}: metadata.evaluation.top_k must be a positive integer, got {top_k!r}")
     systems = section.get("systems") or {}
-    if not isinstance(systems, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in systems.items()):
+    if not isinstance(systems, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in systems.items()
+    ):
         raise ValueError(f"{where}: metadata.evaluation.systems must map names to pipeline files")
     base = Path(where).parent
     return EvaluationSpec(

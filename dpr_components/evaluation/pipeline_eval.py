@@ -114,7 +114,9 @@ def _sub_pipeline(eval_pipeline: Pipeline, names: set[str]) -> Pipeline:
     data = eval_pipeline.to_dict()
     data["components"] = {name: spec for name, spec in data["components"].items() if name in names}
     data["connections"] = [
-        c for c in data.get("connections", []) if c["sender"].split(".")[0] in names and c["receiver"].split(".")[0] in names
+        c
+        for c in data.get("connections", [])
+        if c["sender"].split(".")[0] in names and c["receiver"].split(".")[0] in names
     ]
     # Only classes this pipeline was already built from (checked when it was loaded) are rebuilt.
     modules = sorted({spec["type"].rsplit(".", 1)[0] for spec in data["components"].values()})
@@ -135,7 +137,10 @@ def _metric_rows(component: str, outputs: dict[str, Any], n_questions: int) -> d
         }
         return metrics
     if "exact_match" in outputs:
-        metrics["exact_match"] = {"score": outputs["exact_match"] / 100.0, "individual_scores": outputs["individual_scores"]}
+        metrics["exact_match"] = {
+            "score": outputs["exact_match"] / 100.0,
+            "individual_scores": outputs["individual_scores"],
+        }
         metrics["f1"] = {"score": outputs["f1"] / 100.0, "individual_scores": outputs["individual_f1"]}
         return metrics
     if isinstance(outputs.get("individual_scores"), list) and len(outputs["individual_scores"]) == n_questions:
@@ -143,7 +148,9 @@ def _metric_rows(component: str, outputs: dict[str, Any], n_questions: int) -> d
     return metrics
 
 
-def evaluate_outputs(eval_pipeline: Pipeline, questions: Sequence[QAExample], outputs: SystemOutputs, top_k: int) -> SystemEvaluation:
+def evaluate_outputs(
+    eval_pipeline: Pipeline, questions: Sequence[QAExample], outputs: SystemOutputs, top_k: int
+) -> SystemEvaluation:
     """Run the evaluators that apply to ``outputs`` once over all questions."""
     chosen = _applicable(eval_pipeline, outputs)
     if not chosen:
@@ -165,7 +172,11 @@ def evaluate_outputs(eval_pipeline: Pipeline, questions: Sequence[QAExample], ou
             )
         if "exact_match" in component_outputs:
             answer_scores = {"exact_match": component_outputs["exact_match"], "f1": component_outputs["f1"]}
-    inputs: dict[str, list[Any]] = {"question_id": [q.id for q in questions], "question": [q.question for q in questions], GOLD_INPUT: golds}
+    inputs: dict[str, list[Any]] = {
+        "question_id": [q.id for q in questions],
+        "question": [q.question for q in questions],
+        GOLD_INPUT: golds,
+    }
     if outputs.answers is not None:
         inputs[ANSWER_INPUT] = list(outputs.answers)
     run_result = EvaluationRunResult(run_name=outputs.name, inputs=inputs, results=metrics)

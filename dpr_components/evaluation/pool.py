@@ -46,7 +46,9 @@ def pool_store(model: str | None, path: Path) -> EmbeddedDocumentStore:
         return store
     print(f"indexing {len(passages)} passages into {path}", flush=True)
     documents = [
-        Document(id=p.id, content=p.text, meta={"title": p.title, "document_id": p.document_id, "passage_index": p.index})
+        Document(
+            id=p.id, content=p.text, meta={"title": p.title, "document_id": p.document_id, "passage_index": p.index}
+        )
         for p in passages
     ]
     if model is not None:

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
@@ -20,6 +20,9 @@ from dpr_components.utils.output_files import (
     prepare_output_folder,
     reporting_write_errors,
 )
+
+if TYPE_CHECKING:  # the statistics stack is imported only by reports that have intervals
+    from dpr_components.evaluation.metric_intervals import ReportIntervals
 
 TABLE_KS = (1, 5, 20, 100)
 REPORT_MD = "report.md"
@@ -39,9 +42,7 @@ class ReportTable:
     def __post_init__(self) -> None:
         for index, row in enumerate(self.rows):
             if len(row) != len(self.columns):
-                raise ValueError(
-                    f"table {self.title!r}, row {index}: {len(row)} cells for {len(self.columns)} columns"
-                )
+                raise ValueError(f"table {self.title!r}, row {index}: {len(row)} cells for {len(self.columns)} columns")
 
 
 def _cell(value: Any) -> str:
@@ -66,10 +67,18 @@ def _render_markdown(
     command: str,
     dataset_name: str,
     extra_tables: Sequence[ReportTable],
+    intervals: ReportIntervals | None = None,
 ) -> str:
     columns = ["System", *(f"Top-{k}" for k in TABLE_KS), "MRR", "Questions"]
     rows = [
         [name, *(result.top_k.get(k) for k in TABLE_KS), f"{result.mrr:.4f}", result.n_questions]
+        if intervals is None
+        else [
+            name,
+            *(intervals.cell(name, f"top_{k}") for k in TABLE_KS),
+            intervals.cell(name, "mrr"),
+            result.n_questions,
+        ]
         for name, result in systems.items()
     ]
     counts = sorted({result.n_questions for result in systems.values()})
@@ -86,6 +95,7 @@ def _render_markdown(
             "",
             *_markdown_table(columns, rows),
             "",
+            *([intervals.note(), ""] if intervals is not None else []),
             f"Full curves (k = 1..100) are in `{REPORT_JSON}` and `{REPORT_PNG}`.",
         ]
     for table in extra_tables:
@@ -126,10 +136,12 @@ def write_retrieval_report(
     dataset_name: str,
     extra_tables: Sequence[ReportTable] = (),
     log_x: bool = True,
+    intervals: ReportIntervals | None = None,
 ) -> dict[str, Path]:
     """Write ``report.md``, ``report.json`` and ``topk_accuracy.png`` into ``out_dir``.
 
-    ``command`` is the command line that produced the numbers (a string or argv list).
+    ``command`` is the command line that produced the numbers (a string or argv list); with
+    ``intervals``, table cells show them and report.json has them under ``"intervals"``.
     Returns the written paths by kind (``"markdown"``, ``"json"``, ``"plot"``)."""
     if not systems and not extra_tables:
         raise ValueError("systems must contain at least one retrieval result")
@@ -145,6 +157,8 @@ def write_retrieval_report(
             {"title": t.title, "columns": t.columns, "rows": t.rows, "note": t.note} for t in extra_tables
         ],
     }
+    if intervals is not None:
+        summary["intervals"] = intervals.to_dict()
     prepare_output_folder(out, "report folder")
     with reporting_write_errors(paths["json"]):
         atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
@@ -155,5 +169,15 @@ def write_retrieval_report(
     else:  # answers only (e.g. a QA pipeline): no retrieval curve to draw
         del paths["plot"]
     with reporting_write_errors(paths["markdown"]):
-        atomic_write_text(paths["markdown"], _render_markdown(systems, title, command_text, dataset_name, extra_tables))
+        atomic_write_text(
+            paths["markdown"],
+            _render_markdown(
+                systems,
+                title,
+                command_text,
+                dataset_name,
+                extra_tables,
+                intervals,
+            ),
+        )
     return paths

@@ -158,9 +158,7 @@ class RetrievalResult:
         )
 
 
-def first_hit_rank_for(
-    answers: Sequence[str], passage_texts: Iterable[str], mode: MatchMode = "string"
-) -> int | None:
+def first_hit_rank_for(answers: Sequence[str], passage_texts: Iterable[str], mode: MatchMode = "string") -> int | None:
     """Rank of the first passage containing an answer, stopping at the first hit."""
     return first_hit_rank(_hit_stream(answers, passage_texts, mode))
 

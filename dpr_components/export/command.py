@@ -9,8 +9,9 @@ from typing import Any
 def add_export_parsers(commands: Any) -> None:
     """Add the ``export-st`` and ``export-qa`` subcommands to ``commands`` (argparse subparsers)."""
     st = commands.add_parser(
-        "export-st", help="write a question or passage encoder as a sentence-transformers folder "
-                          "(SentenceTransformersTextEmbedder / SentenceTransformersDocumentEmbedder)",
+        "export-st",
+        help="write a question or passage encoder as a sentence-transformers folder "
+        "(SentenceTransformersTextEmbedder / SentenceTransformersDocumentEmbedder)",
     )
     st.add_argument("model", help="encoder folder, a pair's folder (question_encoder/) or bundled:all-MiniLM-L6-v2")
     st.add_argument("out", help="folder to write (replaced if it exists)")

@@ -49,9 +49,19 @@ from dpr_components.utils.atomic_files import atomic_directory
 
 # BertConfig fields a DPR encoder's config carries (the rest are DPR's own).
 BERT_FIELDS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "initializer_range", "layer_norm_eps", "pad_token_id",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+    "pad_token_id",
 )
 _ST_PREFIX = "sentence_transformers.models."
 
@@ -182,13 +192,16 @@ def export_sentence_transformers(
         _write_json(tmp / "modules.json", modules)
         _write_json(tmp / "sentence_bert_config.json", {"max_seq_length": limit, "do_lower_case": False})
         (tmp / "1_Pooling").mkdir()
-        _write_json(tmp / "1_Pooling" / "config.json", {
-            "word_embedding_dimension": dim,
-            "pooling_mode_cls_token": pooling == "cls",
-            "pooling_mode_mean_tokens": pooling == "mean",
-            "pooling_mode_max_tokens": False,
-            "pooling_mode_mean_sqrt_len_tokens": False,
-        })
+        _write_json(
+            tmp / "1_Pooling" / "config.json",
+            {
+                "word_embedding_dimension": dim,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            },
+        )
         record = read_pair_file(folder) if role == "question" else None
         if record is not None:  # our own embedders keep checking the store's passage encoder
             _write_json(tmp / PAIR_FILE, record)

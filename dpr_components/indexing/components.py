@@ -65,7 +65,9 @@ class CorpusReader:
             invalid Unicode), or no document has text.
         """
         if (path is None) == (records is None):
-            raise ValueError("CorpusReader needs exactly one of 'path' (a corpus file) or 'records' (a list of documents)")
+            raise ValueError(
+                "CorpusReader needs exactly one of 'path' (a corpus file) or 'records' (a list of documents)"
+            )
         read: Iterable[CorpusRecord]
         if path is not None:
             read = read_corpus(check_input_path(path, "corpus file"), self.format, self.on_empty)
@@ -96,7 +98,9 @@ class DPRPassageSplitter:
     [p.id for p in passages]  # ["d1#0", "d1#1", "d1#2"]
     ```"""
 
-    def __init__(self, *, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS) -> None:
+    def __init__(
+        self, *, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS
+    ) -> None:
         if words_per_passage <= 0:
             raise ValueError(f"words_per_passage must be positive, got {words_per_passage}")
         if max_passage_chars <= 0:
@@ -129,7 +133,9 @@ class DPRPassageSplitter:
             if long_word is not None:
                 raise ValueError(f"document {doc.id!r} has {describe_long_word(long_word)}")
             title = doc.meta.get("title", "")
-            for p in split_document(doc.id, title if isinstance(title, str) else "", doc.content, self.words_per_passage):
+            for p in split_document(
+                doc.id, title if isinstance(title, str) else "", doc.content, self.words_per_passage
+            ):
                 if len(p.text) > self.max_passage_chars:
                     raise ValueError(
                         f"document {doc.id!r}: passage {p.index} has {len(p.text):,} characters "

@@ -108,7 +108,9 @@ def _read_tsv(path: Path) -> Iterator[CorpusRecord]:
     header = header_line[1].rstrip("\r\n").split("\t")
     missing = [name for name in ("id", "text", "title") if name not in header]
     if missing:
-        raise CorpusError(f"{path}:1: header must name the columns id, text, title (DPR's psgs_w100.tsv); missing {missing}")
+        raise CorpusError(
+            f"{path}:1: header must name the columns id, text, title (DPR's psgs_w100.tsv); missing {missing}"
+        )
     columns = {name: header.index(name) for name in ("id", "text", "title")}
     for line, text in lines:
         if not text.strip():
@@ -116,12 +118,12 @@ def _read_tsv(path: Path) -> Iterator[CorpusRecord]:
         row = next(csv.reader([text.rstrip("\r\n")], delimiter="\t"))
         if len(row) != len(header):
             raise CorpusError(f"{path}:{line}: expected {len(header)} tab-separated fields, got {len(row)}")
-        yield CorpusRecord(
-            id=row[columns["id"]], title=row[columns["title"]], text=row[columns["text"]], line=line
-        )
+        yield CorpusRecord(id=row[columns["id"]], title=row[columns["title"]], text=row[columns["text"]], line=line)
 
 
-def read_corpus(path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> Iterator[CorpusRecord]:
+def read_corpus(
+    path: str | Path, fmt: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error"
+) -> Iterator[CorpusRecord]:
     """Yield the records of a corpus file, checking ids and texts as it goes."""
     path = Path(path)
     if path.is_dir():

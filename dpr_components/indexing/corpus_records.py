@@ -32,20 +32,26 @@ def _field(record: dict[str, Any], name: str, index: int, required: bool) -> str
 def read_records(records: Any, on_empty: Literal["error", "skip"] = "error") -> list[CorpusRecord]:
     """The documents in ``records`` (``line`` holds each one's list index), checked as a corpus file is."""
     if not isinstance(records, list):
-        raise CorpusError(f"{RECORDS} must be a list of {{'id', 'title', 'text'}} objects, got {type(records).__name__}")
+        raise CorpusError(
+            f"{RECORDS} must be a list of {{'id', 'title', 'text'}} objects, got {type(records).__name__}"
+        )
     if not records:
         raise CorpusError(f"{RECORDS} is empty: give at least one document")
     seen: dict[str, int] = {}
     kept = []
     for index, record in enumerate(records):
         if not isinstance(record, dict):
-            raise CorpusError(f"{RECORDS}[{index}]: expected an object with id, title, text, got {type(record).__name__}")
+            raise CorpusError(
+                f"{RECORDS}[{index}]: expected an object with id, title, text, got {type(record).__name__}"
+            )
         unknown = sorted(set(record) - {"id", "title", "text"})
         if unknown:
             raise CorpusError(f"{RECORDS}[{index}]: unknown fields {unknown}; a record has id, title and text")
         item = CorpusRecord(
-            id=_field(record, "id", index, True), title=_field(record, "title", index, False),
-            text=_field(record, "text", index, True), line=index,
+            id=_field(record, "id", index, True),
+            title=_field(record, "title", index, False),
+            text=_field(record, "text", index, True),
+            line=index,
         )
         if not item.id.strip():
             raise CorpusError(f"{RECORDS}[{index}]: field 'id' is empty")

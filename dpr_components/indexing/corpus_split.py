@@ -61,5 +61,5 @@ def split_corpus(path: str | Path, count: int) -> CorpusSplit:
             offset = end
             last_byte = block[-1:]
     lines = newlines + (1 if size and last_byte != b"\n" else 0)
-    firsts += [1 if cut == 0 else lines + 1 for cut in boundaries[len(firsts):]]
+    firsts += [1 if cut == 0 else lines + 1 for cut in boundaries[len(firsts) :]]
     return CorpusSplit(sha256=digest.hexdigest(), size=size, lines=lines, starts=(1, *firsts, lines + 1))

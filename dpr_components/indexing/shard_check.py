@@ -112,7 +112,9 @@ def _check_complete(root: Path, shards: list[Shard]) -> None:
     names = ", ".join(f"{i}/{count}" for i in shown) + (" ..." if count - len(shards) > _SHOWN else "")
     unfinished = [p.name for p in root.glob(".shard-*.tmp")]
     note = f" ({len(unfinished)} unfinished run(s) left temporary folders)" if unfinished else ""
-    raise ShardError(f"{root}: {count - len(shards):,} of {count:,} shards missing: {names}{note}; run them, then merge again")
+    raise ShardError(
+        f"{root}: {count - len(shards):,} of {count:,} shards missing: {names}{note}; run them, then merge again"
+    )
 
 
 def _check_consistent(shards: list[Shard]) -> None:
@@ -120,7 +122,9 @@ def _check_consistent(shards: list[Shard]) -> None:
     for shard in shards:
         manifest = shard.manifest
         if manifest.get("shard") != str(shard.spec):
-            raise ShardError(f"shard folder {shard.folder} holds shard {manifest.get('shard')}, not {shard.spec}: was it renamed?")
+            raise ShardError(
+                f"shard folder {shard.folder} holds shard {manifest.get('shard')}, not {shard.spec}: was it renamed?"
+            )
         corpus, reference = manifest.get("corpus") or {}, first.manifest.get("corpus") or {}
         if corpus.get("sha256") != reference.get("sha256"):
             raise ShardError(
@@ -136,12 +140,16 @@ def _check_consistent(shards: list[Shard]) -> None:
             )
         dims = {s.manifest["dim"] for s in (shard, first) if s.manifest["passages"]}
         if len(dims) > 1:
-            raise ShardError(f"shard {shard.spec} ({shard.folder}) has vectors of another size than shard {first.spec}: {sorted(dims)}")
+            raise ShardError(
+                f"shard {shard.spec} ({shard.folder}) has vectors of another size than shard {first.spec}: {sorted(dims)}"
+            )
     expected = 1
     for shard in shards:
         lines = shard.manifest.get("lines")
         if not (isinstance(lines, list) and len(lines) == 2 and lines[0] == expected and lines[1] >= lines[0]):
-            raise ShardError(f"shard {shard.spec} ({shard.folder}) covers corpus lines {lines}, expected to start at line {expected}")
+            raise ShardError(
+                f"shard {shard.spec} ({shard.folder}) covers corpus lines {lines}, expected to start at line {expected}"
+            )
         expected = lines[1]
     total = (first.manifest.get("corpus") or {}).get("lines")
     if not isinstance(total, int) or expected != total + 1:
@@ -194,7 +202,9 @@ def _ids(shard: Shard) -> Iterator[tuple[str, str, int]]:
 
 
 def _key(kind: str, value: str) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{kind}\0{value}".encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+    return int.from_bytes(
+        hashlib.blake2b(f"{kind}\0{value}".encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+    )
 
 
 def _repeated(keys: array) -> set[int]:
@@ -214,7 +224,9 @@ def _raise_first_repeat(shards: list[Shard], suspects: set[int]) -> None:
             if first == place:
                 continue
             if kind == "passage":
-                raise ShardError(f"passage id {value!r} comes twice, in {first} and in {place}: every passage id must be unique")
+                raise ShardError(
+                    f"passage id {value!r} comes twice, in {first} and in {place}: every passage id must be unique"
+                )
             raise ShardError(
                 f"the passages of document {value!r} are in two places, {first} and {place}: a document's passages "
                 "must be consecutive in one shard (were the shards edited, or cut from a corpus with the document twice?)"

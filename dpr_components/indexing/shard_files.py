@@ -69,9 +69,15 @@ class ShardFolderWriter:
             if self.dim is None:
                 self.dim = len(doc.embedding)
             if len(doc.embedding) != self.dim:
-                raise ShardError(f"passage {doc.id!r} has a vector of {len(doc.embedding)} values, the others {self.dim}")
+                raise ShardError(
+                    f"passage {doc.id!r} has a vector of {len(doc.embedding)} values, the others {self.dim}"
+                )
             try:
-                lines.append(json.dumps({"id": doc.id, "content": doc.content, "meta": doc.meta}, ensure_ascii=False, allow_nan=False))
+                lines.append(
+                    json.dumps(
+                        {"id": doc.id, "content": doc.content, "meta": doc.meta}, ensure_ascii=False, allow_nan=False
+                    )
+                )
             except (TypeError, ValueError) as error:
                 raise ShardError(f"passage {doc.id!r}: its meta cannot be written as JSON ({error})") from None
         vectors = np.asarray([doc.embedding for doc in documents], dtype=_FLOAT)
@@ -134,7 +140,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         actual = (folder / name).stat().st_size if (folder / name).is_file() else None
         if actual != size or files[name]["bytes"] != size:
             found = "is missing" if actual is None else f"has {actual:,} bytes"
-            raise ShardError(f"shard {folder}: {name} {found}, its manifest says {files[name]['bytes']:,} bytes; run the shard again")
+            raise ShardError(
+                f"shard {folder}: {name} {found}, its manifest says {files[name]['bytes']:,} bytes; run the shard again"
+            )
     return manifest
 
 
@@ -142,7 +150,9 @@ def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def shard_passages(folder: Path, manifest: dict[str, Any], opened: dict[str, FileIdentity] | None = None) -> Iterator[Document]:
+def shard_passages(
+    folder: Path, manifest: dict[str, Any], opened: dict[str, FileIdentity] | None = None
+) -> Iterator[Document]:
     """The passages of the shard in ``folder`` with their vectors, checked as :func:`shard_records` says."""
     for fields, vector in shard_records(folder, manifest, opened):
         yield Document(**fields, embedding=vector.tolist())
@@ -167,17 +177,25 @@ def shard_records(
         count = 0
         for count, line in enumerate(text, start=1):
             if count > manifest["passages"]:
-                raise ShardError(f"{where}: {PASSAGES} has more lines than the {manifest['passages']:,} passages of its manifest")
+                raise ShardError(
+                    f"{where}: {PASSAGES} has more lines than the {manifest['passages']:,} passages of its manifest"
+                )
             digests[PASSAGES].update(line)
             fields = _passage_fields(line, f"{where}: {PASSAGES} line {count}")
             vector, finite = next(rows)
             if not finite:
-                raise ShardError(f"{where}: {VECTORS} row {count} (passage {fields['id']!r}) has NaN or infinite values")
+                raise ShardError(
+                    f"{where}: {VECTORS} row {count} (passage {fields['id']!r}) has NaN or infinite values"
+                )
             yield fields, vector
         if count != manifest["passages"]:
-            raise ShardError(f"{where}: {PASSAGES} has {count:,} lines, its manifest says {manifest['passages']:,} passages")
+            raise ShardError(
+                f"{where}: {PASSAGES} has {count:,} lines, its manifest says {manifest['passages']:,} passages"
+            )
         if vectors.read(1):
-            raise ShardError(f"{where}: {VECTORS} is longer than the {manifest['passages']:,} rows of its manifest; run the shard again")
+            raise ShardError(
+                f"{where}: {VECTORS} is longer than the {manifest['passages']:,} rows of its manifest; run the shard again"
+            )
     for name, digest in digests.items():
         recorded = manifest["files"][name]["sha256"]
         if digest.hexdigest() != recorded:
@@ -194,7 +212,9 @@ def _check_identity(handles: dict[str, IO[bytes]], opened: dict[str, FileIdentit
         status = os.fstat(handle.fileno())
         identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
         if opened.setdefault(name, identity) != identity:
-            raise ShardError(f"{where}: {name} was replaced or changed since it was checked (a shard run again during the merge?); merge again")
+            raise ShardError(
+                f"{where}: {name} was replaced or changed since it was checked (a shard run again during the merge?); merge again"
+            )
 
 
 def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str) -> Iterator[tuple[np.ndarray, bool]]:
@@ -207,7 +227,9 @@ def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str
         block = handle.read(wanted * row_bytes)
         digest.update(block)
         if len(block) != wanted * row_bytes:
-            raise ShardError(f"{where}: {VECTORS} ends within row {done + len(block) // row_bytes + 1:,}, its manifest says {rows:,} rows")
+            raise ShardError(
+                f"{where}: {VECTORS} ends within row {done + len(block) // row_bytes + 1:,}, its manifest says {rows:,} rows"
+            )
         vectors = np.frombuffer(block, dtype=_FLOAT).reshape(wanted, dim)
         yield from zip(vectors, cast(list[bool], np.isfinite(vectors).all(axis=1).tolist()))
         done += wanted
@@ -222,7 +244,9 @@ def _passage_fields(line: bytes, where: str) -> dict[str, Any]:
     except ValueError as error:
         raise ShardError(f"{where}: not a shard passage ({error})") from None
     if not isinstance(record, dict) or set(record) != _FIELDS:
-        raise ShardError(f"{where}: not a shard passage (an object with exactly id, content and meta), got {short_repr(line.decode('utf-8'))}")
+        raise ShardError(
+            f"{where}: not a shard passage (an object with exactly id, content and meta), got {short_repr(line.decode('utf-8'))}"
+        )
     if not isinstance(record["id"], str) or not record["id"]:
         raise ShardError(f"{where}: the passage id must be a non-empty string, got {short_repr(record['id'])}")
     if record["content"] is not None and not isinstance(record["content"], str):

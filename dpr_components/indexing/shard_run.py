@@ -52,7 +52,9 @@ def _split_for(corpus: str, spec: ShardSpec) -> CorpusSplit:
     """The corpus cut into ``spec.count`` parts; an error when it has fewer lines than parts."""
     split = split_corpus(corpus, spec.count)
     if spec.count > split.lines:
-        raise ValueError(f"--shard {spec}: {corpus} has {split.lines:,} lines, fewer than the {spec.count:,} shards; give N at most its line count")
+        raise ValueError(
+            f"--shard {spec}: {corpus} has {split.lines:,} lines, fewer than the {spec.count:,} shards; give N at most its line count"
+        )
     return split
 
 
@@ -89,7 +91,9 @@ def run_shard(
 
     def progress() -> None:
         if report:
-            report(f"shard {spec}: {documents:,} documents, {passages:,} passages (corpus lines {first:,} to {end - 1:,} of {split.lines:,})")
+            report(
+                f"shard {spec}: {documents:,} documents, {passages:,} passages (corpus lines {first:,} to {end - 1:,} of {split.lines:,})"
+            )
 
     if sender is None or shard_dir is None:  # both or neither
         for result in chunk_results():
@@ -105,13 +109,20 @@ def run_shard(
                 out.write(result[sender[0]][sender[1]])
                 passages = out.passages
                 progress()
-            out.finish({
-                "shard": str(spec),
-                "corpus": {"file": Path(corpus).name, "sha256": split.sha256, "bytes": split.size, "lines": split.lines},
-                "lines": [first, end],
-                "documents": documents,
-                "settings": pipeline_settings(pipeline),
-            })
+            out.finish(
+                {
+                    "shard": str(spec),
+                    "corpus": {
+                        "file": Path(corpus).name,
+                        "sha256": split.sha256,
+                        "bytes": split.size,
+                        "lines": split.lines,
+                    },
+                    "lines": [first, end],
+                    "documents": documents,
+                    "settings": pipeline_settings(pipeline),
+                }
+            )
         finally:
             out.close()
     return ShardResult(spec, (first, end), documents, passages, target)
@@ -136,7 +147,9 @@ def pipeline_settings(pipeline: Pipeline) -> dict[str, Any]:
 def _the_reader(pipeline: Pipeline) -> tuple[str, CorpusReader]:
     readers = [(name, instance) for name, instance in pipeline.walk() if isinstance(instance, CorpusReader)]
     if len(readers) != 1:
-        raise ValueError(f"--shard needs a pipeline with one CorpusReader (like pipelines/index.yml), this one has {len(readers)}")
+        raise ValueError(
+            f"--shard needs a pipeline with one CorpusReader (like pipelines/index.yml), this one has {len(readers)}"
+        )
     return readers[0]
 
 
@@ -144,9 +157,12 @@ def _detach_writer(pipeline: Pipeline) -> tuple[str, str]:
     """Remove the pipeline's writer; return the (component, output) that fed it, now the result."""
     writers = [name for name, instance in pipeline.walk() if type(instance).__name__.endswith("Writer")]
     if len(writers) != 1:
-        raise ValueError(f"--shard-dir replaces the pipeline's writer by the shard folder: it needs one writer, found {writers or 'none'}")
+        raise ValueError(
+            f"--shard-dir replaces the pipeline's writer by the shard folder: it needs one writer, found {writers or 'none'}"
+        )
     senders = [
-        tuple(c["sender"].split(".", 1)) for c in pipeline.to_dict().get("connections", [])
+        tuple(c["sender"].split(".", 1))
+        for c in pipeline.to_dict().get("connections", [])
         if c["receiver"] == f"{writers[0]}.documents"
     ]
     if len(senders) != 1:

@@ -55,7 +55,9 @@ def parse_shard_spec(text: str, environ: Mapping[str, str] | None = None) -> Sha
     if match is None:
         raise ValueError(f"--shard: {_HINT}, got {short_repr(text)}")
     if any(len(group.lstrip("0")) > _DIGITS for group in match.groups()):
-        raise ValueError(f"--shard {short_repr(text.strip())}: at most {MAX_SHARDS:,} shards (and no more than the corpus has lines)")
+        raise ValueError(
+            f"--shard {short_repr(text.strip())}: at most {MAX_SHARDS:,} shards (and no more than the corpus has lines)"
+        )
     return ShardSpec(int(match.group(1)), int(match.group(2)))
 
 
@@ -76,7 +78,9 @@ def shard_from_folder_name(name: str) -> ShardSpec | None:
 def _integer(environ: Mapping[str, str], name: str) -> int:
     value = environ[name].strip()
     if not value.lstrip("-").isdecimal() or len(value.lstrip("-0")) > _DIGITS:
-        raise ValueError(f"--shard auto: {name}={short_repr(environ[name])} is not an integer of at most {_DIGITS} digits")
+        raise ValueError(
+            f"--shard auto: {name}={short_repr(environ[name])} is not an integer of at most {_DIGITS} digits"
+        )
     return int(value)
 
 
@@ -87,7 +91,9 @@ def shard_from_environment(environ: Mapping[str, str]) -> ShardSpec:
     if "SLURM_ARRAY_TASK_ID" in environ and "SLURM_ARRAY_TASK_COUNT" in environ:
         first = _integer(environ, "SLURM_ARRAY_TASK_MIN") if "SLURM_ARRAY_TASK_MIN" in environ else 0
         index = _integer(environ, "SLURM_ARRAY_TASK_ID") - first + 1
-        return _checked(index, _integer(environ, "SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_ID/COUNT (use --array=1-N or 0-(N-1))")
+        return _checked(
+            index, _integer(environ, "SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_ID/COUNT (use --array=1-N or 0-(N-1))"
+        )
     if "SLURM_PROCID" in environ and "SLURM_NTASKS" in environ:
         return _checked(_integer(environ, "SLURM_PROCID") + 1, _integer(environ, "SLURM_NTASKS"), "SLURM_PROCID/NTASKS")
     raise ValueError(

@@ -60,14 +60,18 @@ def store_built_beside(target: Path) -> Iterator[Path]:
     building = target.parent / f".{target.name}.merging"
     with _merge_lock(target):
         if not _is_new(target):
-            raise ShardError(f"{target} was created by another process as this merge started; merge again (into the store it now is)")
+            raise ShardError(
+                f"{target} was created by another process as this merge started; merge again (into the store it now is)"
+            )
         shutil.rmtree(building, ignore_errors=True)  # left by a merge that was killed (it no longer holds the lock)
         building.mkdir()
         try:
             yield building
             _close_stores()
             if (building / _OPEN_LOG).exists():
-                raise ShardError(f"the merged store in {building} is still open in this process; it was not moved to {target}")
+                raise ShardError(
+                    f"the merged store in {building} is still open in this process; it was not moved to {target}"
+                )
             fault_point("shard_merge.before_rename")
             _rename(building, target)
         finally:
@@ -96,7 +100,9 @@ def _rename(building: Path, target: Path) -> None:
         os.rename(building, target)  # replaces an empty folder, nothing else
     except OSError:
         if not _is_new(target):
-            raise ShardError(f"{target} was created by another process during the merge; merge again (into the store it now is)") from None
+            raise ShardError(
+                f"{target} was created by another process during the merge; merge again (into the store it now is)"
+            ) from None
         raise
     with contextlib.suppress(OSError):  # the rename is durable once its folder is synced (where folders can be)
         folder = os.open(target.parent, os.O_RDONLY)

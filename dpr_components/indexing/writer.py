@@ -47,7 +47,9 @@ class PassageWriter:
     def __init__(self, *, document_store: DocumentStore) -> None:
         for method in ("filter_documents", "delete_documents", "write_documents"):
             if not callable(getattr(document_store, method, None)):
-                raise ValueError(f"PassageWriter needs a document store with {method}(), got {type(document_store).__name__}")
+                raise ValueError(
+                    f"PassageWriter needs a document store with {method}(), got {type(document_store).__name__}"
+                )
         self.document_store = document_store
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,7 +87,9 @@ class PassageWriter:
     async def run_async(self, documents: list[Document]) -> dict[str, int]:
         """Asynchronous version of :meth:`run`, without blocking the event loop."""
         store = self.document_store
-        written = await call_store(store, "write_documents", documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        written = (
+            await call_store(store, "write_documents", documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
+        )
         stored = [p.id for f in _passage_filters(documents) for p in await call_store(store, "filter_documents", f)]
         stale = _stale(stored, documents)
         if stale:

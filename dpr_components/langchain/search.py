@@ -120,7 +120,9 @@ class PipelineSearch:
                 raise ValueError(f"name the component whose documents to return (output=...), one of {with_documents}")
             output = leaves[0]
         elif output not in with_documents:
-            raise ValueError(f"output {output!r} is not a component with a documents output; give one of {with_documents}")
+            raise ValueError(
+                f"output {output!r} is not a component with a documents output; give one of {with_documents}"
+            )
         self.pipeline = pipeline
         self.output = output
         self.name = f"pipeline component {output!r}"

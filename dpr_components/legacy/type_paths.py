@@ -30,10 +30,8 @@ LEGACY_TYPE_PATHS: dict[str, str] = {
     "dpr_components.embedders.QuestionEmbedder": "dpr_components.embedders.question.QuestionEmbedder",
     "dpr_components.embedders.PassageEmbedder": "dpr_components.embedders.passage.PassageEmbedder",
     "dpr_components.reader.span_reader.SpanReader": "dpr_components.readers.span_reader.SpanReader",
-    "dpr_components.evaluation.evaluators.RetrievalAccuracyEvaluator":
-        "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator",
-    "dpr_components.evaluation.evaluators.AnswerExactMatchF1Evaluator":
-        "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator",
+    "dpr_components.evaluation.evaluators.RetrievalAccuracyEvaluator": "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator",
+    "dpr_components.evaluation.evaluators.AnswerExactMatchF1Evaluator": "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator",
 }
 
 

@@ -66,7 +66,9 @@ def _apply_override(spec: dict[str, Any], assignment: str) -> tuple[str, ...]:
     if parts[0] not in components:
         raise PipelineFileError(f"--set {key}: no component {parts[0]!r} (components: {sorted(components)})")
     if len(parts) < 2 or not all(parts):
-        raise PipelineFileError(f"--set {key}: name a parameter of the component, as in --set {parts[0]}.PARAMETER=VALUE")
+        raise PipelineFileError(
+            f"--set {key}: name a parameter of the component, as in --set {parts[0]}.PARAMETER=VALUE"
+        )
     node = components[parts[0]].setdefault("init_parameters", {})
     for part in parts[1:-1]:
         child = node.setdefault(part, {})
@@ -124,7 +126,9 @@ def _check_parameters(type_name: str, params: dict[str, Any], where: str, source
     for key, value in params.items():
         path = f"{where}.{key}"
         if key not in names and not takes_any:
-            raise PipelineFileError(f"{source(path)}{path}: {cls.__name__} has no parameter {key!r}; its parameters are {sorted(names)}")
+            raise PipelineFileError(
+                f"{source(path)}{path}: {cls.__name__} has no parameter {key!r}; its parameters are {sorted(names)}"
+            )
         if isinstance(value, dict) and isinstance(value.get("type"), str) and is_local_type(value["type"]):
             nested = value.get("init_parameters") or {}
             if not isinstance(nested, dict):
@@ -142,8 +146,12 @@ def _check_connections(path: Path, spec: dict[str, Any]) -> None:
         raise PipelineFileError(f"{path}: 'connections' must be a list of sender/receiver pairs")
     components = spec["components"]
     for number, connection in enumerate(connections, start=1):
-        if not isinstance(connection, dict) or not all(isinstance(connection.get(k), str) for k in ("sender", "receiver")):
-            raise PipelineFileError(f"{path}: connection {number} needs 'sender' and 'receiver' (component.socket), got {short_repr(connection)}")
+        if not isinstance(connection, dict) or not all(
+            isinstance(connection.get(k), str) for k in ("sender", "receiver")
+        ):
+            raise PipelineFileError(
+                f"{path}: connection {number} needs 'sender' and 'receiver' (component.socket), got {short_repr(connection)}"
+            )
         for role in ("sender", "receiver"):
             name = connection[role].split(".", 1)[0]
             if name not in components:
@@ -193,10 +201,14 @@ def _build(path: Path, spec: dict[str, Any]) -> Pipeline:
     instances = {}
     for name, data in spec["components"].items():
         try:
-            single = Pipeline.from_dict({"components": {name: data}, "connections": []}, allowed_modules=ALLOWED_MODULES)
+            single = Pipeline.from_dict(
+                {"components": {name: data}, "connections": []}, allowed_modules=ALLOWED_MODULES
+            )
         except Exception as error:  # Haystack wraps component errors in several types
             cause = error.__cause__ or error
-            raise PipelineFileError(f"{path}: component {name!r} ({data['type'].rsplit('.', 1)[-1]}): {_one_line(cause)}") from error
+            raise PipelineFileError(
+                f"{path}: component {name!r} ({data['type'].rsplit('.', 1)[-1]}): {_one_line(cause)}"
+            ) from error
         instances[name] = single.remove_component(name)
     try:
         return Pipeline.from_dict(spec, allowed_modules=ALLOWED_MODULES, components=instances)

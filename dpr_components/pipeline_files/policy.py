@@ -19,16 +19,18 @@ ALLOW_NETWORK_ENV = "DPR_ALLOW_NETWORK"
 LOCAL_PACKAGE = "dpr_components."
 # this package's published faces: haystack_integrations.components.<role>.dpr and .document_stores.dpr
 PUBLISHED_FACE = re.compile(r"haystack_integrations\.(components\.\w+|document_stores)\.dpr\.\w+")
-LOCAL_HAYSTACK_TYPES = frozenset({
-    "haystack.components.writers.document_writer.DocumentWriter",
-    "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
-    "haystack.components.retrievers.in_memory.bm25_retriever.InMemoryBM25Retriever",
-    "haystack.components.retrievers.in_memory.embedding_retriever.InMemoryEmbeddingRetriever",
-    "haystack.components.joiners.document_joiner.DocumentJoiner",
-    "haystack.components.joiners.answer_joiner.AnswerJoiner",
-    "haystack.components.joiners.list_joiner.ListJoiner",
-    "haystack.components.joiners.string_joiner.StringJoiner",
-})
+LOCAL_HAYSTACK_TYPES = frozenset(
+    {
+        "haystack.components.writers.document_writer.DocumentWriter",
+        "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
+        "haystack.components.retrievers.in_memory.bm25_retriever.InMemoryBM25Retriever",
+        "haystack.components.retrievers.in_memory.embedding_retriever.InMemoryEmbeddingRetriever",
+        "haystack.components.joiners.document_joiner.DocumentJoiner",
+        "haystack.components.joiners.answer_joiner.AnswerJoiner",
+        "haystack.components.joiners.list_joiner.ListJoiner",
+        "haystack.components.joiners.string_joiner.StringJoiner",
+    }
+)
 SECRET_TYPES = ("env_var", "token")
 _HOW_TO_ALLOW = f"pass --allow-network (or set {ALLOW_NETWORK_ENV}=1) to build it from a pipeline file you trust"
 

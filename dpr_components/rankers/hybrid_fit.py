@@ -54,7 +54,11 @@ def union_from_lists(
 
 
 def collect_candidates(
-    contents: Sequence[str], bm25: np.ndarray, dense: np.ndarray, answers: Sequence[str], match_mode: MatchMode = "string"
+    contents: Sequence[str],
+    bm25: np.ndarray,
+    dense: np.ndarray,
+    answers: Sequence[str],
+    match_mode: MatchMode = "string",
 ) -> Candidates:
     """A question's scored union with the answer hit of each member."""
     hits = np.array(answer_hits(answers, list(contents), match_mode), dtype=np.bool_)

@@ -37,7 +37,11 @@ class Group:
 
 
 def _positive_row(
-    tokenizer: Any, question_ids: list[int], passage: Passage, answers: list[str], settings: InputSettings,
+    tokenizer: Any,
+    question_ids: list[int],
+    passage: Passage,
+    answers: list[str],
+    settings: InputSettings,
     rng: np.random.Generator,
 ) -> tuple[Row, list[tuple[int, int]]] | None:
     """A window of the passage holding at least one whole answer (chosen at random), with its spans."""
@@ -59,8 +63,12 @@ def _positive_row(
 
 
 def build_group(
-    question: MinedQuestion, lookup: PassageLookup, tokenizer: Any, passages_per_question: int,
-    settings: InputSettings, rng: np.random.Generator,
+    question: MinedQuestion,
+    lookup: PassageLookup,
+    tokenizer: Any,
+    passages_per_question: int,
+    settings: InputSettings,
+    rng: np.random.Generator,
 ) -> Group | None:
     """One positive (random among those with a findable answer) and up to m−1 random negatives;
     None when no positive holds an answer the tokenizer can locate. Negatives are truncated

@@ -81,11 +81,14 @@ def read_squad_json(path: str | Path, limit: int | None = None) -> list[SourceQu
             title = check_length(article.get("title", ""), f"{path}, data[{a}]", "title", MAX_TRAINING_TITLE_CHARS)
             for p, paragraph in enumerate(article["paragraphs"]):
                 where = f"{path}, data[{a}].paragraphs[{p}]"
-                gold = Passage(title.replace("_", " "), check_length(paragraph["context"], where, "context",
-                                                                     MAX_TRAINING_PASSAGE_CHARS))
+                gold = Passage(
+                    title.replace("_", " "),
+                    check_length(paragraph["context"], where, "context", MAX_TRAINING_PASSAGE_CHARS),
+                )
                 for q, qa in enumerate(paragraph["qas"]):
-                    question = check_length(qa["question"], f"{where}.qas[{q}]", "question",
-                                            MAX_TRAINING_QUESTION_CHARS)
+                    question = check_length(
+                        qa["question"], f"{where}.qas[{q}]", "question", MAX_TRAINING_QUESTION_CHARS
+                    )
                     answers = list(dict.fromkeys(a["text"] for a in qa["answers"] if a["text"].strip()))
                     if answers:
                         out.append(SourceQuestion(qa["id"], question, answers, gold))

@@ -33,8 +33,13 @@ class ReadingScores:
 
 
 def evaluate_reader(
-    reader: Any, tokenizer: Any, cases: Sequence[ReadingCase], inputs: InputSettings = InputSettings(),
-    settings: ReadSettings = ReadSettings(), bf16: bool = False, progress: bool = False,
+    reader: Any,
+    tokenizer: Any,
+    cases: Sequence[ReadingCase],
+    inputs: InputSettings = InputSettings(),
+    settings: ReadSettings = ReadSettings(),
+    bf16: bool = False,
+    progress: bool = False,
 ) -> ReadingScores:
     """EM/F1 (SQuAD normalisation, best over gold answers) of the top answer per case."""
     if not cases:

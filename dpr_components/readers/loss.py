@@ -13,8 +13,11 @@ _NEG = -1e4  # a large negative logit that stays finite in bf16 and keeps gradie
 
 
 def span_log_likelihood(
-    start_logits: torch.Tensor, end_logits: torch.Tensor, passage_mask: torch.Tensor,
-    spans: torch.Tensor, span_mask: torch.Tensor,
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    passage_mask: torch.Tensor,
+    spans: torch.Tensor,
+    span_mask: torch.Tensor,
 ) -> torch.Tensor:
     """``log Σ_k P(start=s_k)·P(end=e_k)`` per question.
 
@@ -42,8 +45,13 @@ def selection_log_likelihood(relevance_logits: torch.Tensor, row_mask: torch.Ten
 
 
 def reader_loss(
-    start_logits: torch.Tensor, end_logits: torch.Tensor, relevance_logits: torch.Tensor,
-    passage_mask: torch.Tensor, row_mask: torch.Tensor, spans: torch.Tensor, span_mask: torch.Tensor,
+    start_logits: torch.Tensor,
+    end_logits: torch.Tensor,
+    relevance_logits: torch.Tensor,
+    passage_mask: torch.Tensor,
+    row_mask: torch.Tensor,
+    spans: torch.Tensor,
+    span_mask: torch.Tensor,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Mean over questions of −(span log-likelihood + selection log-likelihood).
 

@@ -34,9 +34,19 @@ READER_ARCHITECTURE = "DPRReader"
 _HARMLESS_MISSING = ("embeddings.position_ids",)
 # BertConfig fields a DPRConfig carries over when a reader starts from a plain encoder.
 _BERT_FIELDS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "initializer_range", "layer_norm_eps", "pad_token_id",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+    "pad_token_id",
 )
 
 
@@ -75,7 +85,9 @@ def load_tokenizer(path: Path) -> Any:
         with model_files.quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
     except model_files.LOAD_ERRORS as error:
-        raise ReaderLoadError(f"cannot load the tokenizer of {path} (tokenizer.json, vocab.txt): {model_files.first_line(error)}") from error
+        raise ReaderLoadError(
+            f"cannot load the tokenizer of {path} (tokenizer.json, vocab.txt): {model_files.first_line(error)}"
+        ) from error
     if not getattr(tokenizer, "is_fast", False):
         raise ReaderLoadError(f"{path} has no fast tokenizer (tokenizer.json); the reader needs its character offsets")
     if len(tokenizer) < 100 or tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -175,7 +187,10 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
 
 
 def save_reader(
-    reader: torch.nn.Module, tokenizer: Any, path: str | Path, dtype: torch.dtype | None = None,
+    reader: torch.nn.Module,
+    tokenizer: Any,
+    path: str | Path,
+    dtype: torch.dtype | None = None,
     info: dict[str, Any] | None = None,
 ) -> None:
     """Write a ``DPRReader`` folder atomically (``dtype=torch.float16`` halves it for committing); weights

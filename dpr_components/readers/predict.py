@@ -171,8 +171,9 @@ def read(
         passage = tokenized[row.passage_index]
         log_start, log_end = _log_softmax(start), _log_softmax(end)
         word_ids = passage.word_ids[row.window_start : row.window_end]
-        for span in best_spans(start, end, settings.max_answer_length, settings.spans_per_passage,
-                               settings.length_penalty):
+        for span in best_spans(
+            start, end, settings.max_answer_length, settings.spans_per_passage, settings.length_penalty
+        ):
             s, e = extend_to_words(span.start, span.end, word_ids)
             char_start, char_end = char_span(passage.offsets, row.window_start + s, row.window_start + e)
             previous = candidates[row.passage_index].get((char_start, char_end))
@@ -184,8 +185,11 @@ def read(
                 end=char_end,
                 text=passage.text[char_start:char_end],
                 span_score=span.score,
-                span_probability=float(np.exp(log_start[span.start] + log_end[span.end]
-                                              - settings.length_penalty * (span.end - span.start))),
+                span_probability=float(
+                    np.exp(
+                        log_start[span.start] + log_end[span.end] - settings.length_penalty * (span.end - span.start)
+                    )
+                ),
                 passage_score=passage_probability[row.passage_index],
                 rank_weight=rank_weight(row.passage_index + 1, settings.rank_prior),
             )

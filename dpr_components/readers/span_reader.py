@@ -100,11 +100,17 @@ class SpanReader:
         self.title_field = title_field
         self.precision = precision
         self.read_settings = ReadSettings(
-            max_answer_length=max_answer_length, spans_per_passage=spans_per_passage, ranking=ranking,
-            batch_size=batch_size, rank_prior=rank_prior, length_penalty=length_penalty,
+            max_answer_length=max_answer_length,
+            spans_per_passage=spans_per_passage,
+            ranking=ranking,
+            batch_size=batch_size,
+            rank_prior=rank_prior,
+            length_penalty=length_penalty,
         )
         self.input_settings = InputSettings(
-            max_length=max_length, stride=stride, max_question_tokens=max_question_tokens,
+            max_length=max_length,
+            stride=stride,
+            max_question_tokens=max_question_tokens,
             max_title_tokens=max_title_tokens,
         )
         self._reader: Any = None
@@ -132,8 +138,13 @@ class SpanReader:
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, model=self.model, top_k=self.top_k, title_field=self.title_field, precision=self.precision,
-            **asdict(self.read_settings), **asdict(self.input_settings),
+            self,
+            model=self.model,
+            top_k=self.top_k,
+            title_field=self.title_field,
+            precision=self.precision,
+            **asdict(self.read_settings),
+            **asdict(self.input_settings),
         )
 
     @classmethod
@@ -178,13 +189,20 @@ class SpanReader:
         with model_lock(("reader", self.model)):
             try:
                 return read(
-                    self._reader, self._tokenizer, query, passages, self.input_settings, self.read_settings,
+                    self._reader,
+                    self._tokenizer,
+                    query,
+                    passages,
+                    self.input_settings,
+                    self.read_settings,
                     self.uses_bf16,
                 )
             except NonFiniteLogits:
                 raise NonFiniteLogits(self.model) from None
 
-    def _finish(self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int) -> dict[str, Any]:
+    def _finish(
+        self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int
+    ) -> dict[str, Any]:
         answers = []
         for p in predictions[:top_k]:
             document = readable[p.passage_index]

@@ -43,7 +43,10 @@ def windows(n_tokens: int, size: int, stride: int) -> list[tuple[int, int]]:
 
 
 def best_spans(
-    start_logits: np.ndarray, end_logits: np.ndarray, max_answer_length: int, top_n: int = 1,
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    max_answer_length: int,
+    top_n: int = 1,
     length_penalty: float = 0.0,
 ) -> list[TokenSpan]:
     """The ``top_n`` highest-scoring non-overlapping spans, score = start logit + end logit

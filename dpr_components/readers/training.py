@@ -55,8 +55,16 @@ from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.runs.setting_types import check_setting_types
 
 # Settings that may change between an interrupted run and its resumption.
-_RESUMABLE_CHANGES = {"output_dir", "eval_every", "checkpoint_every", "log_every", "dev_limit", "progress", "export",
-                      "max_nonfinite_steps"}
+_RESUMABLE_CHANGES = {
+    "output_dir",
+    "eval_every",
+    "checkpoint_every",
+    "log_every",
+    "dev_limit",
+    "progress",
+    "export",
+    "max_nonfinite_steps",
+}
 
 
 @dataclass
@@ -91,8 +99,15 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_setting_types(self, "reader training setting")
-        for name in ("passages_per_question", "batch_size", "epochs", "log_every", "checkpoint_every", "dev_passages",
-                     "max_answer_length"):
+        for name in (
+            "passages_per_question",
+            "batch_size",
+            "epochs",
+            "log_every",
+            "checkpoint_every",
+            "dev_passages",
+            "max_answer_length",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"reader training setting {name!r} must be positive, got {getattr(self, name)}")
         if self.max_nonfinite_steps < 0:
@@ -162,15 +177,25 @@ class _Run:
         )
         clean_run_folder(self.dir)
 
-    def save_checkpoint(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any, position: Position,
-                        rng: dict[str, Any]) -> None:
+    def save_checkpoint(
+        self, reader: torch.nn.Module, optimizer: Any, scheduler: Any, position: Position, rng: dict[str, Any]
+    ) -> None:
         state = {
-            "model": reader.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "rng": rng, "position": asdict(position), "config": asdict(self.config), "data": self.fingerprint,
+            "model": reader.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": rng,
+            "position": asdict(position),
+            "config": asdict(self.config),
+            "data": self.fingerprint,
         }
-        write_checkpoint(self.checkpoint_dir, tensors={"state.pt": state}, texts={},
-                         marker=("position.json", json.dumps(asdict(position)) + "\n"),
-                         fault="reader_training.checkpoint.files_written")
+        write_checkpoint(
+            self.checkpoint_dir,
+            tensors={"state.pt": state},
+            texts={},
+            marker=("position.json", json.dumps(asdict(position)) + "\n"),
+            fault="reader_training.checkpoint.files_written",
+        )
 
     def resume(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any) -> Position | None:
         """Put the checkpoint's state back into the training objects and return its position (None
@@ -184,8 +209,9 @@ class _Run:
         if not isinstance(state, dict) or any(key not in state for key in expected):
             raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.hint}")
         check_finite_checkpoint(path, state["model"], self.hint)
-        check_same_run(self.dir, state["config"], asdict(self.config), _RESUMABLE_CHANGES, state["data"],
-                       self.fingerprint)
+        check_same_run(
+            self.dir, state["config"], asdict(self.config), _RESUMABLE_CHANGES, state["data"], self.fingerprint
+        )
         with resuming(self.checkpoint_dir, self.hint):
             restore_training(reader, optimizer, scheduler, state)
             position = Position(**state["position"])
@@ -217,8 +243,10 @@ def train(
     reader, tokenizer = reader_to_train(config.init_model, seed=config.seed)
     positions = getattr(reader.config, "max_position_embeddings", None)
     if positions is not None and config.max_length > positions:
-        raise ValueError(f"reader training setting 'max_length' {config.max_length} exceeds the {positions} positions "
-                         f"of {config.init_model}")
+        raise ValueError(
+            f"reader training setting 'max_length' {config.max_length} exceeds the {positions} positions "
+            f"of {config.init_model}"
+        )
     optimizer = adamw_with_decay_groups(reader, config.learning_rate, config.weight_decay)
     scheduler = linear_warmup_decay(optimizer, int(config.warmup_ratio * run.total), run.total, first_step_nonzero=True)
     position = run.resume(reader, optimizer, scheduler)
@@ -231,8 +259,9 @@ def train(
     needed = (i for q in [*train_questions, *dev_questions] for i in [*q.negative_ids, *q.positive_ids, *q.top_ids])
     lookup.preload(needed)
     dev = dev_cases(dev_questions, lookup, config.dev_passages, config.seed)
-    task = _ReaderSteps(run, _Training(reader, tokenizer, optimizer, scheduler), position, train_questions, lookup,
-                        dev, after_step)
+    task = _ReaderSteps(
+        run, _Training(reader, tokenizer, optimizer, scheduler), position, train_questions, lookup, dev, after_step
+    )
     reader.train()
     run_loop(task)
     task.end_finished_epoch()
@@ -258,8 +287,16 @@ class _ReaderSteps(LoopTask):
 
     fault = "reader_training.step"
 
-    def __init__(self, run: _Run, training: _Training, position: Position, questions: Sequence[MinedQuestion],
-                 lookup: PassageLookup, dev: list, callback: Callable[[int], None] | None) -> None:
+    def __init__(
+        self,
+        run: _Run,
+        training: _Training,
+        position: Position,
+        questions: Sequence[MinedQuestion],
+        lookup: PassageLookup,
+        dev: list,
+        callback: Callable[[int], None] | None,
+    ) -> None:
         self.run, self.config, self.training, self.position = run, run.config, training, position
         self.questions, self.lookup, self.dev, self.callback = questions, lookup, dev, callback
         self.inputs = run.config.input_settings()
@@ -298,27 +335,47 @@ class _ReaderSteps(LoopTask):
         order = self._epoch_order()
         batch_ids = order[position.index : position.index + config.batch_size]
         groups = [
-            g for i in batch_ids
-            if (g := build_group(
-                self.questions[int(i)], self.lookup, training.tokenizer, config.passages_per_question, self.inputs,
-                example_rng(config.seed, position.epoch, int(i)),
-            )) is not None
+            g
+            for i in batch_ids
+            if (
+                g := build_group(
+                    self.questions[int(i)],
+                    self.lookup,
+                    training.tokenizer,
+                    config.passages_per_question,
+                    self.inputs,
+                    example_rng(config.seed, position.epoch, int(i)),
+                )
+            )
+            is not None
         ]
         if not groups:  # no question of this batch has a locatable answer
             position.index += len(batch_ids)
             return None
         parts = _backward(training.reader, training.tokenizer, training.optimizer, config, groups)
         self.in_update = True
-        skipped = apply_update(training.reader, training.optimizer, training.scheduler, parts["loss"],
-                               parts["grad_norm"], position.step + 1, position.nonfinite_steps,
-                               config.max_nonfinite_steps, self.run.last_good_checkpoint)
+        skipped = apply_update(
+            training.reader,
+            training.optimizer,
+            training.scheduler,
+            parts["loss"],
+            parts["grad_norm"],
+            position.step + 1,
+            position.nonfinite_steps,
+            config.max_nonfinite_steps,
+            self.run.last_good_checkpoint,
+        )
         position.index += len(batch_ids)
         position.step += 1
         position.nonfinite_steps += 0 if skipped is None else 1
         self.rng_after_step = rng_states()
         self.in_update = False
-        details = {"span_loss": parts["span_loss"], "selection_loss": parts["selection_loss"],
-                   "questions": len(groups), "rows": sum(len(g.rows) for g in groups)}
+        details = {
+            "span_loss": parts["span_loss"],
+            "selection_loss": parts["selection_loss"],
+            "questions": len(groups),
+            "rows": sum(len(g.rows) for g in groups),
+        }
         return StepOutcome(parts["loss"], skipped, details=details)
 
     def record(self, outcome: StepOutcome, bar: tqdm) -> None:
@@ -336,16 +393,18 @@ class _ReaderSteps(LoopTask):
         return bool(every) and self.position.step % every == 0 and bool(self.dev)
 
     def evaluate(self) -> None:
-        _evaluate(self.run, self.training.reader, self.training.tokenizer, self.dev, self.position, self.config,
-                  self.inputs)
+        _evaluate(
+            self.run, self.training.reader, self.training.tokenizer, self.dev, self.position, self.config, self.inputs
+        )
 
     def checkpoint_due(self, outcome: StepOutcome, last: bool) -> bool:
         return self.position.step % self.config.checkpoint_every == 0
 
     def checkpoint(self) -> None:
         training = self.training
-        self.run.save_checkpoint(training.reader, training.optimizer, training.scheduler, self.position,
-                                 self.rng_after_step)
+        self.run.save_checkpoint(
+            training.reader, training.optimizer, training.scheduler, self.position, self.rng_after_step
+        )
 
     def after_step(self) -> None:
         if self.callback is not None:
@@ -357,19 +416,24 @@ class _ReaderSteps(LoopTask):
             print(f"\ninterrupted: checkpoint saved at step {self.position.step}", flush=True)
 
 
-
 def _backward(
     reader: torch.nn.Module, tokenizer: Any, optimizer: Any, config: TrainConfig, groups: list[Group]
 ) -> dict[str, float]:
     """Loss and clipped gradients of one batch (parameters unchanged until ``optimizer.step``)."""
-    batch = collate_groups(groups, config.passages_per_question, tokenizer.pad_token_id, tokenizer.cls_token_id,
-                           tokenizer.sep_token_id)
+    batch = collate_groups(
+        groups, config.passages_per_question, tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
+    )
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
         output = reader(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], return_dict=True)
     loss, parts = reader_loss(
-        output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float(),
-        batch["passage_mask"], batch["row_mask"], batch["spans"], batch["span_mask"],
+        output.start_logits.float(),
+        output.end_logits.float(),
+        output.relevance_logits.float(),
+        batch["passage_mask"],
+        batch["row_mask"],
+        batch["spans"],
+        batch["span_mask"],
     )
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(reader.parameters(), config.max_grad_norm)
@@ -378,8 +442,15 @@ def _backward(
 
 def _new_window() -> dict[str, Any]:
     """An empty log window: the sums over its updating steps, and when it started."""
-    return {"loss": 0.0, "span_loss": 0.0, "selection_loss": 0.0, "steps": 0, "questions": 0, "rows": 0,
-            "start": time.perf_counter()}
+    return {
+        "loss": 0.0,
+        "span_loss": 0.0,
+        "selection_loss": 0.0,
+        "steps": 0,
+        "questions": 0,
+        "rows": 0,
+        "start": time.perf_counter(),
+    }
 
 
 def _add_to_window(window: dict[str, Any], outcome: StepOutcome) -> None:
@@ -394,33 +465,56 @@ def _log_window(run: _Run, position: Position, window: dict[str, Any], lr: float
     seconds = time.perf_counter() - window["start"]
     steps = max(window["steps"], 1)
     entry = {
-        "step": position.step, "epoch": position.epoch, "index": position.index,
-        "loss": window["loss"] / steps, "span_loss": window["span_loss"] / steps,
-        "selection_loss": window["selection_loss"] / steps, "lr": lr,
-        "steps_per_s": window["steps"] / seconds, "questions_per_s": window["questions"] / seconds,
-        "passages_per_s": window["rows"] / seconds, "peak_rss_mb": round(peak_rss_mb(), 1),
+        "step": position.step,
+        "epoch": position.epoch,
+        "index": position.index,
+        "loss": window["loss"] / steps,
+        "span_loss": window["span_loss"] / steps,
+        "selection_loss": window["selection_loss"] / steps,
+        "lr": lr,
+        "steps_per_s": window["steps"] / seconds,
+        "questions_per_s": window["questions"] / seconds,
+        "passages_per_s": window["rows"] / seconds,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
     }
     run.log.write(entry)
     bar.set_postfix(loss=f"{entry['loss']:.3f}", q_s=f"{entry['questions_per_s']:.2f}")
     window.update(_new_window())
 
 
-def _evaluate(run: _Run, reader: torch.nn.Module, tokenizer: Any, dev: list, position: Position, config: TrainConfig,
-              inputs: InputSettings) -> None:
+def _evaluate(
+    run: _Run,
+    reader: torch.nn.Module,
+    tokenizer: Any,
+    dev: list,
+    position: Position,
+    config: TrainConfig,
+    inputs: InputSettings,
+) -> None:
     start = time.perf_counter()
     try:
-        scores = evaluate_reader(reader, tokenizer, dev, inputs,
-                                 ReadSettings(max_answer_length=config.max_answer_length), bf16=config.bf16)
+        scores = evaluate_reader(
+            reader, tokenizer, dev, inputs, ReadSettings(max_answer_length=config.max_answer_length), bf16=config.bf16
+        )
     except NonFiniteLogits:
-        raise diverged(position.step, "the reader computes NaN or infinite scores on dev questions",
-                       run.last_good_checkpoint()) from None
+        raise diverged(
+            position.step, "the reader computes NaN or infinite scores on dev questions", run.last_good_checkpoint()
+        ) from None
     improved = scores.exact_match > position.best_em
     position.last_eval_step = position.step
     if improved:
         position.best_em, position.best_step = scores.exact_match, position.step
         save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
-    run.log.write({"step": position.step, "dev_em": scores.exact_match, "dev_f1": scores.f1, "dev_n": scores.n,
-             "best": improved, "eval_seconds": time.perf_counter() - start})
+    run.log.write(
+        {
+            "step": position.step,
+            "dev_em": scores.exact_match,
+            "dev_f1": scores.f1,
+            "dev_n": scores.n,
+            "best": improved,
+            "eval_seconds": time.perf_counter() - start,
+        }
+    )
     mark = " (best)" if improved else ""
     print(f"\nstep {position.step}: dev EM {scores.exact_match:.2f} F1 {scores.f1:.2f}{mark}", flush=True)
 

@@ -52,8 +52,12 @@ class BM25Retriever(StoreRetriever):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, document_store=store_to_dict(self.document_store), top_k=self.top_k, filters=self.filters,
-            filter_policy=self.filter_policy.value, scale_score=self.scale_score,
+            self,
+            document_store=store_to_dict(self.document_store),
+            top_k=self.top_k,
+            filters=self.filters,
+            filter_policy=self.filter_policy.value,
+            scale_score=self.scale_score,
         )
 
     @classmethod
@@ -90,7 +94,9 @@ class BM25Retriever(StoreRetriever):
         scale_score: bool | None = None,
     ) -> dict[str, Any]:
         """Asynchronous version of :meth:`run`, through the store's async API (or a worker thread)."""
-        return {"documents": await self._backend.bm25_retrieval_async(*self._prepare(query, top_k, filters, scale_score))}
+        return {
+            "documents": await self._backend.bm25_retrieval_async(*self._prepare(query, top_k, filters, scale_score))
+        }
 
     def _prepare(
         self, query: str, top_k: int | None, filters: dict[str, Any] | None, scale_score: bool | None
@@ -98,6 +104,8 @@ class BM25Retriever(StoreRetriever):
         """The search backend's arguments: query, top_k, filters, scale_score."""
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         return (
-            check_query(query), top_k, effective_filters(self.filter_policy, self.filters, filters),
+            check_query(query),
+            top_k,
+            effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
         )

@@ -98,9 +98,17 @@ class DenseRetriever(StoreRetriever):
     def to_dict(self) -> dict[str, Any]:
         e = self.embedder
         return default_to_dict(
-            self, document_store=store_to_dict(self.document_store), model=e.model, top_k=self.top_k,
-            filters=self.filters, pooling=e.pooling, normalize=e.normalize, max_length=e.max_length,
-            precision=e.precision, filter_policy=self.filter_policy.value, scale_score=self.scale_score,
+            self,
+            document_store=store_to_dict(self.document_store),
+            model=e.model,
+            top_k=self.top_k,
+            filters=self.filters,
+            pooling=e.pooling,
+            normalize=e.normalize,
+            max_length=e.max_length,
+            precision=e.precision,
+            filter_policy=self.filter_policy.value,
+            scale_score=self.scale_score,
             return_embedding=self.return_embedding,
         )
 
@@ -180,7 +188,10 @@ class DenseRetriever(StoreRetriever):
                 raise ValueError("DenseRetriever needs a query or a query_embedding")
             query = check_query(query)
         return _Search(
-            query, query_embedding, top_k, effective_filters(self.filter_policy, self.filters, filters),
+            query,
+            query_embedding,
+            top_k,
+            effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
             self.return_embedding if return_embedding is None else bool(return_embedding),
         )

@@ -90,8 +90,13 @@ class HybridRetriever:
         self.filter_policy = parse_filter_policy(filter_policy)
         # The dense side (question encoding, pairing checks, the store's vector search) is a DenseRetriever.
         self.dense = DenseRetriever(
-            document_store=document_store, model=model, top_k=candidates, pooling=pooling, normalize=normalize,
-            max_length=max_length, precision=precision,
+            document_store=document_store,
+            model=model,
+            top_k=candidates,
+            pooling=pooling,
+            normalize=normalize,
+            max_length=max_length,
+            precision=precision,
         )
         self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
         if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods
@@ -104,9 +109,18 @@ class HybridRetriever:
     def to_dict(self) -> dict[str, Any]:
         e = self.dense.embedder
         return default_to_dict(
-            self, document_store=store_to_dict(self.document_store), model=e.model, candidates=self.candidates,
-            weight=self.weight, top_k=self.top_k, filters=self.filters, filter_policy=self.filter_policy.value,
-            pooling=e.pooling, normalize=e.normalize, max_length=e.max_length, precision=e.precision,
+            self,
+            document_store=store_to_dict(self.document_store),
+            model=e.model,
+            candidates=self.candidates,
+            weight=self.weight,
+            top_k=self.top_k,
+            filters=self.filters,
+            filter_policy=self.filter_policy.value,
+            pooling=e.pooling,
+            normalize=e.normalize,
+            max_length=e.max_length,
+            precision=e.precision,
         )
 
     @classmethod
@@ -147,8 +161,12 @@ class HybridRetriever:
         dense = self.dense.run(query_embedding=embedding, filters=request.filters)["documents"]
         bm25 = self.bm25.run(query=request.query, filters=request.filters)["documents"]
         fused = self.ranker.run(
-            bm25_documents=bm25, dense_documents=dense, query=request.query, query_embedding=embedding,
-            top_k=request.top_k, weight=request.weight,
+            bm25_documents=bm25,
+            dense_documents=dense,
+            query=request.query,
+            query_embedding=embedding,
+            top_k=request.top_k,
+            weight=request.weight,
         )
         return {"documents": fused["documents"], "query_embedding": embedding}
 
@@ -156,8 +174,12 @@ class HybridRetriever:
     run_async = in_worker_thread(run)
 
     def search_batch(
-        self, queries: list[str], top_k: int | None = None, filters: dict[str, Any] | None = None,
-        weight: float | None = None, batch_size: int = 64,
+        self,
+        queries: list[str],
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        weight: float | None = None,
+        batch_size: int = 64,
     ) -> list[list[Document]]:
         """Many questions at once (evaluation): on our store one dense search and one document read per
         ``batch_size`` questions; the same documents as :meth:`run` question by question (FAISS's
@@ -193,7 +215,11 @@ class HybridRetriever:
         return union_from_lists(self.ranker.scoring_backend, request.query, embedding, bm25, dense)
 
     def _prepare(
-        self, query: str, query_embedding: list[float] | None, top_k: int | None, filters: dict[str, Any] | None,
+        self,
+        query: str,
+        query_embedding: list[float] | None,
+        top_k: int | None,
+        filters: dict[str, Any] | None,
         weight: float | None,
     ) -> _Request:
         return _Request(

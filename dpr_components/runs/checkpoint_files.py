@@ -66,7 +66,9 @@ def load_tensors(path: Path, restart_hint: str) -> Any:
             f"written by an older version, or a replaced file). {restart_hint}"
         ) from error
     except (OSError, RuntimeError, EOFError, ValueError, KeyError, AttributeError, IndexError) as error:
-        raise CheckpointError(f"checkpoint file {path} is damaged ({_first_sentence(error)}). {restart_hint}") from error
+        raise CheckpointError(
+            f"checkpoint file {path} is damaged ({_first_sentence(error)}). {restart_hint}"
+        ) from error
 
 
 def load_json(path: Path, restart_hint: str) -> Any:

@@ -44,8 +44,13 @@ def nonfinite_problem(loss: float, grad_norm: float) -> str | None:
     return None
 
 
-def diverged(step: int, problem: str, kept: str, detail: str = "no checkpoint or model was saved after it",
-             skippable: bool = False) -> TrainingDiverged:
+def diverged(
+    step: int,
+    problem: str,
+    kept: str,
+    detail: str = "no checkpoint or model was saved after it",
+    skippable: bool = False,
+) -> TrainingDiverged:
     """The error that stops a run at ``step`` because of ``problem``; ``kept`` names the last good
     checkpoint; ``skippable`` problems (a non-finite loss or gradient norm) can be skipped next time."""
     retry = f", or run the same command again with {SKIP_HINT}" if skippable else ""
@@ -95,7 +100,10 @@ def apply_update(
         optimizer.zero_grad(set_to_none=True)
         logger.warning(
             "step {step}: {problem}: the weights were not updated (skipped step {skipped} of {budget} allowed)",
-            step=step, problem=problem, skipped=skipped + 1, budget=budget,
+            step=step,
+            problem=problem,
+            skipped=skipped + 1,
+            budget=budget,
         )
     with warnings.catch_warnings():
         # A skipped first step advances the schedule before any optimizer step, on purpose.

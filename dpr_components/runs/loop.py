@@ -96,8 +96,14 @@ class LoopTask(ABC):
 def run_loop(task: LoopTask) -> None:
     """Run ``task``'s remaining steps; evaluate, log and checkpoint on their cadence."""
     looks = task.progress_bar()
-    bar = tqdm(total=task.total_steps, initial=task.steps_done, desc=looks.description, unit="step",
-               disable=not looks.enabled, smoothing=looks.smoothing)
+    bar = tqdm(
+        total=task.total_steps,
+        initial=task.steps_done,
+        desc=looks.description,
+        unit="step",
+        disable=not looks.enabled,
+        smoothing=looks.smoothing,
+    )
     try:
         while not task.finished():
             outcome = task.step()

@@ -35,12 +35,14 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     try:
         python, numpy_state = states["python"], states["numpy"]
         random.setstate((python["version"], tuple(python["state"]), python["gauss_next"]))
-        np.random.set_state({
-            "bit_generator": numpy_state["bit_generator"],
-            "state": {"key": np.asarray(numpy_state["key"], dtype=np.uint32), "pos": numpy_state["pos"]},
-            "has_gauss": numpy_state["has_gauss"],
-            "gauss": numpy_state["gauss"],
-        })
+        np.random.set_state(
+            {
+                "bit_generator": numpy_state["bit_generator"],
+                "state": {"key": np.asarray(numpy_state["key"], dtype=np.uint32), "pos": numpy_state["pos"]},
+                "has_gauss": numpy_state["has_gauss"],
+                "gauss": numpy_state["gauss"],
+            }
+        )
         torch.set_rng_state(torch.tensor(states["torch"], dtype=torch.uint8))
     except (KeyError, TypeError, ValueError, RuntimeError, OverflowError) as error:
         raise ValueError(f"the saved random generator states are malformed ({error!r})") from error

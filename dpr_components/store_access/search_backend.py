@@ -35,7 +35,11 @@ class SearchBackend(Protocol):
     ) -> list[Document]: ...
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]: ...
 
@@ -44,7 +48,11 @@ class SearchBackend(Protocol):
     ) -> list[Document]: ...
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]: ...
 
@@ -74,7 +82,11 @@ class EmbeddedSearch:
         return self.store.bm25_retrieval(query, top_k, filters)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
         return self.store.embedding_retrieval(query_embedding, top_k, filters, return_embedding=return_embedding)
@@ -90,10 +102,16 @@ class EmbeddedSearch:
         return await self.store.bm25_retrieval_async(query, top_k, filters)
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
-        return await self.store.embedding_retrieval_async(query_embedding, top_k, filters, return_embedding=return_embedding)
+        return await self.store.embedding_retrieval_async(
+            query_embedding, top_k, filters, return_embedding=return_embedding
+        )
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -121,7 +139,11 @@ class ElasticsearchSearch:
         return self.store._bm25_retrieval(query, filters=filters, fuzziness="0", top_k=top_k)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
         # Elasticsearch returns the stored vectors; DenseRetriever drops them unless asked.
@@ -136,7 +158,11 @@ class ElasticsearchSearch:
         return await method(query, filters=filters, fuzziness="0", top_k=top_k)
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
         method = async_method(self.store, "_embedding_retrieval")
@@ -164,9 +190,7 @@ class ElasticsearchSearch:
                 if doc.embedding is not None:
                     v = np.asarray(doc.embedding, dtype=np.float32)
                     dense[doc.id] = -float(np.sum((q - v) ** 2)) if self.similarity == "l2" else float(q @ v)
-        return {
-            i: (bm25.get(i, 0.0) if query is not None else None, dense.get(i)) for i in ids
-        }
+        return {i: (bm25.get(i, 0.0) if query is not None else None, dense.get(i)) for i in ids}
 
 
 def _knn_arguments(query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None) -> dict[str, Any]:
@@ -174,7 +198,9 @@ def _knn_arguments(query_embedding: Sequence[float], top_k: int, filters: dict[s
         raise ValueError(f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={top_k}")
     # Elasticsearch caps num_candidates at 10,000; the store's default (10 x top_k) would exceed it.
     return {
-        "query_embedding": list(map(float, query_embedding)), "filters": filters, "top_k": top_k,
+        "query_embedding": list(map(float, query_embedding)),
+        "filters": filters,
+        "top_k": top_k,
         "num_candidates": min(ES_MAX_KNN_CANDIDATES, top_k * 10),
     }
 
@@ -196,27 +222,45 @@ class PublicMethodsSearch:
         return self._call("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
 
     def embedding_retrieval(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
         embedding = [float(x) for x in query_embedding]
         return self._call(
-            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score,
+            "embedding_retrieval",
+            query_embedding=embedding,
+            filters=filters,
+            top_k=top_k,
+            scale_score=scale_score,
             return_embedding=return_embedding,
         )
 
     async def bm25_retrieval_async(
         self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]:
-        return await self._call_async("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
+        return await self._call_async(
+            "bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score
+        )
 
     async def embedding_retrieval_async(
-        self, query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None, scale_score: bool = False,
+        self,
+        query_embedding: Sequence[float],
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool = False,
         return_embedding: bool = False,
     ) -> list[Document]:
         embedding = [float(x) for x in query_embedding]
         return await self._call_async(
-            "embedding_retrieval", query_embedding=embedding, filters=filters, top_k=top_k, scale_score=scale_score,
+            "embedding_retrieval",
+            query_embedding=embedding,
+            filters=filters,
+            top_k=top_k,
+            scale_score=scale_score,
             return_embedding=return_embedding,
         )
 

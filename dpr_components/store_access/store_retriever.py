@@ -16,8 +16,13 @@ class StoreRetriever:
     """Base of the retriever components that search a store through one retrieval method."""
 
     def _init_search(
-        self, document_store: Any, method: str, top_k: int, filters: dict[str, Any] | None,
-        filter_policy: FilterPolicy | str, scale_score: bool,
+        self,
+        document_store: Any,
+        method: str,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        filter_policy: FilterPolicy | str,
+        scale_score: bool,
     ) -> None:
         """Keep the validated init settings and the store's search interface, which must offer ``method``."""
         self.document_store = document_store

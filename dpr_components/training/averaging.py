@@ -59,7 +59,9 @@ def _comparable(path: Path) -> Any:
     except json.JSONDecodeError:
         return text
     if isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in ("dtype", "torch_dtype", "transformers_version", "_name_or_path")}
+        data = {
+            k: v for k, v in data.items() if k not in ("dtype", "torch_dtype", "transformers_version", "_name_or_path")
+        }
     return data
 
 
@@ -84,8 +86,9 @@ def average_state_dicts(
             raise AveragingError(f"{name} has different parameters from {names[0]} (e.g. {missing})")
         for key, tensor in state.items():
             if tensor.shape != reference[key].shape:
-                raise AveragingError(f"{name}: {key} has shape {tuple(tensor.shape)}, "
-                                     f"{names[0]} has {tuple(reference[key].shape)}")
+                raise AveragingError(
+                    f"{name}: {key} has shape {tuple(tensor.shape)}, {names[0]} has {tuple(reference[key].shape)}"
+                )
     averaged: dict[str, torch.Tensor] = {}
     for key, first in reference.items():
         if not first.is_floating_point() or all(torch.equal(first, state[key]) for state in states[1:]):
@@ -115,9 +118,7 @@ def _is_training_output(folder: Path) -> bool:
     return all((folder / name).is_dir() for name in ENCODER_FOLDERS)
 
 
-def average_models(
-    sources: Sequence[str | Path], out: str | Path, weights: Sequence[float] | None = None
-) -> Path:
+def average_models(sources: Sequence[str | Path], out: str | Path, weights: Sequence[float] | None = None) -> Path:
     """Average encoder folders, or training outputs (``question_encoder/`` + ``passage_encoder/``)
     encoder by encoder, into ``out`` (replaced atomically). Returns ``out``."""
     folders = [Path(source) for source in sources]

@@ -157,7 +157,9 @@ class BatchBuilder:
                 break
             take(self.random_pool[int(rng.integers(len(self.random_pool)))])
         if len(taken) < n:
-            raise ValueError(f"could not find {n} distinct negatives for question {example.id!r}: the pool is too small")
+            raise ValueError(
+                f"could not find {n} distinct negatives for question {example.id!r}: the pool is too small"
+            )
         return taken
 
     def _mask(

@@ -62,15 +62,21 @@ class DPRTrainer:
         self.learning_rate = learning_rate
         self.similarity = similarity
         if settings is not None and not isinstance(settings, dict):
-            raise ValueError(f"DPRTrainer parameter 'settings' must be a mapping of training settings, got {settings!r}")
+            raise ValueError(
+                f"DPRTrainer parameter 'settings' must be a mapping of training settings, got {settings!r}"
+            )
         self.settings = dict(settings or {})
         self.progress_bar = progress_bar
         self.config = self._config()  # validate now rather than after loading data
 
     def _config(self) -> TrainingConfig:
         explicit = {
-            "model": self.model, "epochs": self.epochs, "batch_size": self.batch_size, "negatives": self.negatives,
-            "learning_rate": self.learning_rate, "similarity": self.similarity,
+            "model": self.model,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "negatives": self.negatives,
+            "learning_rate": self.learning_rate,
+            "similarity": self.similarity,
         }
         clash = sorted(set(explicit) & set(self.settings))
         if clash:
@@ -79,9 +85,16 @@ class DPRTrainer:
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, output_dir=self.output_dir, model=self.model, epochs=self.epochs, batch_size=self.batch_size,
-            negatives=self.negatives, learning_rate=self.learning_rate, similarity=self.similarity,
-            settings=self.settings, progress_bar=self.progress_bar,
+            self,
+            output_dir=self.output_dir,
+            model=self.model,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            negatives=self.negatives,
+            learning_rate=self.learning_rate,
+            similarity=self.similarity,
+            settings=self.settings,
+            progress_bar=self.progress_bar,
         )
 
     @classmethod
@@ -122,7 +135,8 @@ class DPRTrainer:
         # Every file is checked against the input root before any is read.
         sources = {
             name: check_input_path(resolve_data_source(value), name)
-            for name, value in (("data", data), ("dev_data", dev_data), ("corpus", corpus)) if value is not None
+            for name, value in (("data", data), ("dev_data", dev_data), ("corpus", corpus))
+            if value is not None
         }
         if data is not None:
             loaded = load_training_examples(sources["data"], split=split)

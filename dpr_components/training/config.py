@@ -94,8 +94,16 @@ class TrainingConfig:
 
     def validate(self) -> None:
         check_setting_types(self, "training setting")
-        positive = ("max_length", "batch_size", "accumulation_steps", "epochs", "checkpoint_every",
-                    "keep_checkpoints", "log_every", "val_questions")
+        positive = (
+            "max_length",
+            "batch_size",
+            "accumulation_steps",
+            "epochs",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "log_every",
+            "val_questions",
+        )
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -154,7 +162,9 @@ class TrainingConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
         if not isinstance(data, dict):
-            raise ValueError(f"training settings must be a mapping of setting names to values, got {type(data).__name__}")
+            raise ValueError(
+                f"training settings must be a mapping of setting names to values, got {type(data).__name__}"
+            )
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -67,8 +67,11 @@ def question_encoder_only(pair: str | Path, out: str | Path, paired_with: str, f
     question, passage = pair / QUESTION_DIR, pair / PASSAGE_DIR
     if not question.is_dir() or not passage.is_dir():
         raise FileNotFoundError(f"{pair} is not a trained pair (no {QUESTION_DIR}/ and {PASSAGE_DIR}/)")
-    texts = [("Photosynthesis", "Plants release oxygen during photosynthesis."), (None, "An untitled passage."),
-             ("Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600.")]
+    texts = [
+        ("Photosynthesis", "Plants release oxygen during photosynthesis."),
+        (None, "An untitled passage."),
+        ("Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600."),
+    ]
     check_same_vectors(str(passage), paired_with, texts)
     model = BiEncoder.from_pretrained(str(question), tie=True)
     out = Path(out)
@@ -126,7 +129,12 @@ def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
     """One encoder as a plain BERT folder with a sidecar (loadable by ``TextEncoder``)."""
     out = Path(out)
     with _bert_folder(source, out, fp16) as (tmp, _, layout, pooling):
-        sidecar = {"pooling": pooling, "normalize": layout.normalize, "max_length": layout.max_length, "title_mode": "pair"}
+        sidecar = {
+            "pooling": pooling,
+            "normalize": layout.normalize,
+            "max_length": layout.max_length,
+            "title_mode": "pair",
+        }
         (tmp / SIDECAR_FILE).write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
     return out
 
@@ -150,7 +158,9 @@ def to_sentence_transformers(source: str, out: str | Path, fp16: bool = False) -
         ]
         if layout.normalize:
             (tmp / "2_Normalize").mkdir()
-            modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+            modules.append(
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+            )
         (tmp / "modules.json").write_text(json.dumps(modules, indent=2), encoding="utf-8")
         st_config = {"max_seq_length": layout.max_length or 256, "do_lower_case": False}
         (tmp / "sentence_bert_config.json").write_text(json.dumps(st_config, indent=2), encoding="utf-8")

@@ -31,7 +31,11 @@ class DenseSearchIndex:
 
     @classmethod
     def for_passages(
-        cls, model: str, passages: Sequence[Passage], cache_folder: Path | None = None, skip_top: int = 0,
+        cls,
+        model: str,
+        passages: Sequence[Passage],
+        cache_folder: Path | None = None,
+        skip_top: int = 0,
         show_progress: bool = True,
     ) -> DenseSearchIndex:
         """Encode ``passages`` with the passage side of ``model`` (a pair folder or one encoder)."""

@@ -30,9 +30,7 @@ def init_process_group(rank: int, world_size: int, port: int, backend: str = "gl
     """Join a process group on this machine (localhost rendezvous at ``port``)."""
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group(
-        backend, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=timeout_s)
-    )
+    dist.init_process_group(backend, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=timeout_s))
 
 
 def destroy_process_group() -> None:

@@ -62,9 +62,7 @@ class LoadedExamples:
         )
 
 
-def collect_examples(
-    parsed: Iterable[TrainingExample | None], limit: int | None
-) -> tuple[list[TrainingExample], int]:
+def collect_examples(parsed: Iterable[TrainingExample | None], limit: int | None) -> tuple[list[TrainingExample], int]:
     """Keep parsed examples up to ``limit``; ``None`` marks a record skipped for having no positive."""
     examples: list[TrainingExample] = []
     skipped = 0

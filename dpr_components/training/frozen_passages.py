@@ -59,7 +59,10 @@ class FrozenPassageVectors:
             return
         ctxs = list(new.values())
         vectors = encode_passages_cached(
-            self.encoder, [c.text for c in ctxs], [c.title or None for c in ctxs], self.cache,
+            self.encoder,
+            [c.text for c in ctxs],
+            [c.title or None for c in ctxs],
+            self.cache,
             show_progress=self.show_progress and len(ctxs) > 256,
         )
         start, end = len(self._rows), len(self._rows) + len(ctxs)
@@ -81,12 +84,16 @@ class FrozenPassageVectors:
         return torch.from_numpy(self._vectors[rows])
 
 
-def check_same_vectors(own: str, same_as: str, texts: Sequence[tuple[str | None, str]], tolerance: float = 1e-4) -> None:
+def check_same_vectors(
+    own: str, same_as: str, texts: Sequence[tuple[str | None, str]], tolerance: float = 1e-4
+) -> None:
     """Raise unless passage encoder ``same_as`` makes the vectors ``own`` makes for ``(title, text)``
     passages, as the fixed passage encoder of a question-side run and the copy its run exported do."""
     encoders = [TextEncoder(EncoderSettings(model=m), batch_size=64) for m in (own, same_as)]
     a, b = (e.encode_passages([t for _, t in texts], [title for title, _ in texts]) for e in encoders)
     difference = float(np.abs(a - b).max()) if len(texts) else 0.0
     if a.shape != b.shape or difference > tolerance:
-        raise ValueError(f"passage encoder {same_as} does not make the vectors of {own} "
-                         f"(largest difference {difference:.2g} on {len(texts)} passages)")
+        raise ValueError(
+            f"passage encoder {same_as} does not make the vectors of {own} "
+            f"(largest difference {difference:.2g} on {len(texts)} passages)"
+        )

@@ -33,7 +33,9 @@ class RandomState:
 
     def __init__(self) -> None:
         self.cpu = torch.get_rng_state()
-        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        self.cuda = (
+            torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        )
 
     @contextlib.contextmanager
     def replay(self) -> Iterator[None]:

@@ -53,7 +53,11 @@ class TrainingInputs:
 
 
 def train_from_files(
-    config: TrainingConfig, inputs: TrainingInputs, output_dir: str | Path, processes: int = 1, show_progress: bool = True
+    config: TrainingConfig,
+    inputs: TrainingInputs,
+    output_dir: str | Path,
+    processes: int = 1,
+    show_progress: bool = True,
 ) -> TrainingResult:
     """Train on ``inputs`` into ``output_dir``; with ``processes`` > 1 as DDP processes."""
     if processes < 1:
@@ -67,7 +71,8 @@ def train_from_files(
     with tempfile.TemporaryDirectory(prefix="dpr-ddp-errors-") as errors:
         try:
             torch.multiprocessing.spawn(
-                _worker, args=(processes, port, config.to_dict(), inputs, str(output_dir), show_progress, errors),
+                _worker,
+                args=(processes, port, config.to_dict(), inputs, str(output_dir), show_progress, errors),
                 nprocs=processes,
             )
         except (torch.multiprocessing.ProcessExitedException, torch.multiprocessing.ProcessRaisedException):
@@ -79,7 +84,13 @@ def train_from_files(
 
 
 def _worker(
-    rank: int, world: int, port: int, config: dict, inputs: TrainingInputs, output_dir: str, show_progress: bool,
+    rank: int,
+    world: int,
+    port: int,
+    config: dict,
+    inputs: TrainingInputs,
+    output_dir: str,
+    show_progress: bool,
     errors: str,
 ) -> None:
     """One DDP process; a ``ValueError`` is written to ``errors/rank-<rank>.txt`` for the parent to report."""

@@ -41,7 +41,9 @@ def _load_dpr_encoder(model: str, role: Role, dropout: float | None) -> tuple[to
     layout = detect_layout(resolve_model_path(model))
     folder = layout.transformer_path
     check_model_files(folder)
-    overrides: dict[str, Any] = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    overrides: dict[str, Any] = (
+        {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    )
     try:
         with quiet_transformers():
             if layout.kind in ("dpr_question", "dpr_context"):
@@ -159,8 +161,10 @@ class BiEncoder(torch.nn.Module):
         plain = [i for i, c in enumerate(passages) if not c.title]
         if titled:
             encoded = tokenizer(
-                [passages[i].title for i in titled], [passages[i].text for i in titled],
-                truncation="only_second", max_length=self.max_length,
+                [passages[i].title for i in titled],
+                [passages[i].text for i in titled],
+                truncation="only_second",
+                max_length=self.max_length,
             )
             for n, i in enumerate(titled):
                 features[i] = {key: values[n] for key, values in encoded.items()}
@@ -184,4 +188,9 @@ class BiEncoder(torch.nn.Module):
 
     def encoder_metadata(self) -> dict[str, Any]:
         """What the ``encoder_config.json`` sidecar records so loaders pool the same way."""
-        return {"pooling": self.pooling, "normalize": self.normalize, "max_length": self.max_length, "title_mode": "pair"}
+        return {
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+            "max_length": self.max_length,
+            "title_mode": "pair",
+        }

@@ -146,7 +146,9 @@ class NegativeMiner:
 
     def _ranked(self, question: str) -> list[tuple[int, float]]:
         """(position, score) of every index's top ``depth``, interleaved rank by rank."""
-        lists = [list(zip(*(a.tolist() for a in index.search(question, self.settings.depth)))) for index in self.indexes]
+        lists = [
+            list(zip(*(a.tolist() for a in index.search(question, self.settings.depth)))) for index in self.indexes
+        ]
         return [ranked[rank] for rank in range(self.settings.depth) for ranked in lists if rank < len(ranked)]
 
     def mine(self, example: TrainingExample, report: MiningReport | None = None) -> dict[str, Any]:
@@ -176,7 +178,12 @@ class NegativeMiner:
                 continue
             seen.add(text)
             negatives.append(
-                {"title": passage.title, "text": passage.text, "score": round(float(score), 4), "passage_id": passage.id}
+                {
+                    "title": passage.title,
+                    "text": passage.text,
+                    "score": round(float(score), 4),
+                    "passage_id": passage.id,
+                }
             )
             if len(negatives) == settings.num_negatives:
                 break
@@ -205,7 +212,9 @@ def _done_ids(partial: Path) -> set[str]:
         try:
             ids.add(str(json.loads(line)["id"]))
         except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(f"{partial}, line {number}: not a mined record ({error}); delete the file to restart") from error
+            raise ValueError(
+                f"{partial}, line {number}: not a mined record ({error}); delete the file to restart"
+            ) from error
     return ids
 
 

@@ -194,11 +194,18 @@ class Trainer(LoopTask):
         saved = read_settings(self.output_dir)
         if saved is not None:
             previous = TrainingConfig.from_dict(saved["config"])
-            check_same_run(self.output_dir, previous.to_dict(), self.config.to_dict(), RESUMABLE_CHANGES,
-                           saved.get("data"), fingerprint)
+            check_same_run(
+                self.output_dir,
+                previous.to_dict(),
+                self.config.to_dict(),
+                RESUMABLE_CHANGES,
+                saved.get("data"),
+                fingerprint,
+            )
         if self.rank == 0:
-            write_settings(self.output_dir,
-                           {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)})
+            write_settings(
+                self.output_dir, {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)}
+            )
 
     def _build(self) -> None:
         config = self.config
@@ -234,18 +241,27 @@ class Trainer(LoopTask):
         self.validation: ValidationSet | None = None
         if self.dev_examples and self.rank == 0:
             self.validation = build_validation_set(
-                self.dev_examples, config.val_questions, config.val_hard_negatives, self.corpus,
-                config.val_pool_size, seed=config.seed,
+                self.dev_examples,
+                config.val_questions,
+                config.val_hard_negatives,
+                self.corpus,
+                config.val_pool_size,
+                seed=config.seed,
             )
 
     def _freeze_passage_encoder(self) -> None:
         model = self.model
         model.context_model.requires_grad_(False)
         # The vectors the exported passage encoder will make: same pooling, normalisation, length.
-        settings = EncoderSettings(model=self.config.passage_model or self.config.model, pooling=model.pooling,
-                                   normalize=model.normalize, max_length=model.max_length)
-        vectors = FrozenPassageVectors(settings, cache_dir() / "embeddings",
-                                       show_progress=self.show_progress and self.rank == 0)
+        settings = EncoderSettings(
+            model=self.config.passage_model or self.config.model,
+            pooling=model.pooling,
+            normalize=model.normalize,
+            max_length=model.max_length,
+        )
+        vectors = FrozenPassageVectors(
+            settings, cache_dir() / "embeddings", show_progress=self.show_progress and self.rank == 0
+        )
         vectors.add_examples(self.examples)
         self.frozen_passages = vectors
 
@@ -277,8 +293,17 @@ class Trainer(LoopTask):
             state.batch_in_epoch += 1
         distributed.sum_gradients(self.model.parameters())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.max_grad_norm))
-        skipped = apply_update(self.model, self.optimizer, self.scheduler, loss, grad_norm, state.step + 1,
-                               state.nonfinite_steps, config.max_nonfinite_steps, self._last_good_checkpoint)
+        skipped = apply_update(
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            loss,
+            grad_norm,
+            state.step + 1,
+            state.nonfinite_steps,
+            config.max_nonfinite_steps,
+            self._last_good_checkpoint,
+        )
         state.nonfinite_steps += 0 if skipped is None else 1
         state.step += 1
         state.examples_seen += config.batch_size * config.accumulation_steps
@@ -297,18 +322,24 @@ class Trainer(LoopTask):
             state.epoch += 1
             state.batch_in_epoch = 0
             self._order = epoch_order(config.seed, state.epoch, len(self.examples))
-        bar.set_postfix(loss=f"{outcome.loss:.3f}", ex_s=f"{window.speed(time.perf_counter()):.1f}",
-                        epoch=state.epoch)
+        bar.set_postfix(loss=f"{outcome.loss:.3f}", ex_s=f"{window.speed(time.perf_counter()):.1f}", epoch=state.epoch)
 
     def write_log(self, bar: tqdm) -> None:
         state, window = self.state, self._window
         now = time.perf_counter()
         if self.log is not None and window.losses:  # a window of skipped steps only has their events
-            self.log.write({
-                "step": state.step, "epoch": state.epoch, "loss": float(np.mean(window.losses)),
-                "lr": self.scheduler.get_last_lr()[0], "grad_norm": window.grad_norm,
-                "examples_per_s": window.speed(now), "elapsed_s": window.elapsed(now), "peak_rss_mb": peak_rss_mb(),
-            })
+            self.log.write(
+                {
+                    "step": state.step,
+                    "epoch": state.epoch,
+                    "loss": float(np.mean(window.losses)),
+                    "lr": self.scheduler.get_last_lr()[0],
+                    "grad_norm": window.grad_norm,
+                    "examples_per_s": window.speed(now),
+                    "elapsed_s": window.elapsed(now),
+                    "peak_rss_mb": peak_rss_mb(),
+                }
+            )
         window.restart(now)
 
     def evaluation_due(self, outcome: StepOutcome, last: bool) -> bool:
@@ -320,8 +351,12 @@ class Trainer(LoopTask):
         self._validate(self.state, self.log)
 
     def checkpoint_due(self, outcome: StepOutcome, last: bool) -> bool:
-        return (self.state.step % self.config.checkpoint_every == 0 or outcome.epoch_done or last
-                or self.state.stopped_early)
+        return (
+            self.state.step % self.config.checkpoint_every == 0
+            or outcome.epoch_done
+            or last
+            or self.state.stopped_early
+        )
 
     def after_step(self) -> None:
         if self.on_step is not None:
@@ -410,9 +445,16 @@ class Trainer(LoopTask):
         """Open the log on rank 0 (cut back to a resumed checkpoint's step); a new run's starts."""
         self.log = resume_log(self.output_dir, resumed_step) if self.rank == 0 else None
         if self.log is not None and resumed_step is None:
-            self.log.write({"step": 0, "event": "start", "examples": len(self.examples),
-                            "total_steps": self.total_steps, "steps_per_epoch": self.steps_per_epoch,
-                            "processes": self.world})
+            self.log.write(
+                {
+                    "step": 0,
+                    "event": "start",
+                    "examples": len(self.examples),
+                    "total_steps": self.total_steps,
+                    "steps_per_epoch": self.steps_per_epoch,
+                    "processes": self.world,
+                }
+            )
 
     def _finish(self, state: TrainerState, speed: float) -> TrainingResult:
         final_dir = self.output_dir / "final"

@@ -34,7 +34,9 @@ def prepare_output_folder(folder: str | os.PathLike[str], option: str = "--out")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise OutputError(f"{option} {path}: cannot create the folder ({describe_os_error(error, error.filename)})") from None
+        raise OutputError(
+            f"{option} {path}: cannot create the folder ({describe_os_error(error, error.filename)})"
+        ) from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise OutputError(f"{option} {path}: the folder is not writable")
     return path

@@ -74,8 +74,10 @@ def describe_lone_surrogate(text: str) -> str | None:
     match = _LONE_SURROGATE.search(text)
     if match is None:
         return None
-    return (f"a lone surrogate U+{ord(match.group(0)):04X} at character {match.start()} "
-            "(bytes that are not UTF-8, or a broken \\u escape)")
+    return (
+        f"a lone surrogate U+{ord(match.group(0)):04X} at character {match.start()} "
+        "(bytes that are not UTF-8, or a broken \\u escape)"
+    )
 
 
 def describe_long_word(word: str) -> str:

@@ -8,11 +8,31 @@ from pathlib import Path
 from typing import Any
 
 SMALL_CORPUS = [
-    {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare around 1600. It is set in Denmark."},
-    {"id": "everest", "title": "Mount Everest", "text": "Mount Everest is the highest mountain on Earth, 8,849 metres above sea level."},
-    {"id": "curie", "title": "Marie Curie", "text": "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911."},
-    {"id": "bees", "title": "Honey bee", "text": "Honey bees live in colonies with a single queen and make honey from nectar."},
-    {"id": "jupiter", "title": "Jupiter", "text": "Jupiter is the largest planet of the Solar System, a gas giant. " * 12},
+    {
+        "id": "hamlet",
+        "title": "Hamlet",
+        "text": "Hamlet is a tragedy written by William Shakespeare around 1600. It is set in Denmark.",
+    },
+    {
+        "id": "everest",
+        "title": "Mount Everest",
+        "text": "Mount Everest is the highest mountain on Earth, 8,849 metres above sea level.",
+    },
+    {
+        "id": "curie",
+        "title": "Marie Curie",
+        "text": "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    },
+    {
+        "id": "bees",
+        "title": "Honey bee",
+        "text": "Honey bees live in colonies with a single queen and make honey from nectar.",
+    },
+    {
+        "id": "jupiter",
+        "title": "Jupiter",
+        "text": "Jupiter is the largest planet of the Solar System, a gas giant. " * 12,
+    },
 ]
 
 
@@ -24,11 +44,16 @@ def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
 
 def write_training_data(path: Path) -> Path:
     """12 DPR-format examples: with batch 4, 3 steps per epoch."""
-    return write_jsonl(path, (
-        {
-            "id": f"q{i}", "question": f"what is fact number {i} about subject {i % 5}", "answers": [f"value{i}"],
-            "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
-            "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
-        }
-        for i in range(12)
-    ))
+    return write_jsonl(
+        path,
+        (
+            {
+                "id": f"q{i}",
+                "question": f"what is fact number {i} about subject {i % 5}",
+                "answers": [f"value{i}"],
+                "positive_ctxs": [{"title": f"Subject {i}", "text": f"fact {i} is value{i}" + " detail" * (i % 4)}],
+                "hard_negative_ctxs": [{"title": "Other", "text": f"an unrelated passage {j}"} for j in range(3)],
+            }
+            for i in range(12)
+        ),
+    )

@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 TINY_BERT = dict(
-    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, max_position_embeddings=128,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=37,
+    max_position_embeddings=128,
 )
 
 

@@ -42,8 +42,15 @@ QUESTIONS = [
 def mined_questions() -> list[MinedQuestion]:
     """QUESTIONS with their gold passage, the eight filler passages as negatives."""
     return [
-        MinedQuestion(f"q{i}", q, answers, "gold", Passage("T", text), negative_ids=[f"n{j}" for j in range(8)],
-                      top_ids=["p0", "n0", "n1"])
+        MinedQuestion(
+            f"q{i}",
+            q,
+            answers,
+            "gold",
+            Passage("T", text),
+            negative_ids=[f"n{j}" for j in range(8)],
+            top_ids=["p0", "n0", "n1"],
+        )
         for i, (q, answers, text) in enumerate(QUESTIONS)
     ]
 
@@ -51,9 +58,21 @@ def mined_questions() -> list[MinedQuestion]:
 def reader_config(output: Path, encoder: Path, **changes: Any) -> TrainConfig:
     """6 steps (batch 2, 2 epochs), evaluation and checkpoint every 2 steps."""
     settings = dict(
-        output_dir=str(output), init_model=str(encoder), passages_per_question=3, batch_size=2, epochs=2,
-        learning_rate=1e-3, max_length=64, stride=8, max_question_tokens=16, max_title_tokens=8, eval_every=2,
-        checkpoint_every=2, log_every=1, dev_passages=3, progress=False,
+        output_dir=str(output),
+        init_model=str(encoder),
+        passages_per_question=3,
+        batch_size=2,
+        epochs=2,
+        learning_rate=1e-3,
+        max_length=64,
+        stride=8,
+        max_question_tokens=16,
+        max_title_tokens=8,
+        eval_every=2,
+        checkpoint_every=2,
+        log_every=1,
+        dev_passages=3,
+        progress=False,
     )
     return TrainConfig(**{**settings, **changes})
 
@@ -61,8 +80,13 @@ def reader_config(output: Path, encoder: Path, **changes: Any) -> TrainConfig:
 def train_reader(output: Path, encoder: Path, after_step: Callable[[int], None] | None = None, **changes: Any) -> Any:
     """Trains (or resumes) the reader_config run on mined_questions, the first three as dev set."""
     lookup = PassageLookup(DictStore(PASSAGES))
-    return train(reader_config(output, encoder, **changes), mined_questions(), mined_questions()[:3], lookup,
-                 after_step=after_step)
+    return train(
+        reader_config(output, encoder, **changes),
+        mined_questions(),
+        mined_questions()[:3],
+        lookup,
+        after_step=after_step,
+    )
 
 
 def reader_state(output: Path) -> dict:

@@ -18,11 +18,19 @@ def write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert
     """Copies of pipelines/*.yml with the tiny models, the test store and a one-step training run."""
     folder.mkdir()
     settings = {
-        "dense.model": str(encoder), "embedder.model": str(encoder), "embedder.cache_dir": None,
-        "embedder.progress_bar": False, "reader.model": str(reader), "ranker.weight": 0.001,
-        "hybrid.model": str(encoder), "hybrid.weight": 0.001,
-        "trainer.model": str(bert), "trainer.output_dir": str(run_dir), "trainer.epochs": 1,
-        "trainer.batch_size": 2, "trainer.progress_bar": False,
+        "dense.model": str(encoder),
+        "embedder.model": str(encoder),
+        "embedder.cache_dir": None,
+        "embedder.progress_bar": False,
+        "reader.model": str(reader),
+        "ranker.weight": 0.001,
+        "hybrid.model": str(encoder),
+        "hybrid.weight": 0.001,
+        "trainer.model": str(bert),
+        "trainer.output_dir": str(run_dir),
+        "trainer.epochs": 1,
+        "trainer.batch_size": 2,
+        "trainer.progress_bar": False,
     }
     for path in pipeline_files(PIPELINES):
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -23,7 +23,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         expect = marker.kwargs.get("expect")
         if expect not in EXPECTATIONS or not marker.kwargs.get("category"):
-            raise pytest.UsageError(f"{item.nodeid}: reliability marker needs category= and expect= one of {EXPECTATIONS}")
+            raise pytest.UsageError(
+                f"{item.nodeid}: reliability marker needs category= and expect= one of {EXPECTATIONS}"
+            )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -33,14 +35,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     target = os.environ.get("RELIABILITY_RESULTS")
     marker = item.get_closest_marker("reliability")
     # One line per case: its call, or its setup when that failed or skipped.
-    if not target or marker is None or not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
+    if (
+        not target
+        or marker is None
+        or not (report.when == "call" or (report.when == "setup" and report.outcome != "passed"))
+    ):
         return
     doc = (getattr(item, "function", None).__doc__ or item.name).strip().splitlines()[0]
     params = getattr(item, "callspec", None)
     case = {
-        "id": item.nodeid, "category": marker.kwargs["category"], "expect": marker.kwargs["expect"],
-        "case": doc, "params": params.id if params else None, "outcome": report.outcome,
-        "seconds": round(report.duration, 2), "details": dict(item.user_properties),
+        "id": item.nodeid,
+        "category": marker.kwargs["category"],
+        "expect": marker.kwargs["expect"],
+        "case": doc,
+        "params": params.id if params else None,
+        "outcome": report.outcome,
+        "seconds": round(report.duration, 2),
+        "details": dict(item.user_properties),
     }
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(case) + "\n")
@@ -52,10 +63,22 @@ def _built_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) ->
 
     folder = tmp_path_factory.mktemp("reliability_store")
     corpus = write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)
-    assert_success(cli(
-        "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", folder / "store",
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
-    ))
+    assert_success(
+        cli(
+            "run",
+            PIPELINES / "index.yml",
+            "--input",
+            f"path={corpus}",
+            "--store",
+            folder / "store",
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        )
+    )
     return folder / "store"
 
 

@@ -47,7 +47,9 @@ def cli(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
-def cli_process(*args: str, env: dict[str, str] | None = None, timeout: float = 300, cwd: Path | None = None) -> CliResult:
+def cli_process(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, cwd: Path | None = None
+) -> CliResult:
     """Run ``haystack ARGS`` in a child process (for crashes, kills and concurrency)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     command = [sys.executable, "-m", "dpr_components.cli", *[str(a) for a in args]]
@@ -91,7 +93,9 @@ def search_snapshot(path: Path, queries: list[str], model: Path, top_k: int = 5)
     for pipeline in ("bm25.yml", "dense.yml"):
         extra = ["--set", f"dense.model={model}"] if pipeline == "dense.yml" else []
         for query in queries:
-            done = cli_process("run", PIPELINES / pipeline, "--store", path, "-q", query, "--top-k", str(top_k), "--json", *extra)
+            done = cli_process(
+                "run", PIPELINES / pipeline, "--store", path, "-q", query, "--top-k", str(top_k), "--json", *extra
+            )
             assert_success(done)
             result = json.loads(done.out)
             documents = next(iter(result.values()))["documents"]

@@ -15,13 +15,34 @@ ENCODER = ["--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=f
 
 def shard_args(corpus: Path, spec: str, shard_dir: Path, model: Path) -> list[Any]:
     """``haystack run pipelines/index.yml --shard SPEC --shard-dir DIR`` arguments."""
-    return ["run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--shard", spec, "--shard-dir", shard_dir,
-            "--set", f"embedder.model={model}", *ENCODER]
+    return [
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={corpus}",
+        "--shard",
+        spec,
+        "--shard-dir",
+        shard_dir,
+        "--set",
+        f"embedder.model={model}",
+        *ENCODER,
+    ]
 
 
 def merge_args(shard_dir: Path, store: Path, model: Path, *extra: str) -> list[Any]:
     """``haystack merge-shards pipelines/index.yml DIR --store STORE`` arguments."""
-    return ["merge-shards", PIPELINES / "index.yml", shard_dir, "--store", store, "--set", f"embedder.model={model}", *ENCODER, *extra]
+    return [
+        "merge-shards",
+        PIPELINES / "index.yml",
+        shard_dir,
+        "--store",
+        store,
+        "--set",
+        f"embedder.model={model}",
+        *ENCODER,
+        *extra,
+    ]
 
 
 def shard_folder(shard_dir: Path, index: int, count: int) -> Path:

@@ -40,8 +40,18 @@ def searches(path: Path) -> list[list[tuple[str, float]]]:
 def index_args(corpus: Path, store: Path, model: Path) -> list[Any]:
     """``haystack run pipelines/index.yml`` arguments for the tiny test encoder."""
     return [
-        "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", store,
-        "--set", f"embedder.model={model}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={corpus}",
+        "--store",
+        store,
+        "--set",
+        f"embedder.model={model}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
     ]
 
 
@@ -51,7 +61,19 @@ def write_corpus(path: Path, records: list[dict[str, str]]) -> Path:
 
 
 MORE_CORPUS = [
-    {"id": "nile", "title": "Nile", "text": "The Nile is a major river in Africa, flowing north into the Mediterranean Sea."},
-    {"id": "tea", "title": "Tea", "text": "Tea is an aromatic drink prepared by pouring hot water over cured tea leaves."},
-    {"id": "chess", "title": "Chess", "text": "Chess is a board game for two players on a checkered board of 64 squares."},
+    {
+        "id": "nile",
+        "title": "Nile",
+        "text": "The Nile is a major river in Africa, flowing north into the Mediterranean Sea.",
+    },
+    {
+        "id": "tea",
+        "title": "Tea",
+        "text": "Tea is an aromatic drink prepared by pouring hot water over cured tea leaves.",
+    },
+    {
+        "id": "chess",
+        "title": "Chess",
+        "text": "Chess is a board game for two players on a checkered board of 64 squares.",
+    },
 ]

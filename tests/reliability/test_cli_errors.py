@@ -26,7 +26,9 @@ STORE_FAULTS = pytest.mark.reliability(category="store faults", expect="clear er
 
 def _questions(tmp_path: Path, answers: list[str]) -> Path:
     path = tmp_path / "questions.jsonl"
-    path.write_text(json.dumps({"id": "q1", "question": "who wrote hamlet", "answers": answers}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": "q1", "question": "who wrote hamlet", "answers": answers}) + "\n", encoding="utf-8"
+    )
     return path
 
 
@@ -47,7 +49,9 @@ def test_eval_bad_answer_pattern(indexed_store: Path, tmp_path: Path) -> None:
     """haystack eval --match regex with an answer that is not a regular expression"""
     questions = _questions(tmp_path, ["(Shake"])
     result = cli(*_eval(indexed_store, questions, tmp_path / "out", "--match", "regex"))
-    assert_clear_error(result, str(questions), "question 'q1'", "answer pattern '(Shake' is not a valid regular expression")
+    assert_clear_error(
+        result, str(questions), "question 'q1'", "answer pattern '(Shake' is not a valid regular expression"
+    )
     assert "Evaluating" not in result.err  # refused before any system ran
 
 
@@ -79,7 +83,9 @@ def test_store_is_a_regular_file(tmp_path: Path) -> None:
 @COMMAND_LINE
 def test_set_integer_of_5000_digits(indexed_store: Path) -> None:
     """--set bm25.top_k with a 5,000-digit integer"""
-    result = cli("run", PIPELINES / "bm25.yml", "--store", indexed_store, "--set", f"bm25.top_k={'9' * 5000}", "-q", "x")
+    result = cli(
+        "run", PIPELINES / "bm25.yml", "--store", indexed_store, "--set", f"bm25.top_k={'9' * 5000}", "-q", "x"
+    )
     assert_clear_error(result, "--set bm25.top_k: a number of 5,000 digits is too long")
 
 
@@ -113,15 +119,32 @@ def small_sqlite_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.reliability(category="store faults", expect="nothing lost")
 def test_disk_full_while_writing_documents(
-    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, small_sqlite_limit: None, record_property: pytest.RecordProperty,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    tmp_path: Path,
+    small_sqlite_limit: None,
+    record_property: pytest.RecordProperty,
 ) -> None:
     """The disk fills up while documents are written to the store's SQLite database"""
     before = store_snapshot(indexed_store)
     corpus = tmp_path / "more.jsonl"
-    corpus.write_text("\n".join(json.dumps({"id": f"d{i}", "title": "T", "text": f"words {i} " * 90}) for i in range(300)) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(json.dumps({"id": f"d{i}", "title": "T", "text": f"words {i} " * 90}) for i in range(300)) + "\n",
+        encoding="utf-8",
+    )
     result = cli(
-        "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", indexed_store,
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={corpus}",
+        "--store",
+        indexed_store,
+        "--set",
+        f"embedder.model={tiny_st_dir}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
     )
     assert_clear_error(result, f"disk full while writing {indexed_store / 'documents.sqlite'}")
     assert store_snapshot(indexed_store) == before

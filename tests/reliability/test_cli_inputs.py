@@ -35,7 +35,9 @@ def test_non_finite_weight(indexed_store: Path, tiny_st_dir: Path, value: str) -
 @COMMAND_LINE
 def test_set_wrong_type(indexed_store: Path) -> None:
     """--set bm25.top_k=abc"""
-    assert_clear_error(cli(*_bm25(indexed_store, "--set", "bm25.top_k=abc", "-q", "x")), "bm25.top_k: expected an integer, got 'abc'")
+    assert_clear_error(
+        cli(*_bm25(indexed_store, "--set", "bm25.top_k=abc", "-q", "x")), "bm25.top_k: expected an integer, got 'abc'"
+    )
 
 
 @COMMAND_LINE
@@ -55,7 +57,9 @@ def test_set_value_outside_choices(indexed_store: Path, tiny_st_dir: Path) -> No
 @COMMAND_LINE
 def test_set_misspelt_parameter(indexed_store: Path) -> None:
     """--set bm25.topk=3 (a misspelt parameter name)"""
-    assert_clear_error(cli(*_bm25(indexed_store, "--set", "bm25.topk=3", "-q", "x")), "BM25Retriever has no parameter 'topk'")
+    assert_clear_error(
+        cli(*_bm25(indexed_store, "--set", "bm25.topk=3", "-q", "x")), "BM25Retriever has no parameter 'topk'"
+    )
 
 
 @COMMAND_LINE
@@ -68,7 +72,9 @@ def test_input_non_finite(indexed_store: Path, tiny_st_dir: Path) -> None:
 @COMMAND_LINE
 def test_input_wrong_type(indexed_store: Path) -> None:
     """--input bm25.top_k with a quoted string instead of a number"""
-    assert_clear_error(cli(*_bm25(indexed_store, "--input", 'bm25.top_k="3"', "-q", "x")), "bm25.top_k: expected an integer")
+    assert_clear_error(
+        cli(*_bm25(indexed_store, "--input", 'bm25.top_k="3"', "-q", "x")), "bm25.top_k: expected an integer"
+    )
 
 
 @COMMAND_LINE
@@ -113,7 +119,9 @@ def test_store_folder_without_store(indexed_store: Path, tmp_path: Path) -> None
 
 
 @QUERIES
-@pytest.mark.parametrize("query", ["\u200b\u200c\ufeff", "\u2060\u00ad\u200d", "\x1b\x07\x00 \t"], ids=["zero-width", "format", "control"])
+@pytest.mark.parametrize(
+    "query", ["\u200b\u200c\ufeff", "\u2060\u00ad\u200d", "\x1b\x07\x00 \t"], ids=["zero-width", "format", "control"]
+)
 def test_invisible_query(indexed_store: Path, query: str) -> None:
     """A query made only of invisible characters (zero-width spaces, BOM, controls)"""
     assert_clear_error(cli(*_bm25(indexed_store, "-q", query)), "the query is empty", "no visible character")
@@ -122,7 +130,9 @@ def test_invisible_query(indexed_store: Path, query: str) -> None:
 @QUERIES
 def test_query_too_long(indexed_store: Path) -> None:
     """A query of 5,000 characters"""
-    assert_clear_error(cli(*_bm25(indexed_store, "-q", "hamlet " * 715)), "the query has 5,005 characters; the limit is 2,000")
+    assert_clear_error(
+        cli(*_bm25(indexed_store, "-q", "hamlet " * 715)), "the query has 5,005 characters; the limit is 2,000"
+    )
 
 
 @QUERIES

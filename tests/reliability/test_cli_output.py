@@ -35,10 +35,22 @@ def hostile_store(tmp_path: Path, tiny_st_dir: Path) -> Path:
     ]
     corpus.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
     store = tmp_path / "store"
-    assert_success(cli(
-        "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", store,
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false",
-    ))
+    assert_success(
+        cli(
+            "run",
+            PIPELINES / "index.yml",
+            "--input",
+            f"path={corpus}",
+            "--store",
+            store,
+            "--set",
+            f"embedder.model={tiny_st_dir}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        )
+    )
     return store
 
 
@@ -84,8 +96,18 @@ def _eval(store: Path, questions: Path, out: Path) -> list[object]:
 
 
 def _fit(store: Path, questions: Path, model: Path, out: Path) -> list[object]:
-    return ["fit-lambda", PIPELINES / "search.yml", "--questions", questions, "--store", store,
-            "--set", f"hybrid.model={model}", "--out", out]
+    return [
+        "fit-lambda",
+        PIPELINES / "search.yml",
+        "--questions",
+        questions,
+        "--store",
+        store,
+        "--set",
+        f"hybrid.model={model}",
+        "--out",
+        out,
+    ]
 
 
 @OUTPUT
@@ -132,21 +154,30 @@ def test_disk_full_writing_eval_report(indexed_store: Path, tmp_path: Path, monk
 
     monkeypatch.setattr(report, "atomic_write_text", _disk_full)
     out = tmp_path / "reports"
-    assert_clear_error(cli(*_eval(indexed_store, _questions(tmp_path), out)), f"disk full while writing {out / 'report.json'}")
+    assert_clear_error(
+        cli(*_eval(indexed_store, _questions(tmp_path), out)), f"disk full while writing {out / 'report.json'}"
+    )
 
 
 @OUTPUT
-def test_disk_full_writing_lambda_report(indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_writing_lambda_report(
+    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The disk fills up while haystack fit-lambda writes its report"""
     import dpr_components.cli.fit_lambda as fit_lambda
 
     monkeypatch.setattr(fit_lambda, "atomic_write_text", _disk_full)
     out = tmp_path / "lambda"
-    assert_clear_error(cli(*_fit(indexed_store, _questions(tmp_path), tiny_st_dir, out)), f"disk full while writing {out / 'lambda.md'}")
+    assert_clear_error(
+        cli(*_fit(indexed_store, _questions(tmp_path), tiny_st_dir, out)),
+        f"disk full while writing {out / 'lambda.md'}",
+    )
 
 
 @pytest.mark.reliability(category="output", expect="nothing lost")
-def test_eval_killed_while_writing_report(indexed_store: Path, tmp_path: Path, record_property: pytest.RecordProperty) -> None:
+def test_eval_killed_while_writing_report(
+    indexed_store: Path, tmp_path: Path, record_property: pytest.RecordProperty
+) -> None:
     """haystack eval killed (kill -9) between two files of its report, over an earlier report"""
     questions, out = _questions(tmp_path), tmp_path / "reports"
     assert_success(cli(*_eval(indexed_store, questions, out)))
@@ -161,4 +192,7 @@ def test_eval_killed_while_writing_report(indexed_store: Path, tmp_path: Path, r
     after = json.loads((out / "report.json").read_text(encoding="utf-8"))
     record_property("report files complete after the kill", True)
     record_property("re-run top-1 accuracy", after["systems"]["bm25"]["top_k_accuracy"]["1"])
-    assert after["systems"]["bm25"]["top_k_accuracy"]["1"] == json.loads(before["report.json"])["systems"]["bm25"]["top_k_accuracy"]["1"]
+    assert (
+        after["systems"]["bm25"]["top_k_accuracy"]["1"]
+        == json.loads(before["report.json"])["systems"]["bm25"]["top_k_accuracy"]["1"]
+    )

@@ -14,8 +14,19 @@ CORPUS = pytest.mark.reliability(category="corpus files", expect="clear error")
 
 def index(corpus: Path, store: Path, model: Path, *extra: str):  # noqa: ANN201 - a CliResult
     return cli(
-        "run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", store,
-        "--set", f"embedder.model={model}", "--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false", *extra,
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={corpus}",
+        "--store",
+        store,
+        "--set",
+        f"embedder.model={model}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
+        *extra,
     )
 
 
@@ -68,7 +79,9 @@ def test_missing_corpus(tmp_path: Path, tiny_st_dir: Path) -> None:
 def test_corpus_not_utf8(tmp_path: Path, tiny_st_dir: Path) -> None:
     """A corpus whose third line is Latin-1"""
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n' + '{"id": "c", "text": "caf\xe9"}\n'.encode("latin-1"))
+    corpus.write_bytes(
+        b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n' + '{"id": "c", "text": "caf\xe9"}\n'.encode("latin-1")
+    )
     assert_clear_error(index(corpus, tmp_path / "store", tiny_st_dir), f"{corpus}:3: not valid UTF-8")
 
 
@@ -77,7 +90,9 @@ def test_tsv_missing_column(tmp_path: Path, tiny_st_dir: Path) -> None:
     """A TSV corpus row with a missing column"""
     corpus = tmp_path / "psgs.tsv"
     corpus.write_text("id\ttext\ttitle\n1\tsome text\tTitle\n2\tno title here\n", encoding="utf-8")
-    assert_clear_error(index(corpus, tmp_path / "store", tiny_st_dir), f"{corpus}:3: expected 3 tab-separated fields, got 2")
+    assert_clear_error(
+        index(corpus, tmp_path / "store", tiny_st_dir), f"{corpus}:3: expected 3 tab-separated fields, got 2"
+    )
 
 
 @CORPUS
@@ -100,15 +115,21 @@ def test_giant_word(tmp_path: Path, tiny_st_dir: Path) -> None:
 def test_giant_line(tmp_path: Path, tiny_st_dir: Path) -> None:
     """A corpus line of 9 MB (refused before the line is read into memory)"""
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text('{"id": "ok", "text": "fine"}\n{"id": "big", "text": "' + "word " * 1_800_000 + '"}\n', encoding="utf-8")
-    assert_clear_error(index(corpus, tmp_path / "store", tiny_st_dir), f"{corpus}:2: the line is longer than 8,388,608 bytes")
+    corpus.write_text(
+        '{"id": "ok", "text": "fine"}\n{"id": "big", "text": "' + "word " * 1_800_000 + '"}\n', encoding="utf-8"
+    )
+    assert_clear_error(
+        index(corpus, tmp_path / "store", tiny_st_dir), f"{corpus}:2: the line is longer than 8,388,608 bytes"
+    )
 
 
 @CORPUS
 def test_passage_too_long(tmp_path: Path, tiny_st_dir: Path) -> None:
     """A document whose 100-word passage would hold 50,000 characters"""
     corpus = _jsonl(tmp_path, {"id": "dense", "text": " ".join(["x" * 500] * 100)})
-    assert_clear_error(index(corpus, tmp_path / "store", tiny_st_dir), "document 'dense': passage 0 has 50,099 characters")
+    assert_clear_error(
+        index(corpus, tmp_path / "store", tiny_st_dir), "document 'dense': passage 0 has 50,099 characters"
+    )
 
 
 @pytest.mark.reliability(category="corpus files", expect="correct result")
@@ -117,7 +138,9 @@ def test_crlf_corpus_with_blank_lines(tmp_path: Path, tiny_st_dir: Path) -> None
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_bytes(b'{"id": "a", "title": "A", "text": "alpha text"}\r\n\r\n{"id": "b", "title": "B", "text": "beta text"}\r\n')
+    corpus.write_bytes(
+        b'{"id": "a", "title": "A", "text": "alpha text"}\r\n\r\n{"id": "b", "title": "B", "text": "beta text"}\r\n'
+    )
     assert_success(index(corpus, tmp_path / "store", tiny_st_dir))
     stored = EmbeddedDocumentStore(path=str(tmp_path / "store")).filter_documents()
     assert sorted((d.id, d.content) for d in stored) == [("a#0", "alpha text"), ("b#0", "beta text")]

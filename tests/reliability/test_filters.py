@@ -16,10 +16,22 @@ from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
 
 DOCUMENTS = [
-    Document(id="a", content="alpha text", meta={"year": 2001, "lang": "en", "topic": {"name": "maths", "level": 2},
-                                                 "published": "2020-03-01", "título": "uno"}),
-    Document(id="b", content="beta text", meta={"year": 2005, "lang": "de", "topic": {"name": "art", "level": 5},
-                                                "published": "2021-07-15T10:00:00"}),
+    Document(
+        id="a",
+        content="alpha text",
+        meta={
+            "year": 2001,
+            "lang": "en",
+            "topic": {"name": "maths", "level": 2},
+            "published": "2020-03-01",
+            "título": "uno",
+        },
+    ),
+    Document(
+        id="b",
+        content="beta text",
+        meta={"year": 2005, "lang": "de", "topic": {"name": "art", "level": 5}, "published": "2021-07-15T10:00:00"},
+    ),
     Document(id="c", content="gamma text", meta={"year": "2010", "lang": "en", "tags": ["x", "y"]}),
 ]
 ONLY_A = {"field": "id", "operator": "==", "value": "a"}
@@ -61,7 +73,11 @@ def _ids(store: EmbeddedDocumentStore, filters: dict[str, Any]) -> set[str]:
 def test_hostile_field_name_is_refused(store: EmbeddedDocumentStore, field: Any) -> None:
     """A filter field name carrying SQL (quotes, comments, sub-selects, a recursive CTE) or no valid key"""
     condition = {"field": field, "operator": "==", "value": "x"}
-    for filters in (condition, {"operator": "AND", "conditions": [ONLY_A, condition]}, {"operator": "OR", "conditions": [ONLY_A, condition]}):
+    for filters in (
+        condition,
+        {"operator": "AND", "conditions": [ONLY_A, condition]},
+        {"operator": "OR", "conditions": [ONLY_A, condition]},
+    ):
         with pytest.raises(FilterError, match="field"):
             store.filter_documents(filters)
         with pytest.raises(FilterError):
@@ -70,13 +86,24 @@ def test_hostile_field_name_is_refused(store: EmbeddedDocumentStore, field: Any)
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("field", ["meta.x' OR 1=1 --", "meta.x') OR id IN (SELECT id FROM documents) OR ('"], ids=["quote", "sub-select"])
+@pytest.mark.parametrize(
+    "field", ["meta.x' OR 1=1 --", "meta.x') OR id IN (SELECT id FROM documents) OR ('"], ids=["quote", "sub-select"]
+)
 @pytest.mark.reliability(category="filters", expect="clear error")
 def test_hostile_field_name_through_the_command_line(indexed_store: Path, field: str) -> None:
     """A BM25 search with --input bm25.filters whose field name carries SQL"""
-    filters = json.dumps({"operator": "AND", "conditions": [{"field": "meta.title", "operator": "==", "value": "Hamlet"},
-                                                            {"field": field, "operator": "!=", "value": "x"}]})
-    result = cli("run", PIPELINES / "bm25.yml", "--store", indexed_store, "-q", "mountain", "--input", f"bm25.filters={filters}")
+    filters = json.dumps(
+        {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.title", "operator": "==", "value": "Hamlet"},
+                {"field": field, "operator": "!=", "value": "x"},
+            ],
+        }
+    )
+    result = cli(
+        "run", PIPELINES / "bm25.yml", "--store", indexed_store, "-q", "mountain", "--input", f"bm25.filters={filters}"
+    )
     assert_clear_error(result, "invalid filter field")
 
 
@@ -84,8 +111,17 @@ def test_hostile_field_name_through_the_command_line(indexed_store: Path, field:
 def test_filter_through_the_command_line_excludes_what_it_should(indexed_store: Path) -> None:
     """A BM25 search restricted by a metadata filter returns only the matching passages"""
     filters = json.dumps({"field": "meta.title", "operator": "==", "value": "Hamlet"})
-    result = cli("run", PIPELINES / "bm25.yml", "--store", indexed_store, "-q", "Hamlet mountain Everest",
-                 "--input", f"bm25.filters={filters}", "--json")
+    result = cli(
+        "run",
+        PIPELINES / "bm25.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "Hamlet mountain Everest",
+        "--input",
+        f"bm25.filters={filters}",
+        "--json",
+    )
     assert_success(result)
     documents = next(iter(json.loads(result.out).values()))["documents"]
     assert [d["id"] for d in documents] == ["hamlet#0"]
@@ -94,8 +130,13 @@ def test_filter_through_the_command_line_excludes_what_it_should(indexed_store: 
 @pytest.mark.reliability(category="filters", expect="correct result")
 def test_nested_meta_filter(store: EmbeddedDocumentStore) -> None:
     """A filter on a nested metadata field (meta.topic.level)"""
-    filters = {"operator": "AND", "conditions": [{"field": "meta.topic.level", "operator": ">=", "value": 2},
-                                                 {"field": "meta.topic.name", "operator": "!=", "value": "art"}]}
+    filters = {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.topic.level", "operator": ">=", "value": 2},
+            {"field": "meta.topic.name", "operator": "!=", "value": "art"},
+        ],
+    }
     assert _ids(store, filters) == {d.id for d in DOCUMENTS if document_matches_filter(filters, d)} == {"a"}
 
 
@@ -122,9 +163,15 @@ def test_list_metadata_never_equals_its_json_text(store: EmbeddedDocumentStore) 
 
 
 BAD_FILTERS = {
-    "number against non-date string": ({"field": "meta.year", "operator": ">", "value": "recent"}, "ISO formatted dates"),
+    "number against non-date string": (
+        {"field": "meta.year", "operator": ">", "value": "recent"},
+        "ISO formatted dates",
+    ),
     "list value for ordering": ({"field": "meta.year", "operator": "<", "value": [2001]}, "cannot compare with a list"),
-    "dict value for ordering": ({"field": "meta.year", "operator": ">=", "value": {"a": 1}}, "cannot compare with a dict"),
+    "dict value for ordering": (
+        {"field": "meta.year", "operator": ">=", "value": {"a": 1}},
+        "cannot compare with a dict",
+    ),
     "number against text content": ({"field": "content", "operator": ">", "value": 3}, "cannot compare its text"),
     "unknown operator": ({"field": "meta.year", "operator": "~=", "value": 1}, "unknown filter operator"),
     "operator not a string": ({"field": "meta.year", "operator": ["=="], "value": 1}, "unknown filter operator"),
@@ -162,14 +209,18 @@ def test_number_filter_on_text_values(store: EmbeddedDocumentStore) -> None:
     with pytest.raises(FilterError):  # Haystack's in-memory filtering refuses it too
         [d for d in DOCUMENTS if document_matches_filter(filters, d)]
     # Where no document holds text, the same comparison is fine.
-    assert _ids(store, {"operator": "AND", "conditions": [{"field": "meta.lang", "operator": "==", "value": "de"}, filters]}) == {"b"}
+    assert _ids(
+        store, {"operator": "AND", "conditions": [{"field": "meta.lang", "operator": "==", "value": "de"}, filters]}
+    ) == {"b"}
 
 
 @pytest.mark.reliability(category="filters", expect="clear error")
 def test_number_against_string_through_the_command_line(indexed_store: Path) -> None:
     """A BM25 search with an ordering filter comparing a number field with a word"""
     filters = json.dumps({"field": "meta.passage_index", "operator": ">", "value": "two"})
-    result = cli("run", PIPELINES / "bm25.yml", "--store", indexed_store, "-q", "mountain", "--input", f"bm25.filters={filters}")
+    result = cli(
+        "run", PIPELINES / "bm25.yml", "--store", indexed_store, "-q", "mountain", "--input", f"bm25.filters={filters}"
+    )
     assert_clear_error(result, "meta.passage_index", "ISO formatted dates")
 
 
@@ -191,7 +242,9 @@ def test_huge_filters(store: EmbeddedDocumentStore) -> None:
     ids = [f"missing{i}" for i in range(100_000)] + ["b"]
     assert _ids(store, {"field": "id", "operator": "in", "value": ids}) == {"b"}
     assert _ids(store, {"field": "id", "operator": "not in", "value": ids}) == {"a", "c"}
-    many = [{"field": "id", "operator": "==", "value": i} for i in ids[:5000]] + [{"field": "id", "operator": "==", "value": "c"}]
+    many = [{"field": "id", "operator": "==", "value": i} for i in ids[:5000]] + [
+        {"field": "id", "operator": "==", "value": "c"}
+    ]
     assert _ids(store, {"operator": "OR", "conditions": many}) == {"c"}
 
 

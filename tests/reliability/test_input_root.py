@@ -42,7 +42,9 @@ def _point(link: Path, target: Path) -> None:
 
 
 @pytest.mark.reliability(category="input root", expect="correct result")
-def test_symlink_swapped_during_reads(root_with_link: tuple[Path, Path, Path], record_property: pytest.RecordProperty) -> None:
+def test_symlink_swapped_during_reads(
+    root_with_link: tuple[Path, Path, Path], record_property: pytest.RecordProperty
+) -> None:
     """A process writing in the input root swaps a symlink between a file inside and a file outside while the corpus is read"""
     link, inside, outside = root_with_link
     stop = threading.Event()
@@ -84,7 +86,9 @@ def test_symlink_swapped_between_open_and_check(
     _point(link, outside)  # what open() follows
     realpath = os.path.realpath
     # What a check by name would see after the swap back: the file inside.
-    monkeypatch.setattr(input_files.os.path, "realpath", lambda p: str(inside) if os.fspath(p) == str(link) else realpath(p))
+    monkeypatch.setattr(
+        input_files.os.path, "realpath", lambda p: str(inside) if os.fspath(p) == str(link) else realpath(p)
+    )
     with pytest.raises(ValueError, match="corpus file .* is outside the input root"):
         open_input_file(link, "corpus file")
 
@@ -93,11 +97,21 @@ def test_symlink_swapped_between_open_and_check(
 def test_record_of_10_mb(indexed_store: Path, tiny_st_dir: Path, tmp_path: Path) -> None:
     """An index request whose one record holds 10 MB of text"""
     inputs = tmp_path / "inputs.json"
-    inputs.write_text(json.dumps({"records": [{"id": "big", "title": "Big", "text": "word " * 2_000_000}]}), encoding="utf-8")
+    inputs.write_text(
+        json.dumps({"records": [{"id": "big", "title": "Big", "text": "word " * 2_000_000}]}), encoding="utf-8"
+    )
     started = time.monotonic()
     result = cli(
-        "run", PIPELINES / "index.yml", "--inputs-file", inputs, "--store", indexed_store,
-        "--set", f"embedder.model={tiny_st_dir}", "--set", "embedder.cache_dir=null",
+        "run",
+        PIPELINES / "index.yml",
+        "--inputs-file",
+        inputs,
+        "--store",
+        indexed_store,
+        "--set",
+        f"embedder.model={tiny_st_dir}",
+        "--set",
+        "embedder.cache_dir=null",
     )
     assert_clear_error(result, "records[0]: document 'big' has 10,000,006 bytes of text; the limit is 8,388,608")
     assert time.monotonic() - started < 30  # refused before any encoding
@@ -117,7 +131,9 @@ def test_training_data_read_through_a_link_outside(tmp_path: Path, monkeypatch: 
 
     root, outside = tmp_path / "served", tmp_path / "secret.jsonl"
     root.mkdir()
-    outside.write_text(json.dumps({"question": "q", "answers": ["a"], "positive_ctxs": [{"title": "t", "text": SECRET}]}) + "\n")
+    outside.write_text(
+        json.dumps({"question": "q", "answers": ["a"], "positive_ctxs": [{"title": "t", "text": SECRET}]}) + "\n"
+    )
     (root / "train.jsonl").symlink_to(outside)
     assert load_training_examples(root / "train.jsonl").examples  # no root: the command line reads any file
     monkeypatch.setenv(INPUT_ROOT_ENV, str(root))

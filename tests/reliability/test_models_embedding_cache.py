@@ -22,9 +22,22 @@ PASSAGES = 6  # SMALL_CORPUS: five documents, the long one split in two passages
 
 
 def _index_args(corpus: Path, store: Path, model: Path, cache: Path) -> list[str]:
-    return ["run", PIPELINES / "index.yml", "--input", f"path={corpus}", "--store", store,
-            "--set", f"embedder.model={model}", "--set", f"embedder.cache_dir={cache}",
-            "--set", "embedder.batch_size=2", "--set", "embedder.progress_bar=false"]
+    return [
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={corpus}",
+        "--store",
+        store,
+        "--set",
+        f"embedder.model={model}",
+        "--set",
+        f"embedder.cache_dir={cache}",
+        "--set",
+        "embedder.batch_size=2",
+        "--set",
+        "embedder.progress_bar=false",
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +77,11 @@ def count_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.reliability(category="embedding cache", expect="nothing lost")
 def test_indexing_killed_mid_encoding(
-    tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, reference: dict, count_encoded: list[int],
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    small_corpus_file: Path,
+    reference: dict,
+    count_encoded: list[int],
     record_property: pytest.RecordProperty,
 ) -> None:
     """Indexing is killed with SIGKILL after two batches of passages were encoded, then run again"""
@@ -82,7 +99,11 @@ def test_indexing_killed_mid_encoding(
 
 @pytest.mark.reliability(category="embedding cache", expect="correct result")
 def test_cache_file_is_not_sqlite(
-    tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, reference: dict, count_encoded: list[int],
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    small_corpus_file: Path,
+    reference: dict,
+    count_encoded: list[int],
 ) -> None:
     """Indexing with a vector cache file overwritten by random bytes"""
     args = _index_args(small_corpus_file, tmp_path / "first", tiny_st_dir, tmp_path / "cache")
@@ -100,7 +121,11 @@ def test_cache_file_is_not_sqlite(
 
 @pytest.mark.reliability(category="embedding cache", expect="correct result")
 def test_cache_vectors_of_wrong_size(
-    tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, reference: dict, count_encoded: list[int],
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    small_corpus_file: Path,
+    reference: dict,
+    count_encoded: list[int],
 ) -> None:
     """Indexing with a vector cache whose vectors were replaced by vectors of another size"""
     assert_success(cli(*_index_args(small_corpus_file, tmp_path / "first", tiny_st_dir, tmp_path / "cache")))

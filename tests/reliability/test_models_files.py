@@ -61,8 +61,16 @@ def _weights_of_another_model(folder: Path) -> None:
     """Weights of a wider BERT: every tensor has another shape than config.json says."""
     from transformers import BertConfig, BertModel
 
-    other = BertModel(BertConfig(vocab_size=30522, hidden_size=48, num_hidden_layers=2, num_attention_heads=2,
-                                 intermediate_size=37, max_position_embeddings=128))
+    other = BertModel(
+        BertConfig(
+            vocab_size=30522,
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=37,
+            max_position_embeddings=128,
+        )
+    )
     other.save_pretrained(folder / "other")
     shutil.move(folder / "other" / WEIGHTS, folder / WEIGHTS)
     shutil.rmtree(folder / "other")
@@ -92,31 +100,66 @@ def test_damaged_question_encoder(
 ) -> None:
     """Searching with a question encoder folder whose files are damaged (dense.model)"""
     folder = _damaged_copy(tiny_st_dir, tmp_path, damage)
-    result = cli("run", PIPELINES / "dense.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"dense.model={folder}")
+    result = cli(
+        "run",
+        PIPELINES / "dense.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"dense.model={folder}",
+    )
     assert_clear_error(result, str(folder), *fragments)
 
 
-@pytest.mark.parametrize("damage", [_truncated, _weights_of_another_model], ids=["weights truncated", "weights of another model"])
+@pytest.mark.parametrize(
+    "damage", [_truncated, _weights_of_another_model], ids=["weights truncated", "weights of another model"]
+)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_damaged_passage_encoder(tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, damage: Callable) -> None:
     """Indexing with a passage encoder folder whose weights are damaged (embedder.model)"""
     folder = _damaged_copy(tiny_st_dir, tmp_path, damage)
-    result = cli("run", PIPELINES / "index.yml", "--input", f"path={small_corpus_file}", "--store", tmp_path / "store",
-                 "--set", f"embedder.model={folder}", "--set", "embedder.cache_dir=null",
-                 "--set", "embedder.progress_bar=false")
+    result = cli(
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={small_corpus_file}",
+        "--store",
+        tmp_path / "store",
+        "--set",
+        f"embedder.model={folder}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
+    )
     assert_clear_error(result, str(folder), WEIGHTS)
 
 
-@pytest.mark.parametrize("damage", [_lying_header, _weights_of_another_model], ids=["weights header lies about sizes", "weights of another model"])
+@pytest.mark.parametrize(
+    "damage",
+    [_lying_header, _weights_of_another_model],
+    ids=["weights header lies about sizes", "weights of another model"],
+)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_damaged_reader(
     indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, damage: Callable
 ) -> None:
     """Answering questions with a span reader folder whose weights are damaged (reader.model)"""
     folder = _damaged_copy(tiny_reader_dir, tmp_path, damage)
-    result = cli("run", PIPELINES / "qa.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={folder}")
+    result = cli(
+        "run",
+        PIPELINES / "qa.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "--set",
+        f"reader.model={folder}",
+    )
     assert_clear_error(result, str(folder), WEIGHTS)
 
 
@@ -125,12 +168,24 @@ def test_damaged_start_model_of_training(tmp_path: Path, tiny_bert_dir: Path) ->
     """Training DPR from a model folder whose weights are truncated (DPRTrainer model)"""
     folder = _damaged_copy(tiny_bert_dir, tmp_path, _truncated)
     data = write_training_data(tmp_path / "train.jsonl")
-    result = cli("run", PIPELINES / "train_dpr.yml", "--input", f"data={data}", "--set", f"trainer.model={folder}",
-                 "--set", f"trainer.output_dir={tmp_path / 'run'}", "--set", "trainer.batch_size=4",
-                 "--set", "trainer.progress_bar=false")
+    result = cli(
+        "run",
+        PIPELINES / "train_dpr.yml",
+        "--input",
+        f"data={data}",
+        "--set",
+        f"trainer.model={folder}",
+        "--set",
+        f"trainer.output_dir={tmp_path / 'run'}",
+        "--set",
+        "trainer.batch_size=4",
+        "--set",
+        "trainer.progress_bar=false",
+    )
     assert_clear_error(result, str(folder), WEIGHTS, "damaged")
-    result = train_command(["--data", str(data), "--out", str(tmp_path / "run2"), "--set", f"model={folder}",
-                            "--set", "batch_size=4"])
+    result = train_command(
+        ["--data", str(data), "--out", str(tmp_path / "run2"), "--set", f"model={folder}", "--set", "batch_size=4"]
+    )
     assert_clear_error(result, str(folder), WEIGHTS, "damaged")
 
 
@@ -143,8 +198,17 @@ def test_config_asking_for_remote_code(indexed_store: Path, tmp_path: Path, tiny
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel", "AutoConfig": "modeling_evil.EvilConfig"}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    result = cli("run", PIPELINES / "dense.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"dense.model={folder}", "--json")
+    result = cli(
+        "run",
+        PIPELINES / "dense.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"dense.model={folder}",
+        "--json",
+    )
     assert not marker.exists(), "the folder's own Python code was run"
     # The folder is the store's encoder plus the code reference: ignoring the code, the search works.
     assert_success(result)

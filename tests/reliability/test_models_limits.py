@@ -49,8 +49,17 @@ def _copy(source: Path, tmp_path: Path) -> Path:
 
 
 def _search(store: Path, model: Path, *extra: str):
-    return cli("run", PIPELINES / "dense.yml", "--store", store, "-q", "who wrote hamlet",
-               "--set", f"dense.model={model}", *extra)
+    return cli(
+        "run",
+        PIPELINES / "dense.yml",
+        "--store",
+        store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"dense.model={model}",
+        *extra,
+    )
 
 
 @pytest.mark.reliability(category="model folders", expect="clear error")
@@ -66,21 +75,40 @@ def test_passage_encoder_with_infinite_weights(tmp_path: Path, tiny_st_dir: Path
     """Indexing with a passage encoder folder whose weights hold infinity (embedder.model)"""
     folder = _copy(tiny_st_dir, tmp_path)
     tensor = poison_weights(folder, float("inf"))
-    result = cli("run", PIPELINES / "index.yml", "--input", f"path={small_corpus_file}", "--store", tmp_path / "store",
-                 "--set", f"embedder.model={folder}", "--set", "embedder.cache_dir=null",
-                 "--set", "embedder.progress_bar=false")
+    result = cli(
+        "run",
+        PIPELINES / "index.yml",
+        "--input",
+        f"path={small_corpus_file}",
+        "--store",
+        tmp_path / "store",
+        "--set",
+        f"embedder.model={folder}",
+        "--set",
+        "embedder.cache_dir=null",
+        "--set",
+        "embedder.progress_bar=false",
+    )
     assert_clear_error(result, str(folder), tensor, "infinite")
 
 
 @pytest.mark.reliability(category="model folders", expect="clear error")
-def test_reader_with_nan_weights(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path
-) -> None:
+def test_reader_with_nan_weights(indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path) -> None:
     """Answering questions with a span reader folder whose weights hold NaN (reader.model)"""
     folder = _copy(tiny_reader_dir, tmp_path)
     tensor = poison_weights(folder)
-    result = cli("run", PIPELINES / "qa.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={folder}")
+    result = cli(
+        "run",
+        PIPELINES / "qa.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "--set",
+        f"reader.model={folder}",
+    )
     assert_clear_error(result, str(folder), tensor, "NaN")
 
 
@@ -90,8 +118,20 @@ def test_training_from_a_nan_model(tmp_path: Path, tiny_bert_dir: Path) -> None:
     folder = _copy(tiny_bert_dir, tmp_path)
     tensor = poison_weights(folder)
     data = write_training_data(tmp_path / "train.jsonl")
-    result = train_command(["--data", str(data), "--out", str(tmp_path / "run"), "--set", f"model={folder}",
-                            "--set", "batch_size=4", "--set", "max_length=32"])
+    result = train_command(
+        [
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "run"),
+            "--set",
+            f"model={folder}",
+            "--set",
+            "batch_size=4",
+            "--set",
+            "max_length=32",
+        ]
+    )
     assert_clear_error(result, str(folder), tensor, "NaN")
     assert not (tmp_path / "run" / "checkpoints").exists(), "training started"
 
@@ -99,7 +139,11 @@ def test_training_from_a_nan_model(tmp_path: Path, tiny_bert_dir: Path) -> None:
 @pytest.mark.parametrize("change, field", list(CONFIG_CLAIMS.values()), ids=list(CONFIG_CLAIMS))
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_config_claiming_other_sizes(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, change: dict, field: str,
+    indexed_store: Path,
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    change: dict,
+    field: str,
     record_property: pytest.RecordProperty,
 ) -> None:
     """Searching with an encoder folder whose config.json claims sizes its weights do not have"""
@@ -122,8 +166,18 @@ def test_reader_config_claiming_a_million_layers(
     """Answering questions with a span reader folder whose config.json claims a million layers"""
     folder = _copy(tiny_reader_dir, tmp_path)
     edit_json(folder / "config.json", num_hidden_layers=1_000_000)
-    result = cli("run", PIPELINES / "qa.yml", "--store", indexed_store, "-q", "who wrote hamlet",
-                 "--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={folder}")
+    result = cli(
+        "run",
+        PIPELINES / "qa.yml",
+        "--store",
+        indexed_store,
+        "-q",
+        "who wrote hamlet",
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "--set",
+        f"reader.model={folder}",
+    )
     assert_clear_error(result, str(folder / "config.json"), "num_hidden_layers")
 
 
@@ -133,8 +187,20 @@ def test_training_from_a_config_claiming_more_layers(tmp_path: Path, tiny_bert_d
     folder = _copy(tiny_bert_dir, tmp_path)
     edit_json(folder / "config.json", num_hidden_layers=200)
     data = write_training_data(tmp_path / "train.jsonl")
-    result = train_command(["--data", str(data), "--out", str(tmp_path / "run"), "--set", f"model={folder}",
-                            "--set", "batch_size=4", "--set", "max_length=32"])
+    result = train_command(
+        [
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "run"),
+            "--set",
+            f"model={folder}",
+            "--set",
+            "batch_size=4",
+            "--set",
+            "max_length=32",
+        ]
+    )
     assert_clear_error(result, str(folder), "config.json", "num_hidden_layers is 200", "2 layers")
 
 
@@ -157,8 +223,11 @@ def test_sentence_transformers_max_seq_length(indexed_store: Path, tmp_path: Pat
     assert_clear_error(_search(indexed_store, folder), str(folder / "sentence_bert_config.json"), "max_seq_length")
 
 
-@pytest.mark.parametrize("value, problem", [(-5, "positive integer"), (0, "positive integer"), (4096, "128 positions")],
-                         ids=["negative", "zero", "beyond the model's positions"])
+@pytest.mark.parametrize(
+    "value, problem",
+    [(-5, "positive integer"), (0, "positive integer"), (4096, "128 positions")],
+    ids=["negative", "zero", "beyond the model's positions"],
+)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_max_length_setting(indexed_store: Path, tiny_st_dir: Path, value: int, problem: str) -> None:
     """Searching with dense.max_length set to a negative number, zero, or more than the model's positions"""

@@ -22,8 +22,17 @@ def trained_pair(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) 
 
 
 def _search(store: Path, model: Path) -> list[str]:
-    return ["run", PIPELINES / "dense.yml", "--store", store, "-q", "who wrote hamlet", "--json",
-            "--set", f"dense.model={model}"]
+    return [
+        "run",
+        PIPELINES / "dense.yml",
+        "--store",
+        store,
+        "-q",
+        "who wrote hamlet",
+        "--json",
+        "--set",
+        f"dense.model={model}",
+    ]
 
 
 @pytest.mark.reliability(category="encoder pairing", expect="clear error")
@@ -45,21 +54,48 @@ def test_question_encoder_copied_out_of_its_pair(indexed_store: Path, trained_pa
 def test_passage_encoder_as_question_encoder(tmp_path: Path, trained_pair: Path, small_corpus_file: Path) -> None:
     """Searching with the passage encoder (passage_encoder/) given as the question encoder"""
     store = tmp_path / "store"
-    assert_success(cli("run", PIPELINES / "index.yml", "--input", f"path={small_corpus_file}", "--store", store,
-                       "--set", f"embedder.model={trained_pair / 'passage_encoder'}", "--set", "embedder.cache_dir=null",
-                       "--set", "embedder.progress_bar=false"))
+    assert_success(
+        cli(
+            "run",
+            PIPELINES / "index.yml",
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            store,
+            "--set",
+            f"embedder.model={trained_pair / 'passage_encoder'}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        )
+    )
     result = cli(*_search(store, trained_pair / "passage_encoder"))
     assert_clear_error(result, "is a passage encoder", "question_encoder/")
 
 
 @pytest.mark.reliability(category="encoder pairing", expect="clear error")
-def test_search_with_another_single_encoder(tmp_path: Path, trained_pair: Path, small_corpus_file: Path,
-                                             tiny_st_dir: Path) -> None:
+def test_search_with_another_single_encoder(
+    tmp_path: Path, trained_pair: Path, small_corpus_file: Path, tiny_st_dir: Path
+) -> None:
     """Searching a store indexed by a trained pair's passage encoder with a single (sentence-transformers) encoder"""
     store = tmp_path / "store"
-    assert_success(cli("run", PIPELINES / "index.yml", "--input", f"path={small_corpus_file}", "--store", store,
-                       "--set", f"embedder.model={trained_pair / 'passage_encoder'}", "--set", "embedder.cache_dir=null",
-                       "--set", "embedder.progress_bar=false"))
+    assert_success(
+        cli(
+            "run",
+            PIPELINES / "index.yml",
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            store,
+            "--set",
+            f"embedder.model={trained_pair / 'passage_encoder'}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        )
+    )
     result = cli(*_search(store, tiny_st_dir))
     assert_clear_error(result, "embedded by another passage encoder")
 
@@ -68,9 +104,22 @@ def test_search_with_another_single_encoder(tmp_path: Path, trained_pair: Path, 
 def test_copied_question_encoder_with_its_store(tmp_path: Path, trained_pair: Path, small_corpus_file: Path) -> None:
     """Searching with a copied question encoder a store indexed by its own passage encoder"""
     store = tmp_path / "store"
-    assert_success(cli("run", PIPELINES / "index.yml", "--input", f"path={small_corpus_file}", "--store", store,
-                       "--set", f"embedder.model={trained_pair / 'passage_encoder'}", "--set", "embedder.cache_dir=null",
-                       "--set", "embedder.progress_bar=false"))
+    assert_success(
+        cli(
+            "run",
+            PIPELINES / "index.yml",
+            "--input",
+            f"path={small_corpus_file}",
+            "--store",
+            store,
+            "--set",
+            f"embedder.model={trained_pair / 'passage_encoder'}",
+            "--set",
+            "embedder.cache_dir=null",
+            "--set",
+            "embedder.progress_bar=false",
+        )
+    )
     lone = Path(shutil.copytree(trained_pair / "question_encoder", tmp_path / "my-question-encoder"))
     result = cli(*_search(store, lone))
     assert_success(result)

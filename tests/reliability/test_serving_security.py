@@ -84,8 +84,14 @@ ZEBRA = [{"id": "zebra", "title": "Zebra", "text": "Zebras are African equines w
 @CLEAR
 def test_preflight_from_another_origin(client: TestClient) -> None:
     """A web page at https://evil.example asks the server (CORS preflight) whether it may post JSON"""
-    response = client.options("/index/run", headers={
-        "Origin": EVIL, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"})
+    response = client.options(
+        "/index/run",
+        headers={
+            "Origin": EVIL,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
     assert "access-control-allow-origin" not in response.headers
     assert_http_error(response, 403, EVIL, "--cors-origin")
 
@@ -107,7 +113,9 @@ def test_cross_site_fetch_without_origin(client: TestClient) -> None:
 
 
 @CLEAR
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None])
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
+)
 def test_post_that_is_not_json(client: TestClient, content_type: str | None) -> None:
     """A form or text/plain post to /index/run, which a page may send without a preflight; nothing is written"""
     headers = {"Content-Type": content_type} if content_type else {}
@@ -129,14 +137,21 @@ def test_dns_rebinding_host(client: TestClient) -> None:
 def test_allowed_origin(pipelines_dir: Path) -> None:
     """A web app at https://app.example, listed with --cors-origin, searches the server from the browser"""
     client = _client(pipelines_dir, cors_origins=("https://app.example",))
-    preflight = client.options("/bm25/run", headers={
-        "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type,authorization"})
+    preflight = client.options(
+        "/bm25/run",
+        headers={
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,authorization",
+        },
+    )
     assert preflight.status_code == 200
     assert preflight.headers["access-control-allow-origin"] == "https://app.example"
     assert set(preflight.headers["access-control-allow-methods"].replace(" ", "").split(",")) == {"GET", "POST"}
     assert "access-control-allow-credentials" not in preflight.headers
-    bad = client.options("/bm25/run", headers={"Origin": "https://app.example", "Access-Control-Request-Method": "DELETE"})
+    bad = client.options(
+        "/bm25/run", headers={"Origin": "https://app.example", "Access-Control-Request-Method": "DELETE"}
+    )
     assert bad.status_code == 400 and "DELETE" not in bad.headers.get("access-control-allow-methods", "")
     response = client.post("/bm25/run", json={"query": "who wrote hamlet"}, headers={"Origin": "https://app.example"})
     assert response.status_code == 200, response.text
@@ -177,7 +192,12 @@ def test_chunked_body_is_not_read_past_the_limit() -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/index/run", "headers": [(b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/index/run",
+        "headers": [(b"content-type", b"application/json")],
+    }
     asyncio.run(RequestGuard(app, ServerPolicy())(scope, receive, send))
     assert sent[0]["status"] == 413 and calls["app"] == 0
     assert calls["chunks"] == 17  # 16 chunks of 64 KiB fit in 1 MiB: the 17th goes over, and nothing more is read
@@ -185,20 +205,35 @@ def test_chunked_body_is_not_read_past_the_limit() -> None:
 
 
 @CLEAR
-@pytest.mark.parametrize("body, fragment", [
-    ('{"query": NaN}', "request body: NaN is not valid JSON (numbers must be finite)"),
-    ('{"query": "hamlet", "top_k": Infinity}', "Infinity is not valid JSON"),
-    ('{"query": "hamlet", "top_k": -Infinity}', "-Infinity is not valid JSON"),
-    ('{"query": "hamlet", "top_k": 1e999}', "the number 1e999 is too large"),
-    ('{"query": "\\ud800"}', "query is not valid Unicode: a lone surrogate U+D800"),
-    ('{"query": ["a", "b\\udfff"]}', "query[1] is not valid Unicode"),
-    ('{"records": [{"id": "a", "text": "x\\ud83d"}]}', "records[0].text is not valid Unicode"),
-    ('{"query": "x", "\\udc80": 1}', "request body: \\udc80 is not valid Unicode"),
-    ('{"query": ', "request body is not valid JSON: Expecting value at line 1 column 11"),
-    ('[' * 100_000 + ']' * 100_000, "nested too deeply"),
-    (b'{"query": "\xff\xfe"}', "not UTF-8"),
-], ids=["nan", "infinity", "minus-infinity", "overflow", "surrogate", "surrogate-in-list", "surrogate-in-record",
-        "surrogate-key", "truncated", "deep", "not-utf8"])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ('{"query": NaN}', "request body: NaN is not valid JSON (numbers must be finite)"),
+        ('{"query": "hamlet", "top_k": Infinity}', "Infinity is not valid JSON"),
+        ('{"query": "hamlet", "top_k": -Infinity}', "-Infinity is not valid JSON"),
+        ('{"query": "hamlet", "top_k": 1e999}', "the number 1e999 is too large"),
+        ('{"query": "\\ud800"}', "query is not valid Unicode: a lone surrogate U+D800"),
+        ('{"query": ["a", "b\\udfff"]}', "query[1] is not valid Unicode"),
+        ('{"records": [{"id": "a", "text": "x\\ud83d"}]}', "records[0].text is not valid Unicode"),
+        ('{"query": "x", "\\udc80": 1}', "request body: \\udc80 is not valid Unicode"),
+        ('{"query": ', "request body is not valid JSON: Expecting value at line 1 column 11"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (b'{"query": "\xff\xfe"}', "not UTF-8"),
+    ],
+    ids=[
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "overflow",
+        "surrogate",
+        "surrogate-in-list",
+        "surrogate-in-record",
+        "surrogate-key",
+        "truncated",
+        "deep",
+        "not-utf8",
+    ],
+)
 def test_json_python_accepts(client: TestClient, body: str | bytes, fragment: str) -> None:
     """A request body with NaN, Infinity, a lone surrogate (\\ud800) or broken JSON"""
     path = "/index/run" if "records" in str(body) else "/bm25/run"
@@ -225,12 +260,29 @@ def _routes(client: TestClient) -> set[tuple[str, str]]:
 def test_only_the_pipelines_are_mounted(client: TestClient) -> None:
     """A client looks for hayhooks' OpenAI-compatible, file, deploy and docs routes"""
     assert _routes(client) == {
-        ("GET", "/status"), ("GET", "/openapi.json"), ("GET", "/"), ("GET", "/page/app.js"), ("GET", "/page/app.css"),
-        ("POST", "/bm25/run"), ("POST", "/index/run"), ("POST", "/train_dpr/run"),
+        ("GET", "/status"),
+        ("GET", "/openapi.json"),
+        ("GET", "/"),
+        ("GET", "/page/app.js"),
+        ("GET", "/page/app.css"),
+        ("POST", "/bm25/run"),
+        ("POST", "/index/run"),
+        ("POST", "/train_dpr/run"),
     }
-    for method, path in [("POST", "/v1/chat/completions"), ("POST", "/chat/completions"), ("POST", "/v1/files"),
-                         ("GET", "/v1/models"), ("GET", "/models"), ("POST", "/deploy-yaml"), ("GET", "/draw/bm25"),
-                         ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/traces"), ("GET", "/status/bm25"), ("GET", "/mcp")]:
+    for method, path in [
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/chat/completions"),
+        ("POST", "/v1/files"),
+        ("GET", "/v1/models"),
+        ("GET", "/models"),
+        ("POST", "/deploy-yaml"),
+        ("GET", "/draw/bm25"),
+        ("GET", "/docs"),
+        ("GET", "/redoc"),
+        ("GET", "/traces"),
+        ("GET", "/status/bm25"),
+        ("GET", "/mcp"),
+    ]:
         response = client.request(method, path, json={})
         assert response.status_code in (404, 405), (method, path, response.status_code)
     assert client.get("/status").json() == {"status": "Up!", "pipelines": ["bm25", "index"]}
@@ -251,7 +303,12 @@ def test_training_is_off_by_default(client: TestClient) -> None:
 def test_api_key(pipelines_dir: Path) -> None:
     """A server started with --api-key-env: requests without the key, with a wrong one, then with it"""
     client = _client(pipelines_dir, api_key=KEY)
-    for headers in ({}, {"Authorization": "Bearer wrong-key"}, {"Authorization": KEY}, {"Authorization": f"Basic {KEY}"}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong-key"},
+        {"Authorization": KEY},
+        {"Authorization": f"Basic {KEY}"},
+    ):
         response = client.post("/index/run", json={"records": ZEBRA}, headers=headers)
         assert_http_error(response, 401, "Authorization: Bearer KEY")
         assert response.headers["www-authenticate"] == "Bearer"
@@ -267,21 +324,43 @@ def test_api_key(pipelines_dir: Path) -> None:
 @CLEAR
 def test_public_address_without_key() -> None:
     """haystack serve --host 0.0.0.0 without an API key"""
-    assert_clear_error(cli("serve", "--host", "0.0.0.0"), "--host 0.0.0.0 is not a loopback address",
-                       "--api-key-env NAME", "--insecure-no-auth")
+    assert_clear_error(
+        cli("serve", "--host", "0.0.0.0"),
+        "--host 0.0.0.0 is not a loopback address",
+        "--api-key-env NAME",
+        "--insecure-no-auth",
+    )
 
 
 @CLEAR
-@pytest.mark.parametrize("args, env, fragments", [
-    (["--api-key-env", "DPR_TEST_UNSET_KEY"], {}, ["environment variable DPR_TEST_UNSET_KEY is not set"]),
-    (["--api-key-env", "DPR_TEST_KEY"], {"DPR_TEST_KEY": "short"}, ["5 characters, the minimum is 16", "secrets.token_urlsafe"]),
-    (["--api-key-env", "DPR_TEST_KEY"], {"DPR_TEST_KEY": "with spaces in the middle"}, ["printable ASCII without spaces"]),
-    (["--cors-origin", "*"], {}, ["--cors-origin '*'", "scheme://host[:port]"]),
-    (["--cors-origin", "https://app.example/"], {}, ["--cors-origin 'https://app.example/'", "without path"]),
-    (["--allowed-host", "http://box.lan:8000"], {}, ["--allowed-host 'http://box.lan:8000'", "without scheme or port"]),
-    (["--max-body-bytes", "0"], {}, ["--max-body-bytes must be positive"]),
-], ids=["unset-key", "short-key", "key-with-spaces", "star-origin", "origin-with-path", "host-with-port", "zero-body"])
-def test_bad_serve_options(args: list[str], env: dict[str, str], fragments: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "args, env, fragments",
+    [
+        (["--api-key-env", "DPR_TEST_UNSET_KEY"], {}, ["environment variable DPR_TEST_UNSET_KEY is not set"]),
+        (
+            ["--api-key-env", "DPR_TEST_KEY"],
+            {"DPR_TEST_KEY": "short"},
+            ["5 characters, the minimum is 16", "secrets.token_urlsafe"],
+        ),
+        (
+            ["--api-key-env", "DPR_TEST_KEY"],
+            {"DPR_TEST_KEY": "with spaces in the middle"},
+            ["printable ASCII without spaces"],
+        ),
+        (["--cors-origin", "*"], {}, ["--cors-origin '*'", "scheme://host[:port]"]),
+        (["--cors-origin", "https://app.example/"], {}, ["--cors-origin 'https://app.example/'", "without path"]),
+        (
+            ["--allowed-host", "http://box.lan:8000"],
+            {},
+            ["--allowed-host 'http://box.lan:8000'", "without scheme or port"],
+        ),
+        (["--max-body-bytes", "0"], {}, ["--max-body-bytes must be positive"]),
+    ],
+    ids=["unset-key", "short-key", "key-with-spaces", "star-origin", "origin-with-path", "host-with-port", "zero-body"],
+)
+def test_bad_serve_options(
+    args: list[str], env: dict[str, str], fragments: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """haystack serve with an unset or weak API key, a wildcard or malformed origin, a host with a port"""
     monkeypatch.delenv("DPR_TEST_UNSET_KEY", raising=False)
     for name, value in env.items():

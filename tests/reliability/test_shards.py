@@ -58,7 +58,9 @@ def more_shards(_shard_runs: dict[str, Path], tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clean_merges(_shard_runs: dict[str, Path], _built_store: Path, tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> dict[str, tuple]:
+def clean_merges(
+    _shard_runs: dict[str, Path], _built_store: Path, tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path
+) -> dict[str, tuple]:
     """Contents and searches of merges without faults: into a new store, and into the small store."""
     folder = tmp_path_factory.mktemp("clean_merges")
     assert_success(cli(*merge_args(_shard_runs["small"], folder / "new", tiny_st_dir)))
@@ -143,7 +145,12 @@ def test_passage_edited_to_the_same_length(shards: Path, tmp_path: Path, tiny_st
 @SHARDS
 @pytest.mark.parametrize("target", ["new store", "existing store"])
 def test_non_finite_vector_refused_before_any_write(
-    more_shards: Path, indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, target: str, record_property: pytest.RecordProperty
+    more_shards: Path,
+    indexed_store: Path,
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    target: str,
+    record_property: pytest.RecordProperty,
 ) -> None:
     """Merging shards whose last vector holds NaN, its manifest's digests matching (a faulty shard run)"""
     folder = shard_folder(more_shards, 2, 2)
@@ -180,7 +187,12 @@ NEW_STORE_FAULTS = {
 @pytest.mark.parametrize("point", list(NEW_STORE_FAULTS.values()), ids=list(NEW_STORE_FAULTS))
 @pytest.mark.reliability(category="shards", expect="nothing lost")
 def test_merge_into_a_new_store_killed(
-    shards: Path, tmp_path: Path, tiny_st_dir: Path, clean_merges: dict, point: str, record_property: pytest.RecordProperty
+    shards: Path,
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    clean_merges: dict,
+    point: str,
+    record_property: pytest.RecordProperty,
 ) -> None:
     """Merging shards into a new store is killed with SIGKILL midway, then run again"""
     store = tmp_path / "store"
@@ -197,7 +209,11 @@ def test_merge_into_a_new_store_killed(
 
 @pytest.mark.reliability(category="shards", expect="nothing lost")
 def test_merge_into_an_existing_store_killed(
-    more_shards: Path, indexed_store: Path, tiny_st_dir: Path, clean_merges: dict, record_property: pytest.RecordProperty
+    more_shards: Path,
+    indexed_store: Path,
+    tiny_st_dir: Path,
+    clean_merges: dict,
+    record_property: pytest.RecordProperty,
 ) -> None:
     """Merging shards into an existing store is killed with SIGKILL after its second batch, then run again"""
     before = store_snapshot(indexed_store)
@@ -209,5 +225,7 @@ def test_merge_into_an_existing_store_killed(
     assert len(after) == len(before) + 2  # the two batches written before the kill, whole
     assert_success(cli(*args))
     assert (store_snapshot(indexed_store), searches(indexed_store)) == clean_merges["existing"]
-    record_property("passages before/after the kill/after re-running", f"{len(before)}/{len(after)}/{len(store_snapshot(indexed_store))}")
-
+    record_property(
+        "passages before/after the kill/after re-running",
+        f"{len(before)}/{len(after)}/{len(store_snapshot(indexed_store))}",
+    )

@@ -46,7 +46,10 @@ def _start_writer(folder: Path, name: str, batches: int, go: Path) -> subprocess
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(folder), name, str(batches), str(go)],
-        env=env, cwd=REPO, stderr=subprocess.PIPE, text=True,
+        env=env,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -131,12 +134,17 @@ def test_long_lived_writer_and_another_process(tmp_path: Path, record_property: 
 
 @pytest.mark.timeout(300)
 @pytest.mark.reliability(category="concurrency", expect="nothing lost")
-def test_two_indexing_commands_at_once(tmp_path: Path, tiny_st_dir: Path, record_property: pytest.RecordProperty) -> None:
+def test_two_indexing_commands_at_once(
+    tmp_path: Path, tiny_st_dir: Path, record_property: pytest.RecordProperty
+) -> None:
     """Two `haystack run pipelines/index.yml` commands index two corpora into one folder at the same time"""
     folder = tmp_path / "store"
     corpora = [write_corpus(tmp_path / "a.jsonl", SMALL_CORPUS), write_corpus(tmp_path / "b.jsonl", MORE_CORPUS)]
     results: list[CliResult] = []
-    threads = [threading.Thread(target=lambda c=c: results.append(cli_process(*index_args(c, folder, tiny_st_dir)))) for c in corpora]
+    threads = [
+        threading.Thread(target=lambda c=c: results.append(cli_process(*index_args(c, folder, tiny_st_dir))))
+        for c in corpora
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

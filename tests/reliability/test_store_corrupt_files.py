@@ -46,21 +46,31 @@ def _other_store_folder(name: str) -> Callable[[Path, Path], None]:
     def copy(store: Path, other: Path) -> None:
         shutil.rmtree(store / name)
         shutil.copytree(other / name, store / name)
+
     return copy
 
 
 def _other_store_file(relative: str) -> Callable[[Path, Path], None]:
     def copy(store: Path, other: Path) -> None:
         shutil.copy(other / relative, store / relative)
+
     return copy
 
 
 DAMAGE: dict[str, Callable[[Path, Path], None]] = {
     "random bytes inside index.faiss": lambda store, _: _overwrite_middle(store / "dense_index" / "index.faiss"),
-    "random bytes inside the BM25 score matrix": lambda store, _: _overwrite_middle(store / "bm25_index" / "data.csc.index.npy"),
-    "huge BM25 scores of the right shape": lambda store, _: _scores_to_huge(store / "bm25_index" / "data.csc.index.npy"),
-    "random bytes inside the BM25 postings": lambda store, _: _overwrite_middle(store / "bm25_index" / "indices.csc.index.npy"),
-    "random bytes inside the BM25 vocabulary": lambda store, _: _overwrite_middle(store / "bm25_index" / "vocab.index.json"),
+    "random bytes inside the BM25 score matrix": lambda store, _: _overwrite_middle(
+        store / "bm25_index" / "data.csc.index.npy"
+    ),
+    "huge BM25 scores of the right shape": lambda store, _: _scores_to_huge(
+        store / "bm25_index" / "data.csc.index.npy"
+    ),
+    "random bytes inside the BM25 postings": lambda store, _: _overwrite_middle(
+        store / "bm25_index" / "indices.csc.index.npy"
+    ),
+    "random bytes inside the BM25 vocabulary": lambda store, _: _overwrite_middle(
+        store / "bm25_index" / "vocab.index.json"
+    ),
     "truncated index.faiss": lambda store, _: _truncate(store / "dense_index" / "index.faiss"),
     "truncated BM25 row ids": lambda store, _: _truncate(store / "bm25_index" / "rowids.npy"),
     "another store's index.faiss": _other_store_file("dense_index/index.faiss"),
@@ -89,7 +99,10 @@ def other_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> 
 @pytest.mark.parametrize("damage", list(DAMAGE.values()), ids=list(DAMAGE))
 @pytest.mark.reliability(category="corrupt files", expect="correct result")
 def test_damaged_index_is_rebuilt(
-    indexed_store: Path, other_store: Path, damage: Callable[[Path, Path], None], caplog: pytest.LogCaptureFixture,
+    indexed_store: Path,
+    other_store: Path,
+    damage: Callable[[Path, Path], None],
+    caplog: pytest.LogCaptureFixture,
     record_property: pytest.RecordProperty,
 ) -> None:
     """Searching a store whose derived index files were damaged or replaced but still parse"""

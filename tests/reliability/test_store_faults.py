@@ -53,7 +53,12 @@ def _leftovers(store: Path) -> list[str]:
 @pytest.mark.parametrize("point, committed", list(FAULT_POINTS.values()), ids=list(FAULT_POINTS))
 @pytest.mark.reliability(category="store faults", expect="nothing lost")
 def test_indexing_killed(
-    indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, clean_build: list, point: str, committed: bool,
+    indexed_store: Path,
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    clean_build: list,
+    point: str,
+    committed: bool,
     record_property: pytest.RecordProperty,
 ) -> None:
     """Indexing more documents into a store is killed with SIGKILL at one step of the write"""
@@ -69,12 +74,16 @@ def test_indexing_killed(
         assert searches(indexed_store) == clean_build
     assert_success(cli(*args))
     assert searches(indexed_store) == clean_build
-    record_property("documents before/after kill/after re-run", f"{len(before)}/{len(after)}/{len(store_snapshot(indexed_store))}")
+    record_property(
+        "documents before/after kill/after re-run", f"{len(before)}/{len(after)}/{len(store_snapshot(indexed_store))}"
+    )
     record_property("same search results as a clean build", True)
 
 
 @pytest.mark.reliability(category="store faults", expect="nothing lost")
-def test_stale_temporary_folders_are_removed_on_open(indexed_store: Path, record_property: pytest.RecordProperty) -> None:
+def test_stale_temporary_folders_are_removed_on_open(
+    indexed_store: Path, record_property: pytest.RecordProperty
+) -> None:
     """Opening a store whose folder holds temporary folders of saves killed long ago"""
     before = searches(indexed_store)
     (indexed_store / ".dense_index.k2j4h.tmp").mkdir()
@@ -88,7 +97,9 @@ def test_stale_temporary_folders_are_removed_on_open(indexed_store: Path, record
 
 
 @pytest.mark.reliability(category="store faults", expect="nothing lost")
-def test_old_folder_is_put_back_when_its_replacement_never_arrived(indexed_store: Path, record_property: pytest.RecordProperty) -> None:
+def test_old_folder_is_put_back_when_its_replacement_never_arrived(
+    indexed_store: Path, record_property: pytest.RecordProperty
+) -> None:
     """Opening a store killed after moving its BM25 folder aside and before moving the new one in"""
     before = searches(indexed_store)
     (indexed_store / "bm25_index").rename(indexed_store / ".bm25_index.old")
@@ -105,11 +116,18 @@ def test_temporary_folder_of_a_live_save_is_kept(indexed_store: Path) -> None:
     live = indexed_store / ".dense_index.live1.tmp"
     live.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
-            "print('locked', flush=True); time.sleep(60)"
-        ), str(indexed_store / "store.lock")],
-        stdout=subprocess.PIPE, text=True, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+                "print('locked', flush=True); time.sleep(60)"
+            ),
+            str(indexed_store / "store.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"

@@ -53,14 +53,18 @@ def test_search_a_read_only_store(read_only_store: Path, tiny_st_dir: Path) -> N
     """BM25 and dense searches with the command line on a store in a read-only folder"""
     before = _files(read_only_store)
     for pipeline, extra in (("bm25.yml", []), ("dense.yml", ["--set", f"dense.model={tiny_st_dir}"])):
-        result = cli("run", PIPELINES / pipeline, "--store", read_only_store, "-q", "highest mountain", "--json", *extra)
+        result = cli(
+            "run", PIPELINES / pipeline, "--store", read_only_store, "-q", "highest mountain", "--json", *extra
+        )
         assert_success(result)
         assert next(iter(json.loads(result.out).values()))["documents"]
     assert _files(read_only_store) == before, "searching wrote to the read-only folder"
 
 
 @pytest.mark.reliability(category="read-only store", expect="correct result")
-def test_read_only_store_with_missing_indexes(indexed_store: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+def test_read_only_store_with_missing_indexes(
+    indexed_store: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """Searching a read-only store whose derived indexes are missing"""
     import shutil
 

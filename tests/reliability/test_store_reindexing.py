@@ -33,7 +33,10 @@ JUPITER_OLD_WORDS = "Jupiter is the largest planet of the Solar System, a gas gi
 def test_shorter_document_loses_its_old_passages(indexed_store: Path, tmp_path: Path, tiny_st_dir: Path) -> None:
     """Re-indexing a corpus in which a two-passage document became one passage long"""
     assert {"jupiter#0", "jupiter#1"} <= set(store_snapshot(indexed_store))
-    shorter = [{**d, "text": "Jupiter is a gas giant with a great red spot."} if d["id"] == "jupiter" else d for d in SMALL_CORPUS]
+    shorter = [
+        {**d, "text": "Jupiter is a gas giant with a great red spot."} if d["id"] == "jupiter" else d
+        for d in SMALL_CORPUS
+    ]
     assert_success(cli(*index_args(write_corpus(tmp_path / "shorter.jsonl", shorter), indexed_store, tiny_st_dir)))
     ids = set(store_snapshot(indexed_store))
     assert "jupiter#1" not in ids and "jupiter#0" in ids and len(ids) == 5
@@ -69,7 +72,9 @@ def test_passage_writer_works_with_any_store() -> None:
 
 
 @pytest.mark.reliability(category="re-indexing", expect="correct result")
-def test_pipeline_with_haystack_document_writer_still_loads(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) -> None:
+def test_pipeline_with_haystack_document_writer_still_loads(
+    tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path
+) -> None:
     """Indexing with an older pipeline file whose writer is Haystack's DocumentWriter"""
     spec = yaml.safe_load((PIPELINES / "index.yml").read_text())
     spec["components"]["writer"]["type"] = "haystack.components.writers.document_writer.DocumentWriter"

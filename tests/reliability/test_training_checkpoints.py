@@ -100,7 +100,9 @@ def _poison(tensors: dict) -> str:
 
 
 @pytest.mark.reliability(category="checkpoints", expect="clear error")
-def test_nan_weights_in_model_checkpoint(finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_nan_weights_in_model_checkpoint(
+    finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path
+) -> None:
     """Resuming DPR training from a checkpoint whose model.pt holds NaN weights (saved by a run that diverged)"""
     run, data = _copy_run(finished_dpr_run, tmp_path)
     (run / "result.json").unlink()

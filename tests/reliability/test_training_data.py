@@ -19,9 +19,12 @@ from tests.reliability.harness import assert_clear_error
 from tests.reliability.training_checks import as_command, train_command
 
 TEN_MB = 10 * 1024 * 1024
-GOOD = {"question": "who wrote hamlet", "answers": ["Shakespeare"],
-        "positive_ctxs": [{"title": "Hamlet", "text": "Hamlet is a tragedy by William Shakespeare."}],
-        "hard_negative_ctxs": [{"title": "Everest", "text": "Mount Everest is the highest mountain."}]}
+GOOD = {
+    "question": "who wrote hamlet",
+    "answers": ["Shakespeare"],
+    "positive_ctxs": [{"title": "Hamlet", "text": "Hamlet is a tragedy by William Shakespeare."}],
+    "hard_negative_ctxs": [{"title": "Everest", "text": "Mount Everest is the highest mountain."}],
+}
 
 
 def _with(**changes: object) -> dict:
@@ -31,13 +34,17 @@ def _with(**changes: object) -> dict:
 # record on line 3 of a JSON lines file -> what the error must name
 OVERSIZED = {
     "a question of 40,000 characters": (
-        _with(question="why " * 10_000), ("line 3", "field 'question'", f"{MAX_TRAINING_QUESTION_CHARS:,}")),
+        _with(question="why " * 10_000),
+        ("line 3", "field 'question'", f"{MAX_TRAINING_QUESTION_CHARS:,}"),
+    ),
     "a passage of 200,000 characters": (
         _with(positive_ctxs=[{"title": "T", "text": "word " * 40_000}]),
-        ("line 3", "field 'positive_ctxs[0].text'", f"{MAX_TRAINING_PASSAGE_CHARS:,}")),
+        ("line 3", "field 'positive_ctxs[0].text'", f"{MAX_TRAINING_PASSAGE_CHARS:,}"),
+    ),
     "a hard negative's title of 5,000 characters": (
         _with(hard_negative_ctxs=[GOOD["hard_negative_ctxs"][0], {"title": "t" * 5_000, "text": "x"}]),
-        ("line 3", "field 'hard_negative_ctxs[1].title'", f"{MAX_TRAINING_TITLE_CHARS:,}")),
+        ("line 3", "field 'hard_negative_ctxs[1].title'", f"{MAX_TRAINING_TITLE_CHARS:,}"),
+    ),
 }
 
 
@@ -96,7 +103,9 @@ def test_reader_questions_with_a_ten_megabyte_line(tmp_path: Path) -> None:
     """Reading reader training questions (JSON lines) where one line is 10 MB long"""
     from dpr_components.readers.data import read_questions
 
-    records = [{"id": str(i), "question": "who?", "answers": ["me"], "positive_ctxs": [{"text": "me"}]} for i in range(3)]
+    records = [
+        {"id": str(i), "question": "who?", "answers": ["me"], "positive_ctxs": [{"text": "me"}]} for i in range(3)
+    ]
     records[1]["question"] = "why " * (TEN_MB // 4)
     data = _jsonl(tmp_path / "questions.jsonl", records)
     assert_clear_error(as_command(lambda: read_questions(data)), f"{data}:2", "longer than")

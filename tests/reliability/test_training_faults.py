@@ -58,14 +58,19 @@ train_reader(Path(sys.argv[1]), Path(sys.argv[2]))
 @pytest.mark.parametrize("point", list(DPR_FAULTS.values()), ids=list(DPR_FAULTS))
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
 def test_dpr_training_killed(
-    finished_dpr_run: tuple[Path, Path], tmp_path: Path, tiny_bert_dir: Path, point: str,
+    finished_dpr_run: tuple[Path, Path],
+    tmp_path: Path,
+    tiny_bert_dir: Path,
+    point: str,
     record_property: pytest.RecordProperty,
 ) -> None:
     """DPR training (python -m training.train) is killed with SIGKILL, then the same command is run again"""
     reference, data = finished_dpr_run
     args = train_args(data, tmp_path / "run", tiny_bert_dir)
     killed = train_process(args, fault_point=point)
-    assert killed.code == -signal.SIGKILL, f"the fault point was not reached (exit {killed.code}):\n{killed.err[-2000:]}"
+    assert killed.code == -signal.SIGKILL, (
+        f"the fault point was not reached (exit {killed.code}):\n{killed.err[-2000:]}"
+    )
     assert not (tmp_path / "run" / "result.json").exists()
     resumed = train_command(args)
     assert_success(resumed)
@@ -89,14 +94,23 @@ def reader_reference(tmp_path_factory: pytest.TempPathFactory, tiny_encoder_dir:
 @pytest.mark.parametrize("point", list(READER_FAULTS.values()), ids=list(READER_FAULTS))
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
 def test_reader_training_killed(
-    reader_reference: Path, tmp_path: Path, tiny_encoder_dir: Path, point: str,
+    reader_reference: Path,
+    tmp_path: Path,
+    tiny_encoder_dir: Path,
+    point: str,
     record_property: pytest.RecordProperty,
 ) -> None:
     """Reader training is killed with SIGKILL, then the same training is run again"""
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "DPR_FAULT_POINT": point}
-    killed = subprocess.run([sys.executable, "-c", READER_RUN, str(run), str(tiny_encoder_dir)], env=env, cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", READER_RUN, str(run), str(tiny_encoder_dir)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -signal.SIGKILL, f"the fault point was not reached:\n{killed.stderr[-2000:]}"
     assert not (run / "export").exists()
     with one_torch_thread():
@@ -193,15 +207,22 @@ def test_dpr_training_loss_becomes_nan(
     run = tmp_path / "run"
     result = train_command(train_args(data, run, tiny_bert_dir))
     kept = run / "checkpoints" / "step-00000002"
-    assert_clear_error(result, "training stopped at step 3", "the loss is nan", f"last good checkpoint is kept: {kept}",
-                       "--skip-nonfinite-steps")
+    assert_clear_error(
+        result,
+        "training stopped at step 3",
+        "the loss is nan",
+        f"last good checkpoint is kept: {kept}",
+        "--skip-nonfinite-steps",
+    )
     assert _checkpoints(run) == ["step-00000002"] and _finite(kept / "model.pt")
     assert not (run / "final").exists() and not (run / RESULT_FILE).exists(), "a model was exported"
     record_property("checkpoints kept", ", ".join(_checkpoints(run)))
 
 
 @pytest.mark.reliability(category="training faults", expect="correct result")
-def test_dpr_training_resumed_with_a_skip_budget(tmp_path: Path, tiny_bert_dir: Path, nan_loss_on_question: None) -> None:
+def test_dpr_training_resumed_with_a_skip_budget(
+    tmp_path: Path, tiny_bert_dir: Path, nan_loss_on_question: None
+) -> None:
     """DPR training stopped by a NaN loss is run again with --skip-nonfinite-steps 2"""
     data = write_training_data(tmp_path / "train.jsonl")
     run = tmp_path / "run"
@@ -210,7 +231,9 @@ def test_dpr_training_resumed_with_a_skip_budget(tmp_path: Path, tiny_bert_dir: 
     assert_success(train_command([*args, "--skip-nonfinite-steps", "2"]))
     skipped = [e["step"] for e in read_log(run / "log.jsonl") if e.get("event") == "skipped"]
     assert skipped == [3, 4]
-    before, after = (torch.load(run / "checkpoints" / f"step-0000000{n}" / "model.pt", weights_only=True) for n in (2, 3))
+    before, after = (
+        torch.load(run / "checkpoints" / f"step-0000000{n}" / "model.pt", weights_only=True) for n in (2, 3)
+    )
     assert all(torch.equal(before[k], after[k]) for k in before), "a skipped step changed the weights"
     assert _finite(run / "checkpoints" / "step-00000006" / "model.pt")
     for encoder in ("question_encoder", "passage_encoder"):  # loading refuses NaN or infinite weights
@@ -246,8 +269,12 @@ def test_reader_training_loss_becomes_nan(
     """Reader training computes a NaN loss at step 3"""
     run = tmp_path / "run"
     result = as_command(lambda: train_reader(run, tiny_encoder_dir))
-    assert_clear_error(result, "training stopped at step 3", "the loss is nan",
-                       f"last good checkpoint is kept: {run / 'checkpoint'} (step 2)")
+    assert_clear_error(
+        result,
+        "training stopped at step 3",
+        "the loss is nan",
+        f"last good checkpoint is kept: {run / 'checkpoint'} (step 2)",
+    )
     assert reader_state(run)["position"]["step"] == 2 and _finite(run / "checkpoint" / "state.pt")
     assert not (run / "export").exists(), "a reader was exported"
 

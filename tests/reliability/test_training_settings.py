@@ -17,11 +17,11 @@ from tests.reliability.training_checks import (
 
 # --set of pipelines/train_dpr.yml -> the setting the error must name
 PIPELINE_SETTINGS = {
-    "learning rate as text": ("trainer.learning_rate=\"fast\"", "learning_rate"),
+    "learning rate as text": ('trainer.learning_rate="fast"', "learning_rate"),
     "fractional batch size": ("trainer.batch_size=3.5", "batch_size"),
     "negative epochs": ("trainer.epochs=-1", "epochs"),
-    "unknown setting": ("trainer.settings={\"warmup_ratoi\": 0.1}", "warmup_ratoi"),
-    "boolean as text": ("trainer.settings={\"bf16\": \"yes\"}", "bf16"),
+    "unknown setting": ('trainer.settings={"warmup_ratoi": 0.1}', "warmup_ratoi"),
+    "boolean as text": ('trainer.settings={"bf16": "yes"}', "bf16"),
     "settings not a mapping": ("trainer.settings=[1, 2]", "settings"),
 }
 # python -m training.train --set NAME=VALUE -> the setting the error must name
@@ -43,8 +43,18 @@ READER_SETTINGS = {
 def test_wrong_setting_in_training_pipeline(tmp_path: Path, tiny_bert_dir: Path, assignment: str, setting: str) -> None:
     """Training with pipelines/train_dpr.yml and a setting of the wrong type or range"""
     data = write_training_data(tmp_path / "train.jsonl")
-    result = cli("run", PIPELINES / "train_dpr.yml", "--input", f"data={data}", "--set", f"trainer.model={tiny_bert_dir}",
-                 "--set", f"trainer.output_dir={tmp_path / 'run'}", "--set", assignment)
+    result = cli(
+        "run",
+        PIPELINES / "train_dpr.yml",
+        "--input",
+        f"data={data}",
+        "--set",
+        f"trainer.model={tiny_bert_dir}",
+        "--set",
+        f"trainer.output_dir={tmp_path / 'run'}",
+        "--set",
+        assignment,
+    )
     assert_clear_error(result, setting)
     assert not (tmp_path / "run").exists(), "training started"
 
@@ -54,8 +64,9 @@ def test_wrong_setting_in_training_pipeline(tmp_path: Path, tiny_bert_dir: Path,
 def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str, setting: str) -> None:
     """Training with python -m training.train --set NAME=VALUE of the wrong type or range"""
     data = write_training_data(tmp_path / "train.jsonl")
-    result = train_command(["--data", str(data), "--out", str(tmp_path / "run"), "--set", f"model={tiny_bert_dir}",
-                            "--set", assignment])
+    result = train_command(
+        ["--data", str(data), "--out", str(tmp_path / "run"), "--set", f"model={tiny_bert_dir}", "--set", assignment]
+    )
     assert_clear_error(result, setting)
     assert not (tmp_path / "run").exists(), "training started"
 

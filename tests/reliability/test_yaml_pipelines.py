@@ -30,14 +30,19 @@ def _write(tmp_path: Path, text: str, name: str = "pipeline.yml") -> Path:
 
 
 def _bm25_pipeline(tmp_path: Path, store: Path, top_k: str = "3", extra: str = "", connections: str = "[]") -> Path:
-    return _write(tmp_path, "components:" + BM25_COMPONENT.format(top_k=top_k, store=store) + extra + f"connections: {connections}\n")
+    return _write(
+        tmp_path,
+        "components:" + BM25_COMPONENT.format(top_k=top_k, store=store) + extra + f"connections: {connections}\n",
+    )
 
 
 def _alias_bomb(levels: int = 9, width: int = 9) -> str:
     lines = ['l0: &l0 ["lol"]']
     for level in range(1, levels + 1):
         lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * width) + "]")
-    lines.append(f"components: {{bomb: {{type: haystack_integrations.components.retrievers.dpr.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}")
+    lines.append(
+        f"components: {{bomb: {{type: haystack_integrations.components.retrievers.dpr.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -94,7 +99,9 @@ def test_empty_pipeline_file(tmp_path: Path) -> None:
 @YAML
 def test_pipeline_is_a_list(tmp_path: Path) -> None:
     """A pipeline file that is a YAML list instead of a mapping"""
-    assert_clear_error(cli("run", _write(tmp_path, "- bm25\n- dense\n"), "-q", "x"), "needs a 'components' mapping, got list")
+    assert_clear_error(
+        cli("run", _write(tmp_path, "- bm25\n- dense\n"), "-q", "x"), "needs a 'components' mapping, got list"
+    )
 
 
 @YAML
@@ -121,7 +128,9 @@ def test_unknown_component_type(tmp_path: Path, indexed_store: Path) -> None:
 @YAML
 def test_connection_to_missing_component(tmp_path: Path, indexed_store: Path) -> None:
     """A connection whose receiver names a component the file does not define"""
-    path = _bm25_pipeline(tmp_path, indexed_store, connections="[{sender: bm25.documents, receiver: ranker.bm25_documents}]")
+    path = _bm25_pipeline(
+        tmp_path, indexed_store, connections="[{sender: bm25.documents, receiver: ranker.bm25_documents}]"
+    )
     assert_clear_error(cli("run", path, "-q", "x"), "connection 1", "names no component 'ranker'")
 
 
@@ -129,7 +138,9 @@ def test_connection_to_missing_component(tmp_path: Path, indexed_store: Path) ->
 def test_connection_socket_mismatch(tmp_path: Path, indexed_store: Path) -> None:
     """A connection between sockets that do not exist"""
     extra = "  ranker:\n    type: haystack_integrations.components.rankers.dpr.HybridRanker\n    init_parameters: {mode: rrf}\n"
-    path = _bm25_pipeline(tmp_path, indexed_store, extra=extra, connections="[{sender: bm25.nothing, receiver: ranker.bm25_documents}]")
+    path = _bm25_pipeline(
+        tmp_path, indexed_store, extra=extra, connections="[{sender: bm25.nothing, receiver: ranker.bm25_documents}]"
+    )
     assert_clear_error(cli("run", path, "-q", "x"), "cannot connect the components")
 
 
@@ -151,14 +162,27 @@ def test_unknown_parameter_name(tmp_path: Path, indexed_store: Path) -> None:
 def test_component_construction_fails(tmp_path: Path, indexed_store: Path) -> None:
     """A component whose own constructor refuses its parameters (a negative top_k)"""
     path = _bm25_pipeline(tmp_path, indexed_store, top_k="-5")
-    assert_clear_error(cli("run", path, "-q", "x"), "component 'bm25' (BM25Retriever)", "top_k must be a positive integer")
+    assert_clear_error(
+        cli("run", path, "-q", "x"), "component 'bm25' (BM25Retriever)", "top_k must be a positive integer"
+    )
 
 
 @pytest.mark.reliability(category="yaml", expect="correct result")
 def test_shipped_pipelines_with_store_alias_still_load(indexed_store: Path, tiny_st_dir: Path) -> None:
     """The shipped hybrid search pipeline, with its store folder replaced by --store"""
-    result = cli("run", PIPELINES / "search.yml", "--store", indexed_store, "--set", f"hybrid.model={tiny_st_dir}",
-                 "--set", "hybrid.weight=0.001", "-q", "who wrote hamlet", "--json")
+    result = cli(
+        "run",
+        PIPELINES / "search.yml",
+        "--store",
+        indexed_store,
+        "--set",
+        f"hybrid.model={tiny_st_dir}",
+        "--set",
+        "hybrid.weight=0.001",
+        "-q",
+        "who wrote hamlet",
+        "--json",
+    )
     assert_success(result)
     assert '"hamlet#0"' in result.out
 
@@ -194,7 +218,7 @@ connections: []
 @NETWORK
 def test_link_fetcher_refused(tmp_path: Path) -> None:
     """A pipeline with a LinkContentFetcher, which downloads any URL"""
-    result = cli("run", _write(tmp_path, FETCHER), "--input", "urls=[\"http://collector.invalid/\"]")
+    result = cli("run", _write(tmp_path, FETCHER), "--input", 'urls=["http://collector.invalid/"]')
     assert_clear_error(result, "component 'fetcher'", "LinkContentFetcher", "--allow-network")
 
 

@@ -21,8 +21,17 @@ from tests.reliability.harness import REPO, CliResult
 
 def train_args(data: Path, out: Path, model: Path, *extra: str) -> list[str]:
     """``python -m training.train`` arguments of a 6-step run (checkpoints at steps 2, 3, 4 and 6)."""
-    settings = {"model": str(model), "batch_size": 4, "epochs": 2, "max_length": 32, "learning_rate": 1e-3,
-                "checkpoint_every": 2, "log_every": 1, "threads": 1, "dropout": 0.1}
+    settings = {
+        "model": str(model),
+        "batch_size": 4,
+        "epochs": 2,
+        "max_length": 32,
+        "learning_rate": 1e-3,
+        "checkpoint_every": 2,
+        "log_every": 1,
+        "threads": 1,
+        "dropout": 0.1,
+    }
     sets = [item for name, value in settings.items() for item in ("--set", f"{name}={json.dumps(value)}")]
     return ["--data", str(data), "--out", str(out), *sets, *extra]
 
@@ -50,8 +59,9 @@ def train_process(args: list[str], fault_point: str | None = None) -> CliResult:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     if fault_point:
         env["DPR_FAULT_POINT"] = fault_point
-    done = subprocess.run([sys.executable, "-m", "training.train", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "training.train", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 

@@ -28,7 +28,9 @@ def default_scale(similarity: Similarity) -> float:
     return DEFAULT_COSINE_SCALE if similarity == "cosine" else 1.0
 
 
-def build_loss(name: LossName, similarity: Similarity, scale: float | None = None, margin: float = 1.0) -> torch.nn.Module:
+def build_loss(
+    name: LossName, similarity: Similarity, scale: float | None = None, margin: float = 1.0
+) -> torch.nn.Module:
     if similarity not in SIMILARITIES:
         raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
     if name == "nll":

@@ -1,0 +1,202 @@
+"""Intervals over questions: percentile bootstrap, paired bootstrap of a difference, McNemar's exact
+test, and ``haystack eval --intervals`` end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpr_components.cli.main import main
+from dpr_components.evaluation.intervals import (
+    Interval,
+    bootstrap_interval,
+    mcnemar,
+    paired_bootstrap_difference,
+    supported_gain,
+)
+from dpr_components.evaluation.metric_intervals import (
+    IntervalSettings,
+    per_question_values,
+    report_intervals,
+)
+
+PIPELINES = Path(__file__).resolve().parents[1] / "pipelines"
+QUESTIONS = (
+    '{"id": "1", "question": "who wrote hamlet", "answers": ["Shakespeare"]}\n'
+    '{"id": "2", "question": "highest mountain on earth", "answers": ["Everest"]}\n'
+    '{"id": "3", "question": "what is the capital of atlantis", "answers": ["Poseidonia"]}\n'
+)
+
+
+def _bernoulli(p: float, n: int, seed: int) -> np.ndarray:
+    return (np.random.default_rng(seed).random(n) < p).astype(float)
+
+
+def test_bernoulli_interval_matches_the_normal_approximation() -> None:
+    sample = _bernoulli(0.8, 655, seed=1)
+    interval = bootstrap_interval(sample)
+    p = sample.mean()
+    half = 1.959964 * math.sqrt(p * (1 - p) / sample.size)
+    assert interval.estimate == pytest.approx(p)
+    assert interval.low == pytest.approx(p - half, abs=0.006)
+    assert interval.high == pytest.approx(p + half, abs=0.006)
+    assert (interval.confidence, interval.resamples) == (0.95, 10_000)
+    narrower = bootstrap_interval(sample, confidence=0.5)
+    assert interval.low < narrower.low < p < narrower.high < interval.high
+
+
+def test_constant_sample_gives_a_zero_width_interval() -> None:
+    assert bootstrap_interval([1.0] * 50) == Interval(1.0, 1.0, 1.0, 0.95, 10_000)
+    assert bootstrap_interval([0.0] * 7, resamples=100).high == 0.0
+
+
+def test_other_statistics_are_resampled_too() -> None:
+    interval = bootstrap_interval(np.arange(101.0), statistic=np.median, resamples=2000)
+    assert interval.estimate == 50.0 and interval.low < 50.0 < interval.high
+
+
+def test_identical_systems_differ_by_nothing() -> None:
+    hits = _bernoulli(0.6, 300, seed=2)
+    difference = paired_bootstrap_difference(hits, hits)
+    assert difference.interval.low <= 0 <= difference.interval.high
+    assert difference.interval.estimate == 0 and difference.p_value == 1.0
+    assert not supported_gain(difference)
+    assert mcnemar(hits, hits).p_value == 1.0
+    assert (mcnemar(hits, hits).b01, mcnemar(hits, hits).b10) == (0, 0)
+
+
+def test_a_system_better_on_many_questions_is_a_supported_gain() -> None:
+    base = _bernoulli(0.5, 655, seed=3)
+    better = base.copy()
+    better[np.flatnonzero(base == 0)[:80]] = 1.0  # 80 more questions answered, none lost
+    difference = paired_bootstrap_difference(better, base)
+    assert difference.interval.estimate == pytest.approx(80 / 655)
+    assert difference.interval.low > 0 and supported_gain(difference)
+    assert difference.p_value < 0.001
+    test = mcnemar(base, better)
+    assert (test.b01, test.b10) == (80, 0) and test.p_value < 1e-20
+
+
+def test_mcnemar_against_a_hand_computation() -> None:
+    # discordant pairs: a hits and b misses on 1 question, a misses and b hits on 5
+    a = [1, 0, 0, 0, 0, 0, 1, 1, 0]
+    b = [0, 1, 1, 1, 1, 1, 1, 1, 0]
+    test = mcnemar(a, b)
+    # two-sided exact: 2 * P(X <= 1), X ~ Binomial(6, 1/2) = 2 * (1 + 6) / 64
+    assert (test.b01, test.b10) == (5, 1)
+    assert test.p_value == pytest.approx(14 / 64)
+    assert mcnemar(b, a).p_value == pytest.approx(14 / 64)
+
+
+def test_the_seed_makes_intervals_repeatable() -> None:
+    sample = np.random.default_rng(4).random(200)
+    assert bootstrap_interval(sample, seed=7) == bootstrap_interval(sample, seed=7)
+    assert bootstrap_interval(sample, seed=7) != bootstrap_interval(sample, seed=8)
+    other = sample[::-1].copy()
+    assert paired_bootstrap_difference(sample, other, seed=3) == paired_bootstrap_difference(sample, other, seed=3)
+
+
+def test_ten_thousand_resamples_of_655_questions_are_quick() -> None:
+    a, b = _bernoulli(0.8, 655, seed=5), _bernoulli(0.7, 655, seed=6)
+    start = time.perf_counter()
+    bootstrap_interval(a)
+    paired_bootstrap_difference(a, b)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: bootstrap_interval([]), "must not be empty"),
+        (lambda: bootstrap_interval([1.0, float("nan")]), "finite"),
+        (lambda: bootstrap_interval([[1.0], [0.0]]), "one score per question"),
+        (lambda: bootstrap_interval([1.0], confidence=1.0), "strictly between 0 and 1"),
+        (lambda: bootstrap_interval([1.0], confidence=0), "strictly between 0 and 1"),
+        (lambda: bootstrap_interval([1.0], resamples=0), "positive integer"),
+        (lambda: paired_bootstrap_difference([1.0, 0.0], [1.0]), "same questions"),
+        (lambda: mcnemar([1, 0], [1, 0, 1]), "same questions"),
+        (lambda: mcnemar([1, 0.5], [1, 0]), "0/1 outcomes"),
+        (lambda: IntervalSettings(confidence=95), "strictly between 0 and 1"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(call: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        call()  # type: ignore[operator]
+    assert "\n" not in str(error.value)
+
+
+def test_report_intervals_from_ranks_and_answer_scores() -> None:
+    first = per_question_values([1, None, 3, 2], 5, {"exact_match": [1, 0, 0, 1]}, (1, 5, 20))
+    second = per_question_values([1, 1, 1, None], 5, {"exact_match": [1, 1, 0, 1]}, (1, 5, 20))
+    assert sorted(metric.key for metric in first) == ["exact_match", "mrr", "top_1", "top_5"]
+    found = report_intervals({"a": first, "b": second}, IntervalSettings(resamples=500))
+    assert found.systems["a"]["top_5"].estimate == 75.0
+    assert found.systems["a"]["mrr"].estimate == pytest.approx((1 + 1 / 3 + 1 / 2) / 4)
+    assert found.cell("a", "top_5") is not None and found.cell("a", "f1") is None
+    assert found.reference == "a" and set(found.differences["b"]) == {"top_1", "top_5", "mrr", "exact_match"}
+    top_1 = found.differences["b"]["top_1"]
+    assert top_1.difference.interval.estimate == 50.0 and top_1.mcnemar is not None
+    assert (top_1.mcnemar.b01, top_1.mcnemar.b10) == (2, 0)
+    assert found.differences["b"]["mrr"].mcnemar is None
+    assert json.loads(json.dumps(found.to_dict()))["differences"]["reference"] == "a"
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_haystack_eval_with_intervals(
+    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(QUESTIONS, encoding="utf-8")
+    out = tmp_path / "report"
+    systems = [str(PIPELINES / name) for name in ("bm25.yml", "dense.yml")]
+    args = [
+        "eval",
+        *systems,
+        "--questions",
+        str(questions),
+        "--store",
+        str(indexed_store),
+        "--set",
+        f"dense.model={tiny_st_dir}",
+        "--top-k",
+        "5",
+        "--out",
+        str(out),
+        "--intervals",
+        "--resamples",
+        "2000",
+    ]
+    assert main(args) == 0
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    intervals = report["intervals"]
+    assert (intervals["confidence"], intervals["resamples"], intervals["seed"]) == (0.95, 2000, 0)
+    bm25 = intervals["systems"]["bm25"]
+    assert bm25["top_1"]["estimate"] == pytest.approx(report["systems"]["bm25"]["top_k_accuracy"]["1"])
+    assert bm25["top_1"]["low"] <= bm25["top_1"]["estimate"] <= bm25["top_1"]["high"]
+    assert bm25["mrr"]["estimate"] == pytest.approx(report["systems"]["bm25"]["mrr"])
+    difference = intervals["differences"]["systems"]["dense"]["top_5"]
+    assert intervals["differences"]["reference"] == "bm25"
+    assert {"estimate", "low", "high", "p_value", "supported_gain", "mcnemar"} <= set(difference)
+    markdown = (out / "report.md").read_text()
+    assert (
+        f"| bm25 | {bm25['top_1']['estimate']:.1f} [{bm25['top_1']['low']:.1f}, {bm25['top_1']['high']:.1f}] |"
+        in markdown
+    )
+    assert "## Differences" in markdown and "| dense | Top-5 |" in markdown
+    assert "95% percentile-bootstrap interval" in markdown
+
+
+def test_interval_options_need_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(QUESTIONS, encoding="utf-8")
+    base = ["eval", str(PIPELINES / "bm25.yml"), "--questions", str(questions), "--out", str(tmp_path / "r")]
+    assert main([*base, "--resamples", "100"]) == 2
+    assert "apply only with --intervals" in capsys.readouterr().err
+    assert main([*base, "--intervals", "--confidence", "1.5"]) == 2
+    assert "strictly between 0 and 1" in capsys.readouterr().err
