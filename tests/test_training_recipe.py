@@ -12,10 +12,16 @@ from training.train_dpr_nq import NQ_QUESTIONS, Variant, main
 
 
 def test_dry_run_names_the_multi_run_and_its_questions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--dry-run", "--with-squad", "2500", "--multi", "--no-exclude-selection"]) == 0
+    plan = capsys.readouterr().out
+    assert plan.startswith("multi-nqall-squad2500-bs32-hn1-") and "-xsel:" not in plan
+    assert f": {NQ_QUESTIONS + 2500} questions" in plan
+    # by default the selection split's questions are left out of training, and the run says so in its name
     assert main(["--dry-run", "--with-squad", "2500", "--multi"]) == 0
     plan = capsys.readouterr().out
-    assert plan.startswith("multi-nqall-squad2500-bs32-hn1-")
-    assert f": {NQ_QUESTIONS + 2500} questions" in plan
+    assert plan.startswith("multi-nqall-squad2500-bs32-hn1-") and "-xsel:" in plan
+    questions = int(plan.split(": ", 1)[1].split(" questions", 1)[0])
+    assert 2500 + NQ_QUESTIONS - 1200 < questions < 2500 + NQ_QUESTIONS
 
 
 def test_dry_run_of_the_continuation_counts_replayed_nq_questions(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,10 @@ Dense mining encodes the corpus with the passage side of --dense-model (a traine
 one encoder; vectors cached in .cache/embeddings) and searches it exactly; --skip-dense-top leaves
 out each question's first dense hits, which are often relevant passages without the answer string.
 
+The command line leaves out the questions of NQ's or SQuAD's selection split (training/README.md,
+"Selection protocol") when --data is NQ or SQuAD train or a file mined from them (told from its
+name); --no-exclude-selection keeps them (train_dpr_nq mines every question and splits later).
+
 Relative --data/--corpus paths that do not exist are looked up in the shared data folder
 ($DPR_DATA_DIR, default ../shared/data). The corpus (default: the shared pool,
 wiki/documents.jsonl) is split into DPR's 100-word passages and indexed with our BM25; the
@@ -38,6 +42,7 @@ from dpr_components.training.negatives import (
     load_corpus_passages,
     mine_to_file,
 )
+from dpr_components.training.selection_split import partition, split_for_source
 from dpr_components.utils.settings import cache_dir
 from dpr_components.utils.sources import resolve_data_source
 
@@ -62,8 +67,10 @@ def mine(
     retrievers: tuple[str, ...] = ("bm25",),
     dense_model: str = BUNDLED_MINILM,
     skip_dense_top: int = 0,
+    exclude_selection: bool = False,
 ) -> MiningReport | None:
-    """Mine ``data`` into ``out`` unless ``out`` already exists; returns the report (None if skipped)."""
+    """Mine ``data`` into ``out`` unless ``out`` already exists; returns the report (None if skipped).
+    ``exclude_selection`` leaves out the questions of the selection split ``data`` belongs to."""
     out = Path(out)
     if out.exists():
         print(f"{out} exists: already mined (delete it to mine again)", file=sys.stderr)
@@ -71,7 +78,12 @@ def mine(
     settings = settings or NegativeMiningSettings()
     loaded = load_training_examples(resolve_data_source(data))
     print(loaded.summary(), file=sys.stderr)
-    examples = select(loaded.examples, limit, shuffle_seed)
+    examples = loaded.examples
+    split = split_for_source(data) if exclude_selection else None
+    if split is not None:
+        chosen, examples = partition(examples, split.fraction, lambda e: e.question)
+        print(f"{len(chosen)} questions of the {split.name} selection split left out", file=sys.stderr)
+    examples = select(examples, limit, shuffle_seed)
     passages = load_corpus_passages(resolve_data_source(corpus), settings.words_per_passage)
     print(f"corpus: {len(passages)} passages", file=sys.stderr)
     unknown = set(retrievers) - {"bm25", "dense"}
@@ -93,6 +105,8 @@ def mine(
         "shuffle_seed": shuffle_seed,
         "skipped_without_positive": loaded.skipped_without_positive,
     }
+    if split is not None:  # earlier files keep their settings record
+        meta["selection_left_out"] = split.name
     if retrievers != ("bm25",):  # earlier BM25-only files keep their settings record
         meta.update(retrievers=list(retrievers), dense_model=dense_model, skip_dense_top=skip_dense_top)
     report = mine_to_file(examples, miner, out, total=len(examples), extra_meta=meta)
@@ -119,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, help="mine only the first N questions (after --shuffle-seed)")
     parser.add_argument("--shuffle-seed", type=int, help="shuffle the questions with this seed before --limit")
+    parser.add_argument(
+        "--exclude-selection",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave out the selection split's questions when --data is NQ or SQuAD train (default: on)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = NegativeMiningSettings(
@@ -134,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             tuple(args.retrievers.split(",")),
             args.dense_model,
             args.skip_dense_top,
+            args.exclude_selection,
         )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -28,7 +28,13 @@ NOT_ABLATED = ("grad_cache_chunk", "validation", "threads", "bf16", "seed")
 
 
 # Variant fields added after earlier runs were recorded, with the value those runs had.
-LATER_FIELDS = {"multi": False, "question_side": False, "dense_negatives": False, "seed": 12345}
+LATER_FIELDS = {
+    "multi": False,
+    "question_side": False,
+    "dense_negatives": False,
+    "seed": 12345,
+    "exclude_selection": False,
+}
 
 
 def carry_over(current: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,10 @@ scored against a sampled pool by training/sampled_pool_eval.py instead of the fu
     python -m training.train_dpr_nq --ablation --sweep batch --subset 1000       # batch 8 / 32 / 128 (GradCache)
     python -m training.train_dpr_nq --ablation --sweep subsets                   # 1,000 / 2,000 / 4,000 / 7,167
 
+Selection protocol (training/README.md): new runs leave out the selection split of NQ and SQuAD
+train (dpr_components.training.selection_split) and validate on NQ's; ``--no-exclude-selection``
+trains on every question and validates on nq/dev as earlier runs did.
+
 Every stage is restartable: mining appends and skips finished questions, training resumes from
 its newest checkpoint, evaluation reuses cached passage vectors, finished stages are skipped.
 Runs live in runs/dpr-nq/<variant>/; the report goes to docs/training/dpr_nq.md."""
@@ -40,16 +44,19 @@ from dpr_components.training.averaging import average_models
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
 from dpr_components.training.negatives import NegativeMiningSettings
+from dpr_components.training.selection_split import NQ_SELECTION, split_for_source
 from dpr_components.utils.atomic_files import atomic_write_text
 from training import evaluate as pool_eval
 from training import report, sampled_pool_eval
 from training.mine_negatives import mine
+from training.selection_splits import Part, write_part
 
 ROOT = Path("runs/dpr-nq")
 DATA = ROOT / "data"
 NQ_TRAIN, NQ_DEV, SQUAD_TRAIN = "nq/train.jsonl", "nq/dev.jsonl", "squad/train-v1.1.json"
 EVAL_SETS = ("nq/dev.jsonl", "squad/dev.jsonl")
 NQ_QUESTIONS = 7167
+NQ_SELECTED = 998  # NQ train questions in the selection split (python -m training.selection_splits)
 # For --dry-run: the NQ run (batch 32 + 1 negative, bf16, two threads) averaged 3.3 examples/s
 # on this shared 2-core machine (runs/dpr-nq/<run>/result.json).
 EXAMPLES_PER_SECOND = 3.3
@@ -77,6 +84,8 @@ class Variant:
     question_side: bool = False  # train E_Q alone against MiniLM's fixed passage vectors
     dense_negatives: bool = False  # hard negatives from BM25 and zero-shot MiniLM, interleaved
     seed: int = 12345  # TrainingConfig's default; another seed gives another run of the same recipe
+    # Leave out the selection split and validate on it (the command line's default; earlier runs: False).
+    exclude_selection: bool = False
 
     @property
     def name(self) -> str:
@@ -96,13 +105,16 @@ class Variant:
         parts.append(f"lr{self.learning_rate:g}")
         if self.seed != Variant.seed:
             parts.append(f"seed{self.seed}")
+        if self.exclude_selection:
+            parts.append("xsel")
         return "-".join(parts)
 
     @property
     def train_questions(self) -> int:
+        nq = NQ_QUESTIONS - NQ_SELECTED if self.exclude_selection else NQ_QUESTIONS
         if self.multi:
-            return NQ_QUESTIONS + self.squad_questions
-        return 2 * self.squad_questions if self.squad_questions else self.subset or NQ_QUESTIONS
+            return nq + self.squad_questions
+        return 2 * self.squad_questions if self.squad_questions else self.subset or nq
 
     def config(self) -> TrainingConfig:
         return TrainingConfig(
@@ -225,6 +237,17 @@ def write_nq_replay(questions: int) -> None:
     atomic_write_text(out, "".join(lines[i] for i in chosen))
 
 
+def selection_side(path: Path, part: Part) -> Path:
+    """One side of a mined file's selection split (written once next to it): ``training`` leaves the
+    split's questions out, ``selection`` keeps only them."""
+    split = split_for_source(path) or NQ_SELECTION
+    out = path.with_name(f"{path.stem}-{'sel' if part == 'selection' else 'nosel'}.jsonl")
+    if not out.exists():
+        kept, dropped = write_part(path, out, split, part)
+        print(f"{out}: {kept} questions ({dropped} of {path.name} on the other side of {split.name})", file=sys.stderr)
+    return out
+
+
 def stage_baselines() -> None:
     for name, system in (("bm25", "bm25"), ("minilm-zero-shot", BUNDLED_MINILM)):
         out = ROOT / "baselines" / f"{name}.json"
@@ -259,6 +282,10 @@ def stage_train(variant: Variant) -> None:
         )
         data = [str(squad_file(variant.squad_questions)), str(nq_replay_file(variant.squad_questions))]
     dev = str(DATA / "nq-dev-bm25.jsonl") if variant.validation else None
+    if variant.exclude_selection:
+        data = [str(selection_side(Path(path), "training")) for path in data]
+        if variant.validation:
+            dev = str(selection_side(nq_train_file(variant.dense_negatives), "selection"))
     inputs = TrainingInputs(data=data, dev=dev, corpus=pool_eval.POOL, subset=variant.subset)
     out = run_dir(variant)
     if (out / "result.json").exists():
@@ -405,6 +432,13 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated names of finished runs (folders in runs/dpr-nq): average their "
         "weights (a uniform model soup), evaluate it and rewrite the report",
     )
+    parser.add_argument(
+        "--exclude-selection",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave out the selection split of NQ and SQuAD train and validate on NQ's (default: on; "
+        "--no-exclude-selection trains on every question and validates on nq/dev, as runs before the protocol)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
     args = parser.parse_args(argv)
     if args.multi and (not args.with_squad or args.subset):
@@ -430,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         question_side=args.question_side,
         dense_negatives=args.dense_negatives,
         seed=args.seed,
+        exclude_selection=args.exclude_selection,
     )
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)

@@ -9,6 +9,10 @@ trained with resumable checkpoints in ``--output`` (run the same command again t
 (3) the best reader by dev exact match is exported in fp16 to ``--output``/export and, with
 ``--export-to``, copied there. See training/READER.md for the recipe and its costs.
 
+Selection protocol (training/README.md): the questions of NQ's and SQuAD's selection splits are
+left out of training (``--no-exclude-selection`` keeps them); choose on the selection files with
+``--dev data/selection/squad-train-selection.jsonl`` and report on squad/dev once.
+
 A step with a NaN or infinite loss or gradient norm stops the run (exit 2), keeping the last good
 checkpoint; ``--skip-nonfinite-steps N`` skips up to N such steps without updating the weights."""
 
@@ -38,6 +42,7 @@ from dpr_components.readers.data import (
     write_mined,
 )
 from dpr_components.readers.training import TrainConfig, train
+from dpr_components.training.selection_split import partition, split_for_source
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 from dpr_components.utils.validation import MAX_QUERY_CHARS
@@ -137,6 +142,22 @@ def mined_questions(
     return mined
 
 
+def _data_file(name: str) -> Path:
+    """``name`` itself when it is a file (e.g. a selection split under data/selection), else under the data folder."""
+    path = Path(name)
+    return path if path.is_file() else data_dir() / name
+
+
+def without_selection(name: str, mined: list[MinedQuestion]) -> list[MinedQuestion]:
+    """``mined`` without the questions of the selection split that the file ``name`` belongs to."""
+    split = split_for_source(name)
+    if split is None:
+        return mined
+    chosen, kept = partition(mined, split.fraction, lambda q: q.question)
+    print(f"{name}: {len(chosen)} questions of the {split.name} selection split left out of training", flush=True)
+    return kept
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default="runs/reader-minilm", help="run folder (checkpoints, log, best, export)")
@@ -146,7 +167,18 @@ def _parser() -> argparse.ArgumentParser:
         default="squad/train-v1.1.json,nq/train.jsonl",
         help="comma-separated training files under the data folder: squad/train-v1.1.json and/or nq/train.jsonl",
     )
-    parser.add_argument("--dev", default="squad/dev.jsonl", help="dev file for model selection ('' for none)")
+    parser.add_argument(
+        "--dev",
+        default="squad/dev.jsonl",
+        help="file for model selection: under the data folder or a path ('' for none); the selection "
+        "protocol uses data/selection/squad-train-selection.jsonl (training/README.md)",
+    )
+    parser.add_argument(
+        "--exclude-selection",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave the selection splits' questions out of training (default: on)",
+    )
     parser.add_argument(
         "--store",
         help="pool store folder (default: <cache>/indexes/pool-minilm, or pool-text when "
@@ -235,7 +267,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     data_record: dict[str, int] = {}
     for name in [n.strip() for n in args.train.split(",") if n.strip()]:
         mined = mined_questions(
-            data_dir() / name,
+            _data_file(name),
             store,
             store_path,
             names,
@@ -246,12 +278,14 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             args.sample,
             data_seed,
         )
+        if args.exclude_selection:
+            mined = without_selection(name, mined)
         data_record[name] = len(mined)
         train_questions += mined
     dev_questions = []
     if args.dev:
         dev_questions = mined_questions(
-            data_dir() / args.dev,
+            _data_file(args.dev),
             store,
             store_path,
             names,

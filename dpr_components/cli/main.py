@@ -35,7 +35,9 @@ from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.cli.serve_command import add_serve_parser, command_serve
 from dpr_components.cli.shard_command import (
     add_merge_parser,
+    add_ray_parser,
     add_shard_options,
+    command_index_ray,
     command_merge_shards,
     command_run_shard,
 )
@@ -123,6 +125,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_serve_parser(commands)
     add_merge_parser(commands, _add_pipeline_options)
+    add_ray_parser(commands, _add_pipeline_options)
     add_export_parsers(commands)
     return parser
 
@@ -192,6 +195,8 @@ def _run(argv: list[str] | None) -> int:
             )
         if args.command == "merge-shards":
             return command_merge_shards(args)
+        if args.command == "index-ray":
+            return command_index_ray(args)
         # Imported on use: a plain `haystack run` should not pay for the evaluation stack (pandas, plots).
         if args.command == "eval":
             from dpr_components.cli.eval_command import command_eval

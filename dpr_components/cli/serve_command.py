@@ -6,6 +6,7 @@ Its security model (origins, Host names, API key, body size, logs, training) is 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,13 @@ from dpr_components.cli.server_security import (
     normalize_host_name,
     normalize_origin,
     read_api_key,
+)
+from dpr_components.utils.threads import (
+    DEFAULT_QUERY_THREADS,
+    QUERY_THREADS_ENV,
+    encode_threads,
+    parse_threads,
+    query_threads,
 )
 
 DEFAULT_INPUT_ROOT = "served"
@@ -80,6 +88,33 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--enable-training", action="store_true", help="serve pipelines that train a model (train_dpr); off by default"
     )
+    serve.add_argument(
+        "--query-threads",
+        type=_thread_count,
+        metavar="N",
+        help=f"torch and FAISS threads for each request's question (sets {QUERY_THREADS_ENV}; default: "
+        f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
+    )
+
+
+def _thread_count(text: str) -> int:
+    """A positive thread count, or argparse's one-line error (argparse names the option)."""
+    try:
+        value = parse_threads("the thread count", text)
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (a thread count), got {text!r}")
+    return value
+
+
+def apply_thread_settings(args: argparse.Namespace) -> int:
+    """Set ``$DPR_QUERY_THREADS`` from ``--query-threads`` (when given) and return the count requests use;
+    a bad ``$DPR_QUERY_THREADS`` or ``$DPR_ENCODE_THREADS`` is refused here, before serving."""
+    if args.query_threads is not None:
+        os.environ[QUERY_THREADS_ENV] = str(args.query_threads)
+    encode_threads()
+    return query_threads()
 
 
 def server_policy(args: argparse.Namespace) -> ServerPolicy:
@@ -116,6 +151,7 @@ def _describe(policy: ServerPolicy) -> str:
 def command_serve(args: argparse.Namespace) -> int:
     """Build the app, say what is served, then run it with uvicorn until interrupted."""
     policy = server_policy(args)
+    threads = apply_thread_settings(args)
     root = Path(args.input_root)
     if root.exists() and not root.is_dir():
         raise ValueError(f"--input-root {root} exists and is not a folder")
@@ -130,7 +166,8 @@ def command_serve(args: argparse.Namespace) -> int:
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(
         f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
-        f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)})",
+        f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)}; "
+        f"{threads} thread(s) per question)",
         file=sys.stderr,
         flush=True,
     )

@@ -2,6 +2,7 @@
 
 haystack run pipelines/index.yml --input path=psgs_w100.tsv --shard 3/16 --shard-dir shards
 haystack merge-shards pipelines/index.yml shards --store indexes/wiki
+haystack index-ray pipelines/index.yml --input path=psgs_w100.tsv --shards 16 --shard-dir shards --store indexes/wiki
 """
 
 from __future__ import annotations
@@ -10,15 +11,26 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dpr_components.cli.pipeline_runner import nest_inputs, run_pipeline
 from dpr_components.cli.run_inputs import base_inputs
+from dpr_components.indexing.corpus_split import split_corpus
+from dpr_components.indexing.ray_sharding import (
+    MAX_RETRIES,
+    RaySettings,
+    ShardJob,
+    ShardOutcome,
+    encode_shard,
+    index_on_ray,
+)
 from dpr_components.indexing.shard_check import find_shards
-from dpr_components.indexing.shard_merge import BATCH_PASSAGES, merge_shards
+from dpr_components.indexing.shard_merge import BATCH_PASSAGES, MergeResult, merge_shards
 from dpr_components.indexing.shard_run import run_shard
-from dpr_components.indexing.shard_spec import parse_shard_spec
+from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
 from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.utils.input_files import check_input_path
 
 
 def add_shard_options(run: argparse.ArgumentParser) -> None:
@@ -111,17 +123,96 @@ def command_run_shard(args: argparse.Namespace) -> int:
 def command_merge_shards(args: argparse.Namespace) -> int:
     """``haystack merge-shards PIPELINE SHARD_DIR``: the shards into the store of PIPELINE's writer."""
     find_shards(args.shard_dir)  # a wrong shard folder is refused at once, before the pipeline loads
+    _print_merge(args, _merge(args))
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> MergeResult:
+    """The shards in ``args.shard_dir`` into the store of ``args.pipeline``'s writer."""
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     writers = [(name, c) for name, c in pipeline.walk() if type(c).__name__.endswith("Writer")]
     if len(writers) != 1:
         raise ValueError(
             f"{args.pipeline}: merge-shards writes through the pipeline's writer; it needs one, found {[n for n, _ in writers] or 'none'}"
         )
-    result = merge_shards(args.shard_dir, writers[0][1], args.batch_size, report=_report)
+    return merge_shards(args.shard_dir, writers[0][1], args.batch_size, report=_report)
+
+
+def _print_merge(args: argparse.Namespace, result: MergeResult) -> None:
     summary = {"shards": result.shards, "documents": result.documents, "passages": result.passages}
     print(
         json.dumps(summary)
         if args.json
         else f"merged {result.shards} shards: {result.documents:,} documents, {result.passages:,} passages"
     )
+
+
+def add_ray_parser(
+    commands: argparse._SubParsersAction, add_pipeline_options: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """Register ``index-ray``."""
+    index = commands.add_parser(
+        "index-ray",
+        help="index a corpus file in N shards as Ray tasks (each one 'run --shard i/N --shard-dir'), then merge-shards",
+    )
+    index.add_argument("pipeline", help="indexing pipeline, e.g. pipelines/index.yml")
+    index.add_argument(
+        "--input", "-i", action="append", default=[], metavar="NAME=VALUE", help="pipeline inputs: path=CORPUS"
+    )
+    index.add_argument("--shards", type=int, required=True, metavar="N", help="shards to cut the corpus file into")
+    index.add_argument("--shard-dir", required=True, metavar="DIR", help="folder of the shard folders (kept)")
+    index.add_argument(
+        "--address", help="Ray cluster to join: auto or ray://HOST:10001 (default: start Ray on this machine)"
+    )
+    index.add_argument("--workers", type=int, help="shards encoded at once (default: as many as the CPUs allow)")
+    index.add_argument("--threads", type=int, default=1, help="CPUs (torch threads) per shard task (default 1)")
+    index.add_argument(
+        "--max-retries",
+        type=int,
+        default=MAX_RETRIES,
+        help=f"retries of a shard whose worker died or hit an OSError (default {MAX_RETRIES})",
+    )
+    index.add_argument(
+        "--batch-size",
+        type=int,
+        default=BATCH_PASSAGES,
+        help=f"passages per write of the merge (default {BATCH_PASSAGES})",
+    )
+    index.add_argument("--json", action="store_true", help="print the merge summary as JSON")
+    add_pipeline_options(index)
+
+
+def command_index_ray(args: argparse.Namespace) -> int:
+    """``haystack index-ray PIPELINE --input path=CORPUS --shards N --shard-dir DIR``: shards on Ray, then the merge."""
+    for name in ("shards", "workers", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}")
+    if args.max_retries < 0:
+        raise ValueError(f"--max-retries must be 0 or more, got {args.max_retries}")
+    spec = ShardSpec(args.shards, args.shards)  # checks N against the shard limit
+    inputs = base_inputs(argparse.Namespace(inputs_file=None, input=args.input, top_k=None), None)
+    flat = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
+    per_component = {k: v for k, v in inputs.items() if isinstance(v, dict)}
+    corpus = _corpus_input({"": flat, **per_component})  # "": the inputs of every component
+    split = split_corpus(check_input_path(corpus, "corpus file"), spec.count)
+    if spec.count > split.lines:
+        raise ValueError(f"--shards {spec.count:,}: {corpus} has {split.lines:,} lines; give N at most its line count")
+    job = ShardJob(
+        pipeline=str(Path(args.pipeline).resolve()),
+        corpus=str(Path(corpus).resolve()),
+        count=spec.count,
+        shard_dir=str(Path(args.shard_dir).resolve()),
+        overrides=tuple(args.overrides),
+        allow_network=args.allow_network,
+        inputs={**flat, **{k: v for k, v in per_component.items() if v}},
+        threads=args.threads,
+    )
+    index_on_ray(job, RaySettings(args.address, args.workers, args.max_retries), encode_command_shard, _report)
+    _print_merge(args, _merge(args))
     return 0
+
+
+def encode_command_shard(job: ShardJob, index: int) -> ShardOutcome:
+    """One shard of ``index-ray`` in a Ray worker, run as ``haystack run --shard i/N --shard-dir`` runs it."""
+    return encode_shard(job, index, run_pipeline)

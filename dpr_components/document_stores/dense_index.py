@@ -29,6 +29,7 @@ from dpr_components.document_stores.index_files import (
 )
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.similarity import Similarity, canonical_similarity
+from dpr_components.utils.threads import faiss_threads, search_threads
 
 
 class DenseIndexError(ValueError):
@@ -212,7 +213,8 @@ class DenseIndex:
             return [empty for _ in queries]
         outer, inner = self._selectors(allowed, excluded)
         params = self._search_parameters(self._index.index, outer, inner)
-        distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
+        with faiss_threads(search_threads(len(queries))):  # one question: one OpenMP thread
+            distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
         found = []
         for row_labels, row_distances in zip(labels, distances):
             keep = row_labels >= 0

@@ -45,6 +45,7 @@ from dpr_components.encoders.plain_bert import (
     load_bert_tokenizer,
     load_plain_bert,
 )
+from dpr_components.utils.threads import encoding_threads, torch_threads
 from dpr_components.utils.validation import short_repr
 
 logger = logging.getLogger(__name__)
@@ -439,6 +440,18 @@ class TextEncoder:
         self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        # A question on few threads, a batch of passages on many (dpr_components/utils/threads.py).
+        with torch_threads(encoding_threads(len(texts))):
+            return self._encode_batches(texts, titles, show_progress, unit, on_batch)
+
+    def _encode_batches(
+        self,
+        texts: list[str],
+        titles: list[str | None] | None,
+        show_progress: bool,
+        unit: str,
+        on_batch: BatchCallback | None,
+    ) -> np.ndarray:
         firsts, seconds = self._inputs(texts, titles)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), unit=unit[:-1], desc=f"Encoding {unit}", disable=not show_progress)

@@ -1,0 +1,1 @@
+"""Latency of a question under load: beside a background encoder and with concurrent clients."""

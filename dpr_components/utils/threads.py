@@ -1,0 +1,108 @@
+"""Thread counts that fit the work: few threads for a question, many for a batch of passages.
+
+torch and FAISS both fan out over OpenMP. A question is a one-row product that gains little from
+it, and on a busy machine (concurrent requests, other processes) the fan-out makes every question
+wait for cores. So an encode of at most ``SMALL_BATCH`` texts and a search of at most ``SMALL_BATCH``
+queries run on ``DPR_QUERY_THREADS`` threads (default 1); a larger encode runs on
+``DPR_ENCODE_THREADS`` (default: the calling thread's torch count, unchanged). The count is set for
+the calling thread around the call and restored after it (docs/threads.md).
+
+Both libraries keep the setting per thread, which tests/test_threads.py checks on the installed
+builds: FAISS's ``omp_set_num_threads`` changes the calling thread's OpenMP setting only; torch's
+``set_num_threads`` (OpenMP backend) changes the calling thread's OpenMP and MKL settings, and is
+also the starting count of threads that run their first torch operation later: a thread whose
+first torch work falls inside a question's encoding starts with the question's count (set
+``DPR_ENCODE_THREADS`` to pin batch encoding). A torch build with another backend keeps one
+process-wide count: there torch's setting is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+
+QUERY_THREADS_ENV = "DPR_QUERY_THREADS"
+ENCODE_THREADS_ENV = "DPR_ENCODE_THREADS"
+DEFAULT_QUERY_THREADS = 1
+SMALL_BATCH = 8  # at most this many texts or queries count as a question's work
+
+
+def parse_threads(name: str, value: str | None) -> int | None:
+    """``value`` (a variable's text) as a positive thread count, None when unset or empty;
+    ``ValueError`` on one line otherwise."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"{name} must be a positive integer (a thread count), got {value!r}")
+    return int(text)
+
+
+def query_threads() -> int:
+    """Threads for a question's encoding and a single-query search: ``$DPR_QUERY_THREADS``, default 1."""
+    return parse_threads(QUERY_THREADS_ENV, os.environ.get(QUERY_THREADS_ENV)) or DEFAULT_QUERY_THREADS
+
+
+def encode_threads() -> int | None:
+    """Threads for encoding a batch of passages: ``$DPR_ENCODE_THREADS``, None (torch's count) when unset."""
+    return parse_threads(ENCODE_THREADS_ENV, os.environ.get(ENCODE_THREADS_ENV))
+
+
+@cache
+def torch_threads_per_thread() -> bool:
+    """Whether this torch build keeps its intra-op count per thread (its OpenMP backend)."""
+    import torch
+
+    return "parallel backend: OpenMP" in torch.__config__.parallel_info()
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` torch intra-op threads in the calling thread, then restore its
+    count; None, an equal count or a build without per-thread counts changes nothing."""
+    if threads is None or not torch_threads_per_thread():
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == threads:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextmanager
+def faiss_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` FAISS OpenMP threads in the calling thread, then restore its count."""
+    if threads is None:
+        yield
+        return
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    if before == threads:
+        yield
+        return
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def encoding_threads(texts: int) -> int | None:
+    """The torch count for encoding ``texts`` inputs: the query count for a small batch, else
+    ``$DPR_ENCODE_THREADS`` (None, unchanged, when unset)."""
+    return query_threads() if texts <= SMALL_BATCH else encode_threads()
+
+
+def search_threads(queries: int) -> int | None:
+    """The FAISS count for searching ``queries`` vectors: the query count for a few, else unchanged."""
+    return query_threads() if queries <= SMALL_BATCH else None
