@@ -25,6 +25,30 @@ from typing import Any
 from dpr_components.utils.validation import short_repr
 
 # Exceptions transformers and safetensors raise for unreadable or mismatched model files.
+# BertConfig fields a DPR config carries (the rest are DPR's own): what a reader started from a plain
+# encoder, and an encoder exported as plain BERT, take over.
+BERT_CONFIG_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+    "pad_token_id",
+)
+
+
+def bert_config_settings(config: Any) -> dict[str, Any]:
+    """The :data:`BERT_CONFIG_FIELDS` a transformers config has, with their values."""
+    return {name: getattr(config, name) for name in BERT_CONFIG_FIELDS if hasattr(config, name)}
+
+
 LOAD_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     ValueError,

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.model_files import check_finite_to_save, quiet_transformers
-from dpr_components.export.sentence_transformers import BERT_FIELDS, ExportError
+from dpr_components.encoders.model_files import bert_config_settings, check_finite_to_save, quiet_transformers
+from dpr_components.export.sentence_transformers import ExportError
 from dpr_components.readers.model import load_reader
 from dpr_components.utils.atomic_files import atomic_directory
 
@@ -33,7 +33,7 @@ def qa_model_from_reader(reader: Any) -> Any:
     if getattr(predictor.encoder, "projection_dim", 0):
         raise ExportError("the reader's encoder has a projection layer: its span head does not read BERT's output")
     bert = predictor.encoder.bert_model
-    settings = {name: getattr(bert.config, name) for name in BERT_FIELDS if hasattr(bert.config, name)}
+    settings = bert_config_settings(bert.config)
     config = BertConfig(**{**settings, "num_labels": 2, "architectures": ["BertForQuestionAnswering"]})
     model = BertForQuestionAnswering(config)
     result = model.bert.load_state_dict(bert.state_dict(), strict=False)

@@ -21,6 +21,7 @@ import torch
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     ModelFileError,
+    bert_config_settings,
     check_finite_to_save,
     check_finite_weights,
     check_model_files,
@@ -47,22 +48,6 @@ from dpr_components.encoders.text_encoder import (
 )
 from dpr_components.utils.atomic_files import atomic_directory
 
-# BertConfig fields a DPR encoder's config carries (the rest are DPR's own).
-BERT_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-    "layer_norm_eps",
-    "pad_token_id",
-)
 _ST_PREFIX = "sentence_transformers.models."
 
 
@@ -147,7 +132,7 @@ def _as_plain_model(model: Any, layout: ModelLayout) -> Any:
 
     inner: Any = model.question_encoder if layout.kind == "dpr_question" else model.ctx_encoder
     bert = inner.bert_model
-    config = BertConfig(**{name: getattr(bert.config, name) for name in BERT_FIELDS if hasattr(bert.config, name)})
+    config = BertConfig(**bert_config_settings(bert.config))
     plain: Any = BertModel(config)
     result = plain.load_state_dict(bert.state_dict(), strict=False)
     with torch.no_grad():  # DPR has no BERT pooler and sentence-transformers never runs it: zeros, not noise

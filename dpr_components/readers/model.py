@@ -32,22 +32,6 @@ if TYPE_CHECKING:
 
 READER_ARCHITECTURE = "DPRReader"
 _HARMLESS_MISSING = ("embeddings.position_ids",)
-# BertConfig fields a DPRConfig carries over when a reader starts from a plain encoder.
-_BERT_FIELDS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "initializer_range",
-    "layer_norm_eps",
-    "pad_token_id",
-)
 
 
 class ReaderLoadError(model_files.ModelFileError):
@@ -171,7 +155,7 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
     if encoder.config.model_type != "bert":
         raise ReaderLoadError(f"a DPRReader needs a BERT encoder; {model!r} is a {encoder.config.model_type!r} model")
     model_files.check_finite_weights(layout.transformer_path, encoder.state_dict())
-    settings = {name: getattr(encoder.config, name) for name in _BERT_FIELDS if hasattr(encoder.config, name)}
+    settings = model_files.bert_config_settings(encoder.config)
     config = DPRConfig(**settings, projection_dim=0)
     torch.manual_seed(seed)
     reader = DPRReader(config)
