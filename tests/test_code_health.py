@@ -1,5 +1,6 @@
 """The shape of the code: packages as homes (few modules at the top), no import cycles (deferred and
-type-only imports included) and no private names imported from another module."""
+type-only imports included), no private names imported from another module, documented ``run``
+methods and no library function over 60 lines."""
 
 from __future__ import annotations
 
@@ -137,3 +138,20 @@ def _run_docstring_gaps(path: Path) -> Iterator[str]:
 def test_component_run_methods_are_documented() -> None:
     gaps = [gap for path in sorted((REPO / "dpr_components").rglob("*.py")) for gap in _run_docstring_gaps(path)]
     assert gaps == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(path: Path) -> Iterator[str]:
+    """Functions of ``path`` longer than ``MAX_FUNCTION_LINES``, signature and docstring included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                yield f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)"
+
+
+def test_no_library_function_over_sixty_lines() -> None:
+    long = [f for path in sorted((REPO / "dpr_components").rglob("*.py")) for f in _long_functions(path)]
+    assert long == []

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from haystack import Pipeline
 
-from dpr_components.legacy.type_paths import LEGACY_TYPE_PATHS, current_type_path
+from dpr_components.legacy.old_paths import LEGACY_TYPE_PATHS
+from dpr_components.utils.type_paths import current_type_path
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,6 +20,7 @@ import yaml
 from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
 from haystack.core.serialization import allow_deserialization_module
 
+from dpr_components.cli.serve_command import default_pipelines_dir
 from dpr_components.cli.server_security import (
     ServerPolicy,
     check_bind_address,
@@ -36,6 +37,7 @@ from dpr_components.cli.serving import (
     validation_detail,
 )
 from dpr_components.indexing.components import CorpusReader
+from dpr_components.packaged import PIPELINES_DIR as PACKAGED_PIPELINES_DIR
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.training.component import DPRTrainer
 from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
@@ -128,6 +130,16 @@ def test_every_pipeline_declares_inputs_and_outputs() -> None:
 
 
 # ---- the security policy's pieces (no server) -----------------------------------------------------
+
+
+def test_pipelines_dir_defaults_to_the_local_folder_else_the_packaged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert default_pipelines_dir(None) == PACKAGED_PIPELINES_DIR  # outside a clone: the installed pipelines
+    (tmp_path / "pipelines").mkdir()
+    assert default_pipelines_dir(None) == Path("pipelines")  # a folder of the user's own wins
+    assert default_pipelines_dir("elsewhere") == Path("elsewhere")
 
 
 def test_bind_addresses() -> None:

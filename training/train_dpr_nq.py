@@ -46,6 +46,7 @@ from dpr_components.training.launch import TrainingInputs, train_from_files
 from dpr_components.training.negatives import NegativeMiningSettings
 from dpr_components.training.selection_split import NQ_SELECTION, split_for_source
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.init_parameters import init_parameters
 from training import evaluate as pool_eval
 from training import report, sampled_pool_eval
 from training.mine_negatives import mine
@@ -120,15 +121,8 @@ class Variant:
         return TrainingConfig(
             model=BUNDLED_MINILM,
             train_passage_encoder=not self.question_side,
-            seed=self.seed,
-            similarity=self.similarity,
-            batch_size=self.batch_size,
-            negatives=self.negatives,
-            epochs=self.epochs,
-            learning_rate=self.learning_rate,
-            grad_cache_chunk=self.grad_cache_chunk,
-            bf16=self.bf16,
-            threads=self.threads,
+            **init_parameters(self, "seed similarity batch_size negatives epochs learning_rate"),
+            **init_parameters(self, "grad_cache_chunk bf16 threads"),
             max_length=256,
             dropout=0.1,
             max_grad_norm=2.0,
@@ -449,23 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--dense-negatives: use it alone or with --with-squad N --multi")
     if args.question_side and args.grad_cache_chunk:
         parser.error("--question-side encodes only questions: --grad-cache-chunk is not needed")
-    base = Variant(
-        subset=args.subset,
-        batch_size=args.batch_size,
-        negatives=args.negatives,
-        squad_questions=args.with_squad,
-        epochs=args.epochs,
-        similarity=args.similarity,
-        learning_rate=args.learning_rate,
-        grad_cache_chunk=args.grad_cache_chunk,
-        bf16=not args.fp32,
-        threads=args.threads,
-        multi=args.multi,
-        question_side=args.question_side,
-        dense_negatives=args.dense_negatives,
-        seed=args.seed,
-        exclude_selection=args.exclude_selection,
-    )
+    same_names = "subset batch_size negatives epochs similarity learning_rate grad_cache_chunk threads multi"
+    same_names += " question_side dense_negatives seed exclude_selection"
+    base = Variant(**init_parameters(args, same_names), squad_questions=args.with_squad, bf16=not args.fp32)
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)
     variants = sweep(args.sweep, base)

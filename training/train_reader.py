@@ -44,6 +44,7 @@ from dpr_components.readers.data import (
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.training.selection_split import partition, split_for_source
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.settings import cache_dir, data_dir
 from dpr_components.utils.validation import MAX_QUERY_CHARS
 from training.reader_record import earlier_record, record_provenance
@@ -296,25 +297,14 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             args.dev_limit,
             data_seed,
         )
+    same_names = "init_model batch_size epochs max_steps warmup_ratio max_length stride seed eval_every"
+    same_names += " checkpoint_every log_every dev_passages dev_limit export"
     config = TrainConfig(
+        **init_parameters(args, same_names),
         output_dir=args.output,
-        init_model=args.init_model,
         passages_per_question=args.passages,
-        batch_size=args.batch_size,
-        epochs=args.epochs,
-        max_steps=args.max_steps,
         learning_rate=args.lr,
-        warmup_ratio=args.warmup_ratio,
-        max_length=args.max_length,
-        stride=args.stride,
         bf16=bf16_enabled(args.precision),
-        seed=args.seed,
-        eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every,
-        log_every=args.log_every,
-        dev_passages=args.dev_passages,
-        dev_limit=args.dev_limit,
-        export=args.export,
         max_nonfinite_steps=args.skip_nonfinite_steps,
     )
     Path(args.output).mkdir(parents=True, exist_ok=True)

@@ -357,13 +357,17 @@ def _load_faiss(path: Path, flags: int, budget_s: float, **search_params: int) -
     if "ef_search" in search_params:
         inner.hnsw.efSearch = search_params["ef_search"]
     search = rate(lambda v: index.search(v.reshape(1, -1), TOP_K), vectors, budget_s)
+    return {**_loaded(seconds, before, after, search), "file_mb": path.stat().st_size / 2**20}
+
+
+def _loaded(seconds: float, before: dict, after: dict, search: dict) -> dict:
+    """A loading step's time, the memory it added (anonymous and file-backed) and its searches."""
     return {
         "load_s": seconds,
         "anon_added_mb": after["anon_mb"] - before["anon_mb"],
         "file_added_mb": after["file_mb"] - before["file_mb"],
         "search": search,
         "memory_after_search": memory_mb(),
-        "file_mb": path.stat().st_size / 2**20,
     }
 
 
@@ -384,11 +388,7 @@ def step_load_bm25(size: int, mmap: bool, budget_s: float) -> dict:
     after = memory_mb()
     search = rate(lambda q: index.search(q, TOP_K), questions, budget_s)
     return {
-        "load_s": seconds,
-        "anon_added_mb": after["anon_mb"] - before["anon_mb"],
-        "file_added_mb": after["file_mb"] - before["file_mb"],
-        "search": search,
-        "memory_after_search": memory_mb(),
+        **_loaded(seconds, before, after, search),
         "arrays_mb": sum(f.stat().st_size for f in folder.glob("*.npy")) / 2**20,
         "vocab_mb": sum(f.stat().st_size for f in folder.glob("vocab*")) / 2**20,
     }

@@ -69,6 +69,18 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     commands = parser.add_subparsers(dest="command", required=True)
 
+    _add_run_parser(commands)
+    _add_eval_parser(commands)
+    _add_fit_parser(commands)
+    add_serve_parser(commands)
+    add_merge_parser(commands, _add_pipeline_options)
+    add_ray_parser(commands, _add_pipeline_options)
+    add_export_parsers(commands)
+    return parser
+
+
+def _add_run_parser(commands: argparse._SubParsersAction) -> None:
+    """``haystack run``."""
     run = commands.add_parser("run", help="run a YAML pipeline")
     run.add_argument("pipeline", help="pipeline YAML file")
     run.add_argument("--query", "-q", help="the question or search text (goes to every input named 'query')")
@@ -87,6 +99,9 @@ def _build_parser() -> argparse.ArgumentParser:
     add_shard_options(run)
     _add_pipeline_options(run)
 
+
+def _add_eval_parser(commands: argparse._SubParsersAction) -> None:
+    """``haystack eval``."""
     evaluate = commands.add_parser(
         "eval", help="score pipelines on a question set with an evaluation pipeline (e.g. pipelines/eval_nq.yml)"
     )
@@ -113,6 +128,9 @@ def _build_parser() -> argparse.ArgumentParser:
     add_interval_options(evaluate)
     _add_pipeline_options(evaluate)
 
+
+def _add_fit_parser(commands: argparse._SubParsersAction) -> None:
+    """``haystack fit-lambda``."""
     fit = commands.add_parser("fit-lambda", help="fit the HybridRanker weight λ on dev questions")
     fit.add_argument("pipeline", help="a pipeline with a HybridRanker fed by BM25Retriever and DenseRetriever")
     fit.add_argument("--questions", required=True)
@@ -122,12 +140,6 @@ def _build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--objective", default="1,5,20", help="k values whose mean top-k accuracy is maximised")
     fit.add_argument("--out", default="reports/lambda")
     _add_pipeline_options(fit)
-
-    add_serve_parser(commands)
-    add_merge_parser(commands, _add_pipeline_options)
-    add_ray_parser(commands, _add_pipeline_options)
-    add_export_parsers(commands)
-    return parser
 
 
 def command_run(args: argparse.Namespace) -> int:

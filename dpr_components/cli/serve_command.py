@@ -33,7 +33,10 @@ DEFAULT_INPUT_ROOT = "served"
 def add_serve_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``serve`` and its options."""
     serve = commands.add_parser("serve", help="serve every pipeline of a folder over HTTP with hayhooks")
-    serve.add_argument("--pipelines-dir", default="pipelines", help="folder of YAML pipelines (default: pipelines)")
+    serve.add_argument(
+        "--pipelines-dir",
+        help="folder of YAML pipelines (default: ./pipelines when that folder exists, else the packaged pipelines)",
+    )
     serve.add_argument(
         "--host",
         default="127.0.0.1",
@@ -47,6 +50,26 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         help="the only folder whose files requests may name as inputs (corpus path, training data); "
         f"created if missing (default: {DEFAULT_INPUT_ROOT})",
     )
+    _add_security_options(serve)
+    serve.add_argument(
+        "--log-queries",
+        action="store_true",
+        help="log the inputs of every request (query text, records); off by default",
+    )
+    serve.add_argument(
+        "--enable-training", action="store_true", help="serve pipelines that train a model (train_dpr); off by default"
+    )
+    serve.add_argument(
+        "--query-threads",
+        type=_thread_count,
+        metavar="N",
+        help=f"torch and FAISS threads for each request's question (sets {QUERY_THREADS_ENV}; default: "
+        f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
+    )
+
+
+def _add_security_options(serve: argparse.ArgumentParser) -> None:
+    """Who may call the server and what it accepts (README.md, section "Server security")."""
     serve.add_argument(
         "--api-key-env",
         metavar="NAME",
@@ -79,21 +102,6 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         type=int,
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}); larger ones get 413",
-    )
-    serve.add_argument(
-        "--log-queries",
-        action="store_true",
-        help="log the inputs of every request (query text, records); off by default",
-    )
-    serve.add_argument(
-        "--enable-training", action="store_true", help="serve pipelines that train a model (train_dpr); off by default"
-    )
-    serve.add_argument(
-        "--query-threads",
-        type=_thread_count,
-        metavar="N",
-        help=f"torch and FAISS threads for each request's question (sets {QUERY_THREADS_ENV}; default: "
-        f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
     )
 
 
@@ -148,6 +156,17 @@ def _describe(policy: ServerPolicy) -> str:
     return "; ".join(parts)
 
 
+def default_pipelines_dir(given: str | None) -> Path:
+    """The folder to serve: the one given, else ``./pipelines`` when it exists (a clone or a project of
+    the user's own), else the pipelines installed with the package."""
+    from dpr_components.packaged import PIPELINES_DIR
+
+    if given is not None:
+        return Path(given)
+    local = Path("pipelines")
+    return local if local.is_dir() else PIPELINES_DIR
+
+
 def command_serve(args: argparse.Namespace) -> int:
     """Build the app, say what is served, then run it with uvicorn until interrupted."""
     policy = server_policy(args)
@@ -161,7 +180,9 @@ def command_serve(args: argparse.Namespace) -> int:
 
     from dpr_components.cli.serving import build_app
 
-    app, served = build_app(args.pipelines_dir, input_root=root, policy=policy)
+    pipelines_dir = default_pipelines_dir(args.pipelines_dir)
+    print(f"pipelines from {pipelines_dir}", file=sys.stderr)
+    app, served = build_app(pipelines_dir, input_root=root, policy=policy)
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(

@@ -216,20 +216,27 @@ def _add_guards(app: FastAPI, policy: ServerPolicy) -> None:
     app.add_middleware(OriginGuard, policy=policy)
 
 
+# Our own routes replace hayhooks' startup deploy; no traces, dashboards, chat UI or extra imports.
+# CORS is replaced by _add_guards (an empty list also keeps hayhooks from warning about "*").
+HAYHOOKS_SETTINGS: dict[str, Any] = {
+    "pipelines_dir": "",
+    "durable_mode": False,
+    "tracing_enabled": False,
+    "tracing_include_haystack_spans": False,
+    "monitoring_enabled": False,
+    "chainlit_enabled": False,
+    "show_tracebacks": False,
+    "additional_python_path": "",
+    "cors_allow_origins": [],
+}
+
+
 def _hayhooks_app() -> FastAPI:
     """hayhooks' app (its logging, request ids) with its optional parts off, whatever ``HAYHOOKS_*`` variables say."""
     from hayhooks.settings import settings
 
-    # Our own routes replace hayhooks' startup deploy; no traces, dashboards, chat UI or extra imports.
-    settings.pipelines_dir = ""
-    settings.durable_mode = False
-    settings.tracing_enabled = False
-    settings.tracing_include_haystack_spans = False
-    settings.monitoring_enabled = False
-    settings.chainlit_enabled = False
-    settings.show_tracebacks = False
-    settings.additional_python_path = ""
-    settings.cors_allow_origins = []  # replaced by _add_guards; also keeps hayhooks from warning about "*"
+    for name, value in HAYHOOKS_SETTINGS.items():
+        setattr(settings, name, value)
     from hayhooks import create_app
 
     return create_app()

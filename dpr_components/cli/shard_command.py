@@ -32,21 +32,20 @@ from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.utils.input_files import check_input_path
 
+SHARD_HELP = (
+    "index only shard i of N of the corpus file (contiguous lines, about 1/N of its bytes), streaming it "
+    "in chunks; 'auto' takes i and N from torchrun (RANK/WORLD_SIZE) or SLURM"
+)
+SHARD_DIR_HELP = (
+    "with --shard: write the shard's embedded passages to DIR/shard-<i>-of-<N>/ instead of the pipeline's "
+    "store; 'haystack merge-shards' writes the shards into one store"
+)
+
 
 def add_shard_options(run: argparse.ArgumentParser) -> None:
     """``--shard`` and ``--shard-dir`` of ``haystack run``."""
-    run.add_argument(
-        "--shard",
-        metavar="i/N",
-        help="index only shard i of N of the corpus file (contiguous lines, about 1/N of its bytes), streaming it "
-        "in chunks; 'auto' takes i and N from torchrun (RANK/WORLD_SIZE) or SLURM",
-    )
-    run.add_argument(
-        "--shard-dir",
-        metavar="DIR",
-        help="with --shard: write the shard's embedded passages to DIR/shard-<i>-of-<N>/ instead of the pipeline's "
-        "store; 'haystack merge-shards' writes the shards into one store",
-    )
+    run.add_argument("--shard", metavar="i/N", help=SHARD_HELP)
+    run.add_argument("--shard-dir", metavar="DIR", help=SHARD_DIR_HELP)
 
 
 def add_merge_parser(

@@ -54,10 +54,11 @@ from dpr_components.document_stores.store_backend import (
     check_before_opening,
     holds_database,
 )
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import DOCUMENT_STORES, published_in
 from dpr_components.utils.similarity import Similarity, canonical_similarity
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 from dpr_components.utils.worker_threads import in_worker_thread
 
@@ -195,21 +196,12 @@ class EmbeddedDocumentStore(MetadataQueries):
 
     def to_dict(self) -> dict[str, Any]:
         c = self._config
+        settings = "path embedding_dim similarity index_factory ef_search nprobe ef_construction memory_map"
+        bm25 = "bm25_k1 bm25_b bm25_method bm25_title_field"
         return default_to_dict(
             self,
-            path=c.path,
-            embedding_dim=c.embedding_dim,
-            similarity=c.similarity,
-            index_factory=c.index_factory,
-            ef_search=c.ef_search,
-            nprobe=c.nprobe,
-            ef_construction=c.ef_construction,
-            bm25_k1=c.bm25_k1,
-            bm25_b=c.bm25_b,
-            bm25_method=c.bm25_method,
-            bm25_title_field=c.bm25_title_field,
+            **init_parameters(c, f"{settings} {bm25}"),
             autosave=self.autosave,
-            memory_map=c.memory_map,
             dense_delta_fraction=c.delta_fraction,
         )
 

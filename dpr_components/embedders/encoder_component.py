@@ -5,6 +5,11 @@ from __future__ import annotations
 from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.text_encoder import Pooling, Precision, TitleMode
 
+# The question encoder's settings a retriever takes and writes to its pipeline data.
+QUERY_ENCODER_SETTINGS = "model pooling normalize max_length precision"
+# The init parameters both embedders take.
+ENCODER_SETTINGS = f"{QUERY_ENCODER_SETTINGS} batch_size"
+
 
 class EncoderComponent:
     """Base of :class:`PassageEmbedder` and :class:`QuestionEmbedder`."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.embedders.encoder_component import EncoderComponent
+from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.pairing import META_FIELD, weights_digest
@@ -18,8 +18,9 @@ from dpr_components.encoders.text_encoder import (
     Precision,
     TitleMode,
 )
-from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 
 
 @component
@@ -65,19 +66,8 @@ class PassageEmbedder(EncoderComponent):
         self.progress_bar = progress_bar
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            model=self.model,
-            pooling=self.pooling,
-            normalize=self.normalize,
-            max_length=self.max_length,
-            title_mode=self.title_mode,
-            precision=self.precision,
-            batch_size=self.batch_size,
-            title_field=self.title_field,
-            cache_dir=self.cache_dir,
-            progress_bar=self.progress_bar,
-        )
+        passage_settings = "title_mode title_field cache_dir progress_bar"
+        return default_to_dict(self, **init_parameters(self, f"{ENCODER_SETTINGS} {passage_settings}"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PassageEmbedder:

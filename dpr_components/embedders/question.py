@@ -7,11 +7,12 @@ from typing import Any
 
 from haystack import component, default_to_dict
 
-from dpr_components.embedders.encoder_component import EncoderComponent
+from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
-from dpr_components.legacy.type_paths import from_dict_any_path
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_query
 
 
@@ -54,15 +55,7 @@ class QuestionEmbedder(EncoderComponent):
         self._init_encoder(model, pooling, normalize, max_length, precision, batch_size, "none", plain_torch=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            model=self.model,
-            pooling=self.pooling,
-            normalize=self.normalize,
-            max_length=self.max_length,
-            precision=self.precision,
-            batch_size=self.batch_size,
-        )
+        return default_to_dict(self, **init_parameters(self, ENCODER_SETTINGS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuestionEmbedder:

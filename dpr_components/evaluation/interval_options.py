@@ -6,15 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+INTERVALS_HELP = (
+    "add bootstrap intervals over questions to every metric and, with two or more systems, "
+    "a table of differences from the first system (paired bootstrap, McNemar's test)"
+)
+
 
 def add_interval_options(parser: argparse.ArgumentParser) -> None:
     """``--intervals``, ``--resamples N`` and ``--confidence C``."""
-    parser.add_argument(
-        "--intervals",
-        action="store_true",
-        help="add bootstrap intervals over questions to every metric and, with two or more systems, "
-        "a table of differences from the first system (paired bootstrap, McNemar's test)",
-    )
+    parser.add_argument("--intervals", action="store_true", help=INTERVALS_HELP)
     parser.add_argument("--resamples", type=int, help="bootstrap resamples with --intervals (default 10000)")
     parser.add_argument("--confidence", type=float, help="interval confidence with --intervals (default 0.95)")
 

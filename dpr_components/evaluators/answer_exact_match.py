@@ -11,8 +11,8 @@ from haystack import component, default_to_dict
 
 from dpr_components.evaluation.answer_metrics import exact_match, f1
 from dpr_components.evaluators.batch_checks import check_batch
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.utils.published import EVALUATORS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 
 
 @component

@@ -19,8 +19,8 @@ from dpr_components.evaluation.retrieval_metrics import (
     validate_ks,
 )
 from dpr_components.evaluators.batch_checks import check_batch, passage_texts
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.utils.published import EVALUATORS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
 
 

@@ -10,6 +10,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from dpr_components.indexing.corpus import CorpusFormat, CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.published import CONVERTERS, PREPROCESSORS, published_in
 from dpr_components.utils.validation import (
@@ -45,7 +46,7 @@ class CorpusReader:
         self.on_empty = on_empty
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, format=self.format, on_empty=self.on_empty)
+        return default_to_dict(self, **init_parameters(self, "format on_empty"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CorpusReader:
@@ -109,7 +110,7 @@ class DPRPassageSplitter:
         self.max_passage_chars = max_passage_chars
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, words_per_passage=self.words_per_passage, max_passage_chars=self.max_passage_chars)
+        return default_to_dict(self, **init_parameters(self, "words_per_passage max_passage_chars"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DPRPassageSplitter:

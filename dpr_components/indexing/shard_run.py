@@ -109,23 +109,23 @@ def run_shard(
                 out.write(result[sender[0]][sender[1]])
                 passages = out.passages
                 progress()
-            out.finish(
-                {
-                    "shard": str(spec),
-                    "corpus": {
-                        "file": Path(corpus).name,
-                        "sha256": split.sha256,
-                        "bytes": split.size,
-                        "lines": split.lines,
-                    },
-                    "lines": [first, end],
-                    "documents": documents,
-                    "settings": pipeline_settings(pipeline),
-                }
-            )
+            out.finish(_manifest(spec, corpus, split, documents, pipeline))
         finally:
             out.close()
     return ShardResult(spec, (first, end), documents, passages, target)
+
+
+def _manifest(spec: ShardSpec, corpus: str, split: CorpusSplit, documents: int, pipeline: Pipeline) -> dict[str, Any]:
+    """What a finished shard folder records: its place in the corpus, its size and the pipeline's settings."""
+    corpus_facts = {"file": Path(corpus).name, "sha256": split.sha256, "bytes": split.size, "lines": split.lines}
+    lines = list(split.line_range(spec.index))
+    return {
+        "shard": str(spec),
+        "corpus": corpus_facts,
+        "lines": lines,
+        "documents": documents,
+        "settings": pipeline_settings(pipeline),
+    }
 
 
 def pipeline_settings(pipeline: Pipeline) -> dict[str, Any]:

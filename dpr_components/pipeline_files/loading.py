@@ -17,7 +17,6 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.legacy.type_paths import current_type_path
 from dpr_components.packaged import is_packaged_name, packaged_pipeline_path
 from dpr_components.pipeline_files.policy import (
     check_local_only,
@@ -25,18 +24,12 @@ from dpr_components.pipeline_files.policy import (
     network_allowed_by_environment,
 )
 from dpr_components.pipeline_files.safe_yaml import read_yaml_file
-from dpr_components.store_access.serialization import EMBEDDED_STORE_TYPE, replace_store_paths
+from dpr_components.store_access.serialization import is_embedded_store_type, replace_store_paths
 from dpr_components.utils.type_checks import init_hints, type_mismatch
 from dpr_components.utils.validation import short_repr, strict_json_loads
 
 ALLOWED_MODULES = ["dpr_components", "haystack_integrations.document_stores.elasticsearch"]
-STORE_TYPE = EMBEDDED_STORE_TYPE
 STORE_FILE = "documents.sqlite"
-
-
-def is_store_type(type_path: Any) -> bool:
-    """Whether a pipeline file's ``type`` names the embedded store (under any path it is known by)."""
-    return isinstance(type_path, str) and current_type_path(type_path) == STORE_TYPE
 
 
 class PipelineFileError(ValueError):
@@ -170,7 +163,7 @@ def _store_folders(node: Any) -> list[str]:
     found = []
     if isinstance(node, dict):
         params = node.get("init_parameters")
-        if is_store_type(node.get("type")) and isinstance(params, dict) and params.get("path") is not None:
+        if is_embedded_store_type(node.get("type")) and isinstance(params, dict) and params.get("path") is not None:
             found.append(str(params["path"]))
         for value in node.values():
             found += _store_folders(value)

@@ -21,13 +21,13 @@ from dpr_components.hybrid_fusion import (
     scores_or_zero,
     union_by_id,
 )
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.store_access.search_backend import (
     ScoringSearchBackend,
     search_backend,
 )
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.utils.published import RANKERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]

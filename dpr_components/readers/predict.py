@@ -138,6 +138,19 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum())
 
 
+def passage_probabilities(
+    rows: Sequence[Row], logits: Sequence[tuple[np.ndarray, np.ndarray, float]]
+) -> dict[int, float]:
+    """The selection head's probability of each passage (softmax over the passages of the rows of its
+    best window): ``passage index -> probability``."""
+    selection: dict[int, float] = {}
+    for row, (_, _, relevance) in zip(rows, logits):
+        selection[row.passage_index] = max(relevance, selection.get(row.passage_index, -np.inf))
+    indices = sorted(selection)
+    probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
+    return dict(zip(indices, probabilities.tolist()))
+
+
 def read(
     reader: torch.nn.Module,
     tokenizer: Any,
@@ -159,12 +172,8 @@ def read(
     if not rows:
         return []
     logits = row_logits(reader, rows, tokenizer.pad_token_id, settings.batch_size, bf16)
-    selection: dict[int, float] = {}
-    for row, (_, _, relevance) in zip(rows, logits):
-        selection[row.passage_index] = max(relevance, selection.get(row.passage_index, -np.inf))
-    indices = sorted(selection)
-    probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
-    passage_probability = dict(zip(indices, probabilities.tolist()))
+    passage_probability = passage_probabilities(rows, logits)
+    indices = sorted(passage_probability)
 
     candidates: dict[int, dict[tuple[int, int], SpanPrediction]] = {i: {} for i in indices}
     for row, (start, end, _) in zip(rows, logits):

@@ -12,7 +12,6 @@ from haystack.dataclasses import ExtractedAnswer
 
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import (
@@ -22,7 +21,9 @@ from dpr_components.readers.predict import (
     SpanPrediction,
     read,
 )
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import READERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"
@@ -139,10 +140,7 @@ class SpanReader:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
-            model=self.model,
-            top_k=self.top_k,
-            title_field=self.title_field,
-            precision=self.precision,
+            **init_parameters(self, "model top_k title_field precision"),
             **asdict(self.read_settings),
             **asdict(self.input_settings),
         )

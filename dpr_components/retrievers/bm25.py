@@ -7,11 +7,11 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
 from dpr_components.utils.published import RETRIEVERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
 

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
+from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.embedders.question import QuestionEmbedder
 from dpr_components.encoders.pairing import (
     META_FIELD,
@@ -16,11 +17,12 @@ from dpr_components.encoders.pairing import (
     expected_passage_digest,
 )
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RETRIEVERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
@@ -100,16 +102,9 @@ class DenseRetriever(StoreRetriever):
         return default_to_dict(
             self,
             document_store=store_to_dict(self.document_store),
-            model=e.model,
-            top_k=self.top_k,
-            filters=self.filters,
-            pooling=e.pooling,
-            normalize=e.normalize,
-            max_length=e.max_length,
-            precision=e.precision,
+            **init_parameters(e, QUERY_ENCODER_SETTINGS),
+            **init_parameters(self, "top_k filters scale_score return_embedding"),
             filter_policy=self.filter_policy.value,
-            scale_score=self.scale_score,
-            return_embedding=self.return_embedding,
         )
 
     @classmethod

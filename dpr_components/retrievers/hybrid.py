@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
+from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
-from dpr_components.legacy.type_paths import from_dict_any_path
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.bm25 import BM25Retriever
@@ -18,7 +18,9 @@ from dpr_components.store_access.filter_settings import (
     parse_filter_policy,
 )
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RETRIEVERS, published_in
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import (
     check_finite,
     check_positive_int,
@@ -111,16 +113,9 @@ class HybridRetriever:
         return default_to_dict(
             self,
             document_store=store_to_dict(self.document_store),
-            model=e.model,
-            candidates=self.candidates,
-            weight=self.weight,
-            top_k=self.top_k,
-            filters=self.filters,
+            **init_parameters(e, QUERY_ENCODER_SETTINGS),
+            **init_parameters(self, "candidates weight top_k filters"),
             filter_policy=self.filter_policy.value,
-            pooling=e.pooling,
-            normalize=e.normalize,
-            max_length=e.max_length,
-            precision=e.precision,
         )
 
     @classmethod

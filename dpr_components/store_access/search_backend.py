@@ -11,7 +11,7 @@ import asyncio
 import inspect
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from haystack import Document, logging
@@ -29,10 +29,43 @@ logger = logging.getLogger(__name__)
 RETRIEVAL_METHODS = ("bm25_retrieval", "embedding_retrieval")
 
 
-class SearchBackend(Protocol):
+class StoreCall(NamedTuple):
+    """One call of a document store method: its name and its arguments by name."""
+
+    method: str
+    arguments: dict[str, Any]
+
+
+class VectorSearch(NamedTuple):
+    """The arguments of one embedding retrieval."""
+
+    query_embedding: Sequence[float]
+    top_k: int
+    filters: dict[str, Any] | None
+    scale_score: bool
+    return_embedding: bool
+
+
+class SearchBackend:
+    """The search interface of one kind of store. Each search is one call of a store method, which a
+    subclass names with its arguments (``_bm25_call``, ``_embedding_call``); the sync methods make the
+    call, their ``*_async`` twins await the store's ``<method>_async`` when it has one and otherwise
+    run the sync call in a worker thread. Optional arguments (``scale_score``, ``return_embedding``)
+    reach only a store method that accepts them."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+        raise NotImplementedError
+
+    def _embedding_call(self, search: VectorSearch) -> StoreCall:
+        raise NotImplementedError
+
     def bm25_retrieval(
         self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]: ...
+    ) -> list[Document]:
+        return self._call(self._bm25_call(query, top_k, filters, scale_score))
 
     def embedding_retrieval(
         self,
@@ -41,11 +74,15 @@ class SearchBackend(Protocol):
         filters: dict[str, Any] | None,
         scale_score: bool = False,
         return_embedding: bool = False,
-    ) -> list[Document]: ...
+    ) -> list[Document]:
+        return self._call(
+            self._embedding_call(VectorSearch(query_embedding, top_k, filters, scale_score, return_embedding))
+        )
 
     async def bm25_retrieval_async(
         self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]: ...
+    ) -> list[Document]:
+        return await self._call_async(self._bm25_call(query, top_k, filters, scale_score))
 
     async def embedding_retrieval_async(
         self,
@@ -54,64 +91,53 @@ class SearchBackend(Protocol):
         filters: dict[str, Any] | None,
         scale_score: bool = False,
         return_embedding: bool = False,
-    ) -> list[Document]: ...
+    ) -> list[Document]:
+        search = VectorSearch(query_embedding, top_k, filters, scale_score, return_embedding)
+        return await self._call_async(self._embedding_call(search))
+
+    def _call(self, call: StoreCall) -> list[Document]:
+        method = getattr(self.store, call.method, None)
+        if not callable(method):
+            raise ValueError(f"document store {type(self.store).__name__} has no public {call.method} method")
+        return method(**_accepted(method, call.arguments))
+
+    async def _call_async(self, call: StoreCall) -> list[Document]:
+        method = async_method(self.store, call.method)
+        if method is None:
+            return await asyncio.to_thread(self._call, call)
+        return await method(**_accepted(method, call.arguments))
 
 
-class ScoringSearchBackend(SearchBackend, Protocol):
+class ScoringSearchBackend(SearchBackend):
     """A backend that also scores given documents exactly (what HybridRanker mode ``dpr`` needs)."""
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]: ...
+    ) -> dict[str, tuple[float | None, float | None]]:
+        raise NotImplementedError
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]: ...
+    ) -> dict[str, tuple[float | None, float | None]]:
+        return await asyncio.to_thread(self.score_documents, document_ids, query, query_embedding)
 
 
-class EmbeddedSearch:
+class EmbeddedSearch(ScoringSearchBackend):
     """Adapter for ``EmbeddedDocumentStore``: its scores are raw (BM25, dot product, cosine or
     negative squared L2), so ``scale_score`` is ignored."""
 
-    def __init__(self, store: EmbeddedDocumentStore) -> None:
-        self.store = store
+    store: EmbeddedDocumentStore
 
-    def bm25_retrieval(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        return self.store.bm25_retrieval(query, top_k, filters)
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+        return StoreCall("bm25_retrieval", {"query": query, "top_k": top_k, "filters": filters})
 
-    def embedding_retrieval(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        return self.store.embedding_retrieval(query_embedding, top_k, filters, return_embedding=return_embedding)
+    def _embedding_call(self, search: VectorSearch) -> StoreCall:
+        return StoreCall("embedding_retrieval", search._asdict())
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
     ) -> dict[str, tuple[float | None, float | None]]:
         return self.store.score_documents(document_ids, query, query_embedding)
-
-    async def bm25_retrieval_async(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        return await self.store.bm25_retrieval_async(query, top_k, filters)
-
-    async def embedding_retrieval_async(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        return await self.store.embedding_retrieval_async(
-            query_embedding, top_k, filters, return_embedding=return_embedding
-        )
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -122,58 +148,30 @@ class EmbeddedSearch:
 ES_MAX_KNN_CANDIDATES = 10_000
 
 
-class ElasticsearchSearch:
+class ElasticsearchSearch(ScoringSearchBackend):
     """Adapter for ``ElasticsearchDocumentStore`` (elasticsearch-haystack).
 
     BM25 runs without fuzziness (plain BM25, as in the paper); dense scores for the hybrid are
     recomputed from the stored vectors because Elasticsearch rescales kNN scores; ``scale_score``
-    is ignored."""
+    is ignored. Elasticsearch returns the stored vectors; DenseRetriever drops them unless asked."""
 
     def __init__(self, store: Any, similarity: str = "dot_product") -> None:
-        self.store = store
+        super().__init__(store)
         self.similarity = similarity
 
-    def bm25_retrieval(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        return self.store._bm25_retrieval(query, filters=filters, fuzziness="0", top_k=top_k)
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+        return StoreCall("_bm25_retrieval", {"query": query, "filters": filters, "fuzziness": "0", "top_k": top_k})
 
-    def embedding_retrieval(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        # Elasticsearch returns the stored vectors; DenseRetriever drops them unless asked.
-        return self.store._embedding_retrieval(**_knn_arguments(query_embedding, top_k, filters))
-
-    async def bm25_retrieval_async(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        method = async_method(self.store, "_bm25_retrieval")
-        if method is None:
-            return await asyncio.to_thread(self.bm25_retrieval, query, top_k, filters)
-        return await method(query, filters=filters, fuzziness="0", top_k=top_k)
-
-    async def embedding_retrieval_async(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        method = async_method(self.store, "_embedding_retrieval")
-        if method is None:
-            return await asyncio.to_thread(self.embedding_retrieval, query_embedding, top_k, filters)
-        return await method(**_knn_arguments(query_embedding, top_k, filters))
-
-    async def score_documents_async(
-        self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
-        return await asyncio.to_thread(self.score_documents, document_ids, query, query_embedding)
+    def _embedding_call(self, search: VectorSearch) -> StoreCall:
+        if search.top_k > ES_MAX_KNN_CANDIDATES:
+            raise ValueError(
+                f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={search.top_k}"
+            )
+        # Elasticsearch caps num_candidates at 10,000; the store's default (10 x top_k) would exceed it.
+        candidates = min(ES_MAX_KNN_CANDIDATES, search.top_k * 10)
+        embedding = [float(x) for x in search.query_embedding]
+        arguments = {"filters": search.filters, "top_k": search.top_k, "num_candidates": candidates}
+        return StoreCall("_embedding_retrieval", {"query_embedding": embedding, **arguments})
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
@@ -193,88 +191,21 @@ class ElasticsearchSearch:
         return {i: (bm25.get(i, 0.0) if query is not None else None, dense.get(i)) for i in ids}
 
 
-def _knn_arguments(query_embedding: Sequence[float], top_k: int, filters: dict[str, Any] | None) -> dict[str, Any]:
-    if top_k > ES_MAX_KNN_CANDIDATES:
-        raise ValueError(f"Elasticsearch kNN returns at most {ES_MAX_KNN_CANDIDATES} documents, got top_k={top_k}")
-    # Elasticsearch caps num_candidates at 10,000; the store's default (10 x top_k) would exceed it.
-    return {
-        "query_embedding": list(map(float, query_embedding)),
-        "filters": filters,
-        "top_k": top_k,
-        "num_candidates": min(ES_MAX_KNN_CANDIDATES, top_k * 10),
-    }
-
-
-class PublicMethodsSearch:
+class PublicMethodsSearch(SearchBackend):
     """Adapter for a store with public ``bm25_retrieval(query, filters, top_k[, scale_score])``
     and/or ``embedding_retrieval(query_embedding, filters, top_k[, scale_score])``, as Haystack's
-    ``InMemoryDocumentStore`` has. Arguments are passed by name; ``scale_score`` only to a method
-    that accepts it. The async twins use the store's ``bm25_retrieval_async`` /
+    ``InMemoryDocumentStore`` has. The async twins use the store's ``bm25_retrieval_async`` /
     ``embedding_retrieval_async`` when it has them. It offers no exact per-document scoring
     (``score_documents``)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def bm25_retrieval(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        return self._call("bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score)
-
-    def embedding_retrieval(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        embedding = [float(x) for x in query_embedding]
-        return self._call(
-            "embedding_retrieval",
-            query_embedding=embedding,
-            filters=filters,
-            top_k=top_k,
-            scale_score=scale_score,
-            return_embedding=return_embedding,
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+        return StoreCall(
+            "bm25_retrieval", {"query": query, "filters": filters, "top_k": top_k, "scale_score": scale_score}
         )
 
-    async def bm25_retrieval_async(
-        self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
-    ) -> list[Document]:
-        return await self._call_async(
-            "bm25_retrieval", query=query, filters=filters, top_k=top_k, scale_score=scale_score
-        )
-
-    async def embedding_retrieval_async(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        embedding = [float(x) for x in query_embedding]
-        return await self._call_async(
-            "embedding_retrieval",
-            query_embedding=embedding,
-            filters=filters,
-            top_k=top_k,
-            scale_score=scale_score,
-            return_embedding=return_embedding,
-        )
-
-    def _call(self, name: str, **arguments: Any) -> list[Document]:
-        method = getattr(self.store, name, None)
-        if not callable(method):
-            raise ValueError(f"document store {type(self.store).__name__} has no public {name} method")
-        return method(**_accepted(method, arguments))
-
-    async def _call_async(self, name: str, **arguments: Any) -> list[Document]:
-        method = async_method(self.store, name)
-        if method is None:
-            return await asyncio.to_thread(self._call, name, **arguments)
-        return await method(**_accepted(method, arguments))
+    def _embedding_call(self, search: VectorSearch) -> StoreCall:
+        embedding = [float(x) for x in search.query_embedding]
+        return StoreCall("embedding_retrieval", {**search._asdict(), "query_embedding": embedding})
 
 
 _OPTIONAL_ARGUMENTS = ("scale_score", "return_embedding")

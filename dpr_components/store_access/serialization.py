@@ -7,10 +7,15 @@ from typing import Any, cast
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore
 
-from dpr_components.legacy.type_paths import current_type_path
 from dpr_components.utils.published import DOCUMENT_STORES
+from dpr_components.utils.type_paths import current_type_path
 
 EMBEDDED_STORE_TYPE = f"{DOCUMENT_STORES}.EmbeddedDocumentStore"
+
+
+def is_embedded_store_type(type_path: Any) -> bool:
+    """Whether a pipeline file's ``type`` names the embedded store (under any path it is known by)."""
+    return isinstance(type_path, str) and current_type_path(type_path) == EMBEDDED_STORE_TYPE
 
 
 def store_to_dict(store: Any) -> dict[str, Any]:
@@ -21,7 +26,7 @@ def store_from_dict(data: dict[str, Any]) -> Any:
     """Rebuild a document store from its ``{"type", "init_parameters"}`` dict."""
     if not isinstance(data, dict) or "type" not in data:
         raise ValueError(f"document_store must be a dict with a 'type', got {data!r}")
-    if current_type_path(str(data["type"])) == EMBEDDED_STORE_TYPE:
+    if is_embedded_store_type(data["type"]):
         # Our own store needs no allowlist entry; any other class goes through Haystack's allowlist.
         from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
@@ -37,9 +42,7 @@ def replace_store_paths(node: Any, path: str) -> int:
     """Set the folder of every embedded store inside pipeline data ``node`` to ``path``; how many were set."""
     count = 0
     if isinstance(node, dict):
-        if current_type_path(str(node.get("type", ""))) == EMBEDDED_STORE_TYPE and isinstance(
-            node.get("init_parameters"), dict
-        ):
+        if is_embedded_store_type(node.get("type")) and isinstance(node.get("init_parameters"), dict):
             node["init_parameters"]["path"] = path
             count += 1
         for value in node.values():

@@ -13,11 +13,16 @@ from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import Ctx, TrainingExample
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.published import TRAINERS, published_in
 from dpr_components.utils.sources import resolve_data_source
 
 logger = logging.getLogger(__name__)
+
+
+# The training settings DPRTrainer takes as parameters of their own (the rest go in ``settings``).
+TRAINING_PARAMETERS = "model epochs batch_size negatives learning_rate similarity"
 
 
 @component
@@ -54,13 +59,8 @@ class DPRTrainer:
         settings: dict[str, Any] | None = None,
         progress_bar: bool = True,
     ) -> None:
-        self.output_dir = output_dir
-        self.model = model
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.negatives = negatives
-        self.learning_rate = learning_rate
-        self.similarity = similarity
+        self.output_dir, self.model, self.epochs, self.batch_size = output_dir, model, epochs, batch_size
+        self.negatives, self.learning_rate, self.similarity = negatives, learning_rate, similarity
         if settings is not None and not isinstance(settings, dict):
             raise ValueError(
                 f"DPRTrainer parameter 'settings' must be a mapping of training settings, got {settings!r}"
@@ -70,32 +70,14 @@ class DPRTrainer:
         self.config = self._config()  # validate now rather than after loading data
 
     def _config(self) -> TrainingConfig:
-        explicit = {
-            "model": self.model,
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "negatives": self.negatives,
-            "learning_rate": self.learning_rate,
-            "similarity": self.similarity,
-        }
+        explicit = init_parameters(self, TRAINING_PARAMETERS)
         clash = sorted(set(explicit) & set(self.settings))
         if clash:
             raise ValueError(f"DPRTrainer: {clash} are parameters of their own; do not repeat them in settings")
         return TrainingConfig.from_dict({**explicit, **self.settings})
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            output_dir=self.output_dir,
-            model=self.model,
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            negatives=self.negatives,
-            learning_rate=self.learning_rate,
-            similarity=self.similarity,
-            settings=self.settings,
-            progress_bar=self.progress_bar,
-        )
+        return default_to_dict(self, **init_parameters(self, f"output_dir {TRAINING_PARAMETERS} settings progress_bar"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DPRTrainer:
@@ -150,13 +132,7 @@ class DPRTrainer:
         if corpus:
             passages = [Ctx(p.title, p.text) for p in load_corpus_passages(sources["corpus"])]
         result = train(self.config, examples, self.output_dir, dev, passages, show_progress=self.progress_bar)
-        metrics = {
-            "steps": result.steps,
-            "best_step": result.best_step,
-            "best_metric": result.best_metric,
-            "last_validation": result.last_validation,
-            "examples_per_second": result.examples_per_second,
-        }
+        metrics = init_parameters(result, "steps best_step best_metric last_validation examples_per_second")
         return {
             "checkpoint": result.model_dir,
             "question_model": result.question_model,

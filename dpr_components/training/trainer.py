@@ -71,6 +71,7 @@ from dpr_components.training.validation import (
     validate,
 )
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.settings import cache_dir
 
 RESULT_FILE = "result.json"
@@ -214,11 +215,7 @@ class Trainer(LoopTask):
             config.model,
             passage_model=config.passage_model,
             tie=config.tie_encoders,
-            pooling=config.pooling,
-            normalize=config.normalize,
-            max_length=config.max_length,
-            dropout=config.dropout,
-            bf16=config.bf16,
+            **init_parameters(config, "pooling normalize max_length dropout bf16"),
         )
         self.frozen_passages: FrozenPassageVectors | None = None
         if not config.train_passage_encoder:
@@ -487,14 +484,14 @@ def train(
     output_dir: str | Path,
     dev_examples: Sequence[TrainingExample] | None = None,
     corpus: Sequence[Ctx] | None = None,
-    show_progress: bool = True,
-    on_step: Callable[[TrainerState], None] | None = None,
+    **options: Any,
 ) -> TrainingResult:
     """Train a DPR bi-encoder on ``examples`` into ``output_dir`` (resuming a run found there).
 
     ``dev_examples`` enable validation and best-model selection; ``corpus`` passages are the
-    random-negative pool and the sampled validation pool. In a DDP process group every process
+    random-negative pool and the sampled validation pool; ``options`` (``show_progress``, ``on_step``)
+    are :class:`Trainer`'s. In a DDP process group every process
     calls this with the same arguments."""
     if config.threads:
         torch.set_num_threads(config.threads)
-    return Trainer(config, examples, output_dir, dev_examples, corpus, show_progress, on_step).run()
+    return Trainer(config, examples, output_dir, dev_examples, corpus, **options).run()

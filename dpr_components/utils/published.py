@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from dpr_components.legacy.type_paths import register_definition_path, register_lazy_class
+from dpr_components.utils.type_paths import register_definition_path, register_lazy_class
 
 T = TypeVar("T", bound=type)
 

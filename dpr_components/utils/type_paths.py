@@ -1,14 +1,11 @@
-"""Type paths that components had before the package was laid out by role, kept loadable until
-``REMOVED_IN``.
+"""How a component's type path in a pipeline file finds its class: the path it is published
+under, the path of its defining module and the old paths of earlier layouts.
 
 A pipeline file names each component by its type path. Haystack's ``Pipeline.from_dict``
 imports the module of the path and then looks the full path up in its component registry,
-and ``default_from_dict`` refuses data whose ``type`` is not the class's own path. So each old
-module registers its old paths (:func:`register_legacy_paths`) with a stand-in that imports the
-class from its new home only when a pipeline names it, and the components' ``from_dict`` accept
-either path. The old modules are ``dpr_components.ranker``, ``dpr_components.reader``,
-``dpr_components.evaluation.evaluators`` and the package faces ``dpr_components.retrievers`` and
-``dpr_components.embedders`` (for ``<package>.<Class>`` paths)."""
+and ``default_from_dict`` refuses data whose ``type`` is not the class's own path. So each path
+other than the class's own is registered with a stand-in that imports the class from its home
+only when a pipeline names it, and the components' ``from_dict`` accept any of their paths."""
 
 from __future__ import annotations
 
@@ -18,22 +15,9 @@ from typing import Any, TypeVar
 from haystack import component, default_from_dict
 from haystack.core.serialization import generate_qualified_class_name
 
+from dpr_components.legacy.old_paths import LEGACY_TYPE_PATHS
+
 T = TypeVar("T")
-
-REMOVED_IN = "0.3.0"  # the release that drops the old paths; saved pipelines name the current ones
-
-# old type path -> current type path
-LEGACY_TYPE_PATHS: dict[str, str] = {
-    "dpr_components.retrievers.DenseRetriever": "dpr_components.retrievers.dense.DenseRetriever",
-    "dpr_components.retrievers.BM25Retriever": "dpr_components.retrievers.bm25.BM25Retriever",
-    "dpr_components.ranker.HybridRanker": "dpr_components.rankers.hybrid.HybridRanker",
-    "dpr_components.embedders.QuestionEmbedder": "dpr_components.embedders.question.QuestionEmbedder",
-    "dpr_components.embedders.PassageEmbedder": "dpr_components.embedders.passage.PassageEmbedder",
-    "dpr_components.reader.span_reader.SpanReader": "dpr_components.readers.span_reader.SpanReader",
-    "dpr_components.evaluation.evaluators.RetrievalAccuracyEvaluator": "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator",
-    "dpr_components.evaluation.evaluators.AnswerExactMatchF1Evaluator": "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator",
-}
-
 
 # type path of a class's defining module -> its published path (see dpr_components.utils.published);
 # these stay loadable for good, with ``allowed_modules=["dpr_components"]``
