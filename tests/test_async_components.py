@@ -18,6 +18,7 @@ from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.indexing.writer import PassageWriter
 from dpr_components.rankers import HybridRanker
+from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.readers import span_reader
 from dpr_components.readers.span_reader import SpanReader
 from dpr_components.retrievers import BM25Retriever, DenseRetriever
@@ -130,6 +131,7 @@ def test_our_components_support_async() -> None:
         QuestionEmbedder(),
         PassageEmbedder(),
         SpanReader(),
+        PassageRanker(),
         PassageWriter(document_store=store),
     ]
     for instance in components:

@@ -14,8 +14,9 @@ from dpr_components.cli.eval_command import default_evaluation_pipeline
 from dpr_components.cli.main import main
 from dpr_components.evaluation.eval_spec import evaluation_spec, is_evaluation_spec
 from dpr_components.evaluation.pipeline_eval import SystemOutputs, evaluate_outputs
-from dpr_components.evaluation.questions import QAExample
+from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
+from dpr_components.evaluators import RetrievalAccuracyEvaluator
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -283,3 +284,73 @@ def test_documented_python_loop_equals_haystack_eval(
             assert accuracy["first_hit_ranks"] == reported["first_hit_ranks"]
             assert accuracy["top_k_accuracy"][5] == pytest.approx(reported["top_k_accuracy"]["5"])
             assert accuracy["mrr"] == pytest.approx(reported["mrr"])
+
+
+def test_gold_passage_matching_counts_passages_of_the_gold_documents() -> None:
+    evaluator = RetrievalAccuracyEvaluator(ks=[1, 2])
+    ranked = [
+        [Document(id="b#0", content="x", meta={"document_id": "b"}), Document(id="a#1", meta={"document_id": "a"})],
+        [Document(id="c#0", content="the answer is here", meta={"document_id": "c"})],
+        [Document(id="d", content="no meta: its own id is the document")],
+    ]
+    result = evaluator.run(
+        ground_truth_answers=[["zzz"], ["answer"], ["nothing"]],
+        retrieved_documents=ranked,
+        ground_truth_document_ids=[["a"], ["other"], ["d"]],
+    )
+    # The answer text in question 2's passage does not count: only the gold documents do.
+    assert result["first_hit_ranks"] == [2, None, 1]
+    with pytest.raises(ValueError, match=r"ground_truth_document_ids\[1\] must be a non-empty list"):
+        evaluator.run(
+            ground_truth_answers=[["a"], ["b"]], retrieved_documents=ranked[:2], ground_truth_document_ids=[["a"], []]
+        )
+    with pytest.raises(ValueError, match="has 1 entries for 2 questions"):
+        evaluator.run(
+            ground_truth_answers=[["a"], ["b"]], retrieved_documents=ranked[:2], ground_truth_document_ids=[["a"]]
+        )
+
+
+def test_question_files_carry_gold_ids(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "1", "question": "q", "answers": ["a"], "gold_ids": ["doc-1", "doc-2"]}\n')
+    assert load_questions(path)[0].gold_ids == ["doc-1", "doc-2"]
+    path.write_text('{"id": "1", "question": "q", "answers": ["a"], "gold_ids": "doc-1"}\n')
+    with pytest.raises(ValueError, match=r"q.jsonl, line 1: field 'gold_ids': expected a list of document ids"):
+        load_questions(path)
+
+
+def test_eval_by_gold_passages(
+    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--match gold`` scores by the gold documents and leaves out questions that name none."""
+    questions = tmp_path / "selection.jsonl"
+    records = [
+        {"id": "1", "question": "who wrote hamlet", "answers": ["a long answer span"], "gold_ids": ["hamlet"]},
+        {"id": "2", "question": "highest mountain on earth", "answers": ["Everest"], "gold_ids": ["curie"]},
+        {"id": "3", "question": "what is the capital of atlantis", "answers": ["Poseidonia"]},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "gold"
+    bm25 = str(PIPELINES / "bm25.yml")
+    assert (
+        main(
+            [
+                "eval",
+                bm25,
+                "--questions",
+                str(questions),
+                "--store",
+                str(indexed_store),
+                "--match",
+                "gold",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    output = capsys.readouterr().out
+    assert "1 question(s) without gold_ids left out" in output
+    report = json.loads((out / "report.json").read_text())["systems"]["bm25"]
+    assert report["first_hit_ranks"][0] == 1  # hamlet's passage is the gold one, whatever the answer text says
+    assert len(report["first_hit_ranks"]) == 2 and report["first_hit_ranks"][1] != 1

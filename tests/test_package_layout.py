@@ -39,6 +39,7 @@ DEFINED_AND_PUBLISHED = {
     "dpr_components.retrievers.bm25.BM25Retriever": "haystack_integrations.components.retrievers.dpr.BM25Retriever",
     "dpr_components.retrievers.hybrid.HybridRetriever": "haystack_integrations.components.retrievers.dpr.HybridRetriever",
     "dpr_components.rankers.hybrid.HybridRanker": "haystack_integrations.components.rankers.dpr.HybridRanker",
+    "dpr_components.rankers.passage_ranker.PassageRanker": "haystack_integrations.components.rankers.dpr.PassageRanker",
     "dpr_components.embedders.passage.PassageEmbedder": "haystack_integrations.components.embedders.dpr.PassageEmbedder",
     "dpr_components.embedders.question.QuestionEmbedder": "haystack_integrations.components.embedders.dpr.QuestionEmbedder",
     "dpr_components.readers.span_reader.SpanReader": "haystack_integrations.components.readers.dpr.SpanReader",

@@ -9,7 +9,10 @@ zero-shot bundled MiniLM or BM25, on dev question sets.
 for both (e.g. bundled:all-MiniLM-L6-v2), or ``bm25``. Passage vectors are cached in
 .cache/embeddings as they are computed, so an interrupted evaluation resumes. Retrieval is
 exact inner product (the encoders' own normalisation applies); an answer counts if it occurs
-in a passage's text (DPR's has_answer)."""
+in a passage's text (DPR's has_answer), or, with ``--match gold`` (the selection splits of
+``training/selection_splits.py``), a passage counts if it was cut from one of the question's
+``gold_ids`` documents. Each top-k accuracy comes with a 95% percentile-bootstrap interval over
+questions (``top_k_interval``)."""
 
 from __future__ import annotations
 
@@ -26,11 +29,13 @@ from tqdm.auto import tqdm
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.evaluation.intervals import bootstrap_interval
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import (
     RetrievalResult,
     answer_hits,
     first_hit_rank,
+    gold_document_rank,
 )
 from dpr_components.indexing.passages import Passage
 from dpr_components.training.frozen_passages import check_same_vectors
@@ -104,6 +109,29 @@ class BM25System:
         return [self.index.search(q.question, MAX_K)[0] for q in tqdm(questions, desc="BM25", unit="q")]
 
 
+def hit_ranks(
+    questions: Sequence[QAExample], top: Sequence[Sequence[int]], passages: Sequence[Passage], gold: bool
+) -> list[int | None]:
+    """First-hit rank of each question: by gold documents with ``gold``, else by answer matching."""
+    if gold:
+        return [
+            gold_document_rank(q.gold_ids, [passages[int(i)].document_id for i in ids])
+            for q, ids in zip(questions, top)
+        ]
+    return [
+        first_hit_rank(answer_hits(q.answers, [passages[int(i)].text for i in ids])) for q, ids in zip(questions, top)
+    ]
+
+
+def accuracy_intervals(ranks: Sequence[int | None]) -> dict[str, list[float]]:
+    """95% percentile-bootstrap interval of each top-k accuracy, over questions."""
+    intervals = {}
+    for k in KS:
+        interval = bootstrap_interval([100.0 if r is not None and r <= k else 0.0 for r in ranks])
+        intervals[str(k)] = [interval.low, interval.high]
+    return intervals
+
+
 def evaluate(
     system: str,
     question_files: Sequence[str],
@@ -111,11 +139,12 @@ def evaluate(
     precision: str = "auto",
     pool_limit: int | None = None,
     passage_model: str | None = None,
+    gold: bool = False,
 ) -> dict[str, Any]:
     """Accuracy of ``system`` on each question file over the pool (its first ``pool_limit``
     passages only for quick checks: numbers are then not comparable). ``passage_model``: an encoder
     checked to make the same vectors as the system's passage encoder, whose cached pool vectors
-    are reused."""
+    are reused. ``gold``: score by gold documents, leaving out questions without ``gold_ids``."""
     passages = pool_passages(pool_limit)
     start = time.perf_counter()
     retriever: Any = (
@@ -125,16 +154,17 @@ def evaluate(
     results: dict[str, Any] = {}
     for name in question_files:
         questions = load_questions(resolve_data_source(name), limit=limit)
+        if gold:
+            questions = [q for q in questions if q.gold_ids]
         start = time.perf_counter()
         top = retriever.top(questions)
-        ranks = [
-            first_hit_rank(answer_hits(q.answers, [passages[int(i)].text for i in ids]))
-            for q, ids in zip(questions, top)
-        ]
+        ranks = hit_ranks(questions, top, passages, gold)
         result = RetrievalResult.from_ranks(ranks, max_k=MAX_K, question_ids=[q.id for q in questions])
         results[name] = {
             "n_questions": len(questions),
+            "match": "gold passage" if gold else "answer",
             "top_k": {str(k): result.accuracy(k) for k in KS},
+            "top_k_interval": accuracy_intervals(ranks),
             "mrr": result.mrr,
             "seconds": time.perf_counter() - start,
             "first_hit_ranks": ranks,
@@ -161,10 +191,23 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse this encoder's cached pool vectors; it must make the same "
         "vectors as the system's passage encoder (checked), e.g. after question-side training",
     )
+    parser.add_argument(
+        "--match",
+        choices=["answer", "gold"],
+        default="answer",
+        help="answer: a passage holding an answer string (DPR's rule); gold: a passage of one of the question's "
+        "gold_ids documents (the selection splits; questions without gold_ids are left out)",
+    )
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     result = evaluate(
-        args.system, args.questions.split(","), args.limit, args.precision, args.pool_limit, args.passage_model
+        args.system,
+        args.questions.split(","),
+        args.limit,
+        args.precision,
+        args.pool_limit,
+        args.passage_model,
+        gold=args.match == "gold",
     )
     atomic_write_text(args.out, json.dumps(result, indent=1))
     return 0

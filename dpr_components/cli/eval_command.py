@@ -26,7 +26,7 @@ from dpr_components.evaluation.eval_spec import (
 )
 from dpr_components.evaluation.interval_options import interval_options
 from dpr_components.evaluation.metric_intervals import IntervalSettings
-from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems
+from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems, with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluators import (
     AnswerExactMatchF1Evaluator,
@@ -123,7 +123,8 @@ def command_eval(args: Any) -> int:
     intervals = IntervalSettings(**options) if options is not None else None  # checked before any system runs
     prepare_output_folder(args.out)
     eval_path, system_paths = _split_files(args.pipelines)
-    eval_pipeline, spec = _evaluation_pipeline(eval_path, args.match, args.allow_network)
+    gold_documents = args.match == "gold"
+    eval_pipeline, spec = _evaluation_pipeline(eval_path, None if gold_documents else args.match, args.allow_network)
     systems = _system_names(system_paths, spec.systems)
     if not systems:
         raise ValueError(
@@ -136,6 +137,11 @@ def command_eval(args: Any) -> int:
         )
     top_k = check_top_k_option(next(k for k in (args.top_k, spec.top_k, DEFAULT_TOP_K) if k is not None))
     questions = load_questions(questions_source, split=args.split or spec.split, limit=args.limit)
+    if gold_documents:
+        kept = with_gold_ids(questions)
+        if len(kept) < len(questions):
+            print(f"gold-passage matching: {len(questions) - len(kept)} question(s) without gold_ids left out")
+        questions = kept
     _check_patterns(eval_pipeline, questions, str(questions_source))
     overrides = _overrides_for(systems, args.overrides)
     loaded = {
@@ -150,11 +156,12 @@ def command_eval(args: Any) -> int:
         top_k,
         inputs_for=lambda pipeline: top_k_inputs(pipeline, top_k),
         on_result=_print_scores,
+        gold_documents=gold_documents,
     )
     paths = write_evaluation_report(
         args.out,
         evaluations,
-        title=f"Evaluation on {Path(str(questions_source)).name}",
+        title=f"Evaluation on {Path(str(questions_source)).name}" + (" (gold-passage hits)" if gold_documents else ""),
         command=args.command_line,
         dataset_name=str(questions_source),
         intervals=intervals,

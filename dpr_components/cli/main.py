@@ -119,7 +119,10 @@ def _add_eval_parser(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--split", help="split of a datasets source (e.g. validation)")
     evaluate.add_argument("--limit", type=int, help="first N questions only")
     evaluate.add_argument(
-        "--match", choices=["string", "regex"], help="answer matching mode (default: the evaluator's, else string)"
+        "--match",
+        choices=["string", "regex", "gold"],
+        help="answer matching mode (default: the evaluator's, else string); 'gold': a passage hits when cut from "
+        "one of the question's gold_ids documents (the selection splits; questions without gold_ids are left out)",
     )
     evaluate.add_argument(
         "--top-k", type=int, help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)"

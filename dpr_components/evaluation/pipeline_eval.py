@@ -26,6 +26,7 @@ RunFunction = Callable[[dict[str, Any]], dict[str, Any]]
 RETRIEVAL_INPUT = "retrieved_documents"
 ANSWER_INPUT = "predicted_answers"
 GOLD_INPUT = "ground_truth_answers"
+GOLD_IDS_INPUT = "ground_truth_document_ids"
 
 
 @dataclass
@@ -149,9 +150,14 @@ def _metric_rows(component: str, outputs: dict[str, Any], n_questions: int) -> d
 
 
 def evaluate_outputs(
-    eval_pipeline: Pipeline, questions: Sequence[QAExample], outputs: SystemOutputs, top_k: int
+    eval_pipeline: Pipeline,
+    questions: Sequence[QAExample],
+    outputs: SystemOutputs,
+    top_k: int,
+    gold_documents: bool = False,
 ) -> SystemEvaluation:
-    """Run the evaluators that apply to ``outputs`` once over all questions."""
+    """Run the evaluators that apply to ``outputs`` once over all questions; with ``gold_documents``,
+    retrieval evaluators that take ``ground_truth_document_ids`` get each question's ``gold_ids``."""
     chosen = _applicable(eval_pipeline, outputs)
     if not chosen:
         raise ValueError(
@@ -160,6 +166,8 @@ def evaluate_outputs(
         )
     golds = [example.answers for example in questions]
     data = {component: {GOLD_INPUT: golds, **values} for component, values in chosen.items()}
+    if gold_documents:
+        _add_gold_ids(eval_pipeline, data, questions)
     results = _sub_pipeline(eval_pipeline, set(chosen)).run(data)
     metrics: dict[str, dict[str, Any]] = {}
     retrieval: RetrievalResult | None = None
@@ -183,6 +191,27 @@ def evaluate_outputs(
     return SystemEvaluation(outputs.name, run_result, retrieval, answer_scores, outputs.seconds_per_question)
 
 
+def _add_gold_ids(eval_pipeline: Pipeline, data: dict[str, dict[str, Any]], questions: Sequence[QAExample]) -> None:
+    """Give each chosen retrieval evaluator the questions' gold document ids (all questions must have some)."""
+    missing = [q.id for q in questions if not q.gold_ids]
+    if missing:
+        raise ValueError(f"gold-passage matching: {len(missing)} question(s) have no gold_ids, e.g. {missing[0]!r}")
+    takers = [name for name, sockets in evaluator_inputs(eval_pipeline).items() if GOLD_IDS_INPUT in sockets]
+    if not any(name in data and RETRIEVAL_INPUT in data[name] for name in takers):
+        raise ValueError(f"gold-passage matching: no retrieval evaluator takes {GOLD_IDS_INPUT}")
+    for name in takers:
+        if name in data and RETRIEVAL_INPUT in data[name]:
+            data[name][GOLD_IDS_INPUT] = [list(q.gold_ids) for q in questions]
+
+
+def with_gold_ids(questions: Sequence[QAExample]) -> list[QAExample]:
+    """The questions that name their gold documents; an error when none does."""
+    kept = [q for q in questions if q.gold_ids]
+    if not kept:
+        raise ValueError("gold-passage matching needs questions with gold_ids (e.g. the selection splits' files)")
+    return kept
+
+
 def evaluate_systems(
     systems: Mapping[str, tuple[Any, RunFunction]],
     eval_pipeline: Pipeline,
@@ -190,14 +219,16 @@ def evaluate_systems(
     top_k: int,
     inputs_for: Callable[[Any], Mapping[str, Any]] = lambda pipeline: {},
     on_result: Callable[[SystemEvaluation], None] = lambda evaluation: None,
+    gold_documents: bool = False,
 ) -> list[SystemEvaluation]:
-    """Every system (name → (pipeline, run function)) over ``questions``, scored by ``eval_pipeline``."""
+    """Every system (name → (pipeline, run function)) over ``questions``, scored by ``eval_pipeline``
+    (by gold-passage hits with ``gold_documents``)."""
     if not questions:
         raise ValueError("no questions to evaluate")
     evaluations = []
     for name, (pipeline, run) in systems.items():
         outputs = run_system(name, pipeline, questions, inputs_for(pipeline), run, top_k)
-        evaluation = evaluate_outputs(eval_pipeline, questions, outputs, top_k)
+        evaluation = evaluate_outputs(eval_pipeline, questions, outputs, top_k, gold_documents)
         on_result(evaluation)
         evaluations.append(evaluation)
     return evaluations

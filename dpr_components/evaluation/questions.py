@@ -16,6 +16,7 @@ local files are read a line at a time by :func:`dpr_components.utils.line_files.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -34,11 +35,14 @@ _OWN_SUFFIXES = {".jsonl", ".json", ".csv", ".tsv", ".txt"}
 
 @dataclass
 class QAExample:
-    """One question and its accepted answers (strings, or regexes for CuratedTREC)."""
+    """One question and its accepted answers (strings, or regexes for CuratedTREC); ``gold_ids``: the
+    ids of the documents holding its gold passage, when the question file names them (the selection
+    splits do: a retrieved passage then counts by its ``document_id``, not by answer matching)."""
 
     id: str
     question: str
     answers: list[str]
+    gold_ids: list[str] = dataclasses.field(default_factory=list)
 
 
 def load_questions(
@@ -143,12 +147,12 @@ def _example_from_record(record: Mapping[str, Any], where: str, default_id: str,
     if "question" not in record:
         raise ValueError(f"{where}: missing field 'question'")
     question = check_question_field(record["question"], where)
-    field = "answers" if "answers" in record else "answer" if "answer" in record else None
-    if field is None:
+    name = "answers" if "answers" in record else "answer" if "answer" in record else None
+    if name is None:
         raise ValueError(f"{where}: missing field 'answers'")
-    answers = record[field]
+    answers = record[name]
     if not strict:
-        answers = _coerce_dataset_answers(answers, where, field)
+        answers = _coerce_dataset_answers(answers, where, name)
     raw_id = record.get("id")
     if raw_id is None or raw_id == "":
         example_id = default_id
@@ -156,7 +160,14 @@ def _example_from_record(record: Mapping[str, Any], where: str, default_id: str,
         example_id = str(raw_id)
     else:
         raise ValueError(f"{where}: field 'id': expected a string or integer, got {type(raw_id).__name__}")
-    return QAExample(id=example_id, question=question, answers=_check_answers(answers, where, field))
+    gold_ids = _check_gold_ids(record.get("gold_ids", []), where)
+    return QAExample(example_id, question, _check_answers(answers, where, name), gold_ids)
+
+
+def _check_gold_ids(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: field 'gold_ids': expected a list of document ids (strings), got {value!r:.80}")
+    return list(value)
 
 
 def _coerce_dataset_answers(value: Any, where: str, field: str) -> Any:

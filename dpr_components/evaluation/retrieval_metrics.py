@@ -42,6 +42,13 @@ def first_hit_rank(hits: Iterable[bool]) -> int | None:
     return None
 
 
+def gold_document_rank(gold_ids: Iterable[str], document_ids: Iterable[str]) -> int | None:
+    """1-based rank of the first passage cut from a gold document, or None (the selection splits'
+    rule for NQ train, whose answers are long spans: gold-passage hits, not answer matching)."""
+    gold = set(gold_ids)
+    return first_hit_rank(document_id in gold for document_id in document_ids)
+
+
 def validate_ks(ks: Iterable[int]) -> list[int]:
     """Sorted, de-duplicated ks; each must be a positive integer."""
     checked = sorted(set(ks))

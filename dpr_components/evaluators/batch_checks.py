@@ -21,6 +21,21 @@ def check_batch(ground_truth_answers: Sequence[Sequence[str]], other: Sequence[A
             raise ValueError(f"ground_truth_answers[{index}] must be a non-empty list of answer strings")
 
 
+def source_document_ids(documents: Sequence[Document]) -> list[str]:
+    """The id of the document each retrieved passage was cut from (``meta["document_id"]``, which the
+    passage splitter sets), else the passage's own id."""
+    return [str(document.meta.get("document_id", document.id)) for document in documents]
+
+
+def check_gold_ids(gold_ids: Sequence[Sequence[str]], questions: int) -> None:
+    """One non-empty list of gold document ids per question."""
+    if len(gold_ids) != questions:
+        raise ValueError(f"ground_truth_document_ids has {len(gold_ids)} entries for {questions} questions")
+    for index, ids in enumerate(gold_ids):
+        if isinstance(ids, str) or not ids:
+            raise ValueError(f"ground_truth_document_ids[{index}] must be a non-empty list of document ids")
+
+
 def passage_texts(documents: Sequence[Document], question_index: int) -> list[str]:
     """The text of each retrieved document; a document without text is an error naming it."""
     texts = []

@@ -14,11 +14,12 @@ from dpr_components.evaluation.answer_matching import MatchMode
 from dpr_components.evaluation.retrieval_metrics import (
     DEFAULT_MAX_K,
     first_hit_rank_for,
+    gold_document_rank,
     mrr_from_ranks,
     top_k_accuracy_from_ranks,
     validate_ks,
 )
-from dpr_components.evaluators.batch_checks import check_batch, passage_texts
+from dpr_components.evaluators.batch_checks import check_batch, check_gold_ids, passage_texts, source_document_ids
 from dpr_components.utils.published import EVALUATORS, published_in
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
@@ -67,22 +68,33 @@ class RetrievalAccuracyEvaluator:
         first_hit_ranks=list[int | None],
     )
     def run(
-        self, ground_truth_answers: list[list[str]], retrieved_documents: list[list[Document]] | None = None
+        self,
+        ground_truth_answers: list[list[str]],
+        retrieved_documents: list[list[Document]] | None = None,
+        ground_truth_document_ids: list[list[str]] | None = None,
     ) -> dict[str, Any]:
-        """Score each question's ranked documents against its gold answers.
+        """Score each question's ranked documents against its gold answers (or its gold documents).
 
         :param ground_truth_answers: the gold answers of each question.
         :param retrieved_documents: each question's documents, best first. Left out (an answer system
             in a pipeline that scores both kinds), the evaluator scores nothing and returns no outputs.
+        :param ground_truth_document_ids: the ids of each question's gold documents; when given, a
+            retrieved passage hits if it was cut from one of them (``meta["document_id"]``, else its id)
+            instead of by answer matching: the rule for NQ train's long answers.
         :returns: ``score``, ``individual_scores``, ``top_k_accuracy``, ``mrr`` and ``first_hit_ranks``.
         """
         if retrieved_documents is None:
             return {}
         check_batch(ground_truth_answers, retrieved_documents, "retrieved_documents")
-        ranks = [
-            first_hit_rank_for(answers, passage_texts(documents, index), self.match_mode)
-            for index, (answers, documents) in enumerate(zip(ground_truth_answers, retrieved_documents, strict=True))
-        ]
+        if ground_truth_document_ids is not None:
+            check_gold_ids(ground_truth_document_ids, len(retrieved_documents))
+            pairs = zip(ground_truth_document_ids, retrieved_documents, strict=True)
+            ranks = [gold_document_rank(ids, source_document_ids(documents)) for ids, documents in pairs]
+        else:
+            ranks = [
+                first_hit_rank_for(answers, passage_texts(documents, index), self.match_mode)
+                for index, (answers, documents) in enumerate(zip(ground_truth_answers, retrieved_documents))
+            ]
         largest_k = self.ks[-1]
         individual = [1.0 if rank is not None and rank <= largest_k else 0.0 for rank in ranks]
         return {

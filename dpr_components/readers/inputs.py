@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from haystack import Document
 
 from dpr_components.readers.spans import windows
 
@@ -129,3 +130,9 @@ def collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
         attention_mask[i, : len(row.input_ids)] = 1
         passage_mask[i, row.passage_offset : len(row.input_ids)] = True
     return {"input_ids": input_ids, "attention_mask": attention_mask, "passage_mask": passage_mask}
+
+
+def document_title(document: Document, field: str) -> str | None:
+    """A document's title from ``meta[field]``, or None when it has no non-blank one."""
+    title = document.meta.get(field)
+    return title if isinstance(title, str) and title.strip() else None

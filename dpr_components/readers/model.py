@@ -9,6 +9,7 @@ it would answer with random heads."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -207,3 +208,16 @@ def reader_logits(
     """Start logits, end logits (rows × tokens) and passage-selection logits (rows), as float32."""
     output = reader(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
     return output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float()
+
+
+_SHARED: dict[str, tuple[torch.nn.Module, Any]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_reader(model: str) -> tuple[torch.nn.Module, Any]:
+    """The reader folder ``model`` loaded once per process (``load_reader``), shared by every component
+    that reads with it (``SpanReader``, ``PassageRanker``)."""
+    with _SHARED_LOCK:
+        if model not in _SHARED:
+            _SHARED[model] = load_reader(model)
+        return _SHARED[model]

@@ -9,6 +9,7 @@ less well than the retriever ranked them (docs/benchmarks/reader.md measures it)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -149,6 +150,27 @@ def passage_probabilities(
     indices = sorted(selection)
     probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
     return dict(zip(indices, probabilities.tolist()))
+
+
+def relevance_logits(
+    reader: torch.nn.Module,
+    tokenizer: Any,
+    question: str,
+    passages: Sequence[tuple[str | None, str]],
+    inputs: InputSettings = InputSettings(),
+    batch_size: int | None = None,
+    bf16: bool = False,
+) -> list[float]:
+    """The selection head's logit for each ``(title, text)`` passage read with ``question`` (the best
+    of its windows): how relevant the reader finds it. A passage without tokens gets ``-inf``."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty")
+    tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
+    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
+    best = [-math.inf] * len(passages)
+    for row, (_, _, relevance) in zip(rows, row_logits(reader, rows, tokenizer.pad_token_id, batch_size, bf16)):
+        best[row.passage_index] = max(best[row.passage_index], float(relevance))
+    return best
 
 
 def read(

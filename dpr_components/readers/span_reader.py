@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from dataclasses import asdict
 from typing import Any
 
@@ -12,8 +11,8 @@ from haystack.dataclasses import ExtractedAnswer
 
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
-from dpr_components.readers.inputs import InputSettings
-from dpr_components.readers.model import load_reader
+from dpr_components.readers.inputs import InputSettings, document_title
+from dpr_components.readers.model import shared_reader
 from dpr_components.readers.predict import (
     NonFiniteLogits,
     Ranking,
@@ -73,9 +72,6 @@ class SpanReader:
     ```
     """
 
-    _shared: dict[str, tuple[Any, Any]] = {}
-    _lock = threading.Lock()
-
     def __init__(
         self,
         *,
@@ -121,10 +117,7 @@ class SpanReader:
         """Load the model once; readers of the same folder in one process share it."""
         if self._reader is not None:
             return
-        with SpanReader._lock:
-            if self.model not in SpanReader._shared:
-                SpanReader._shared[self.model] = load_reader(self.model)
-            reader, tokenizer = SpanReader._shared[self.model]
+        reader, tokenizer = shared_reader(self.model)
         positions = getattr(reader.config, "max_position_embeddings", None)
         if positions is not None and self.input_settings.max_length > positions:
             raise ValueError(
@@ -183,7 +176,7 @@ class SpanReader:
     def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
         self.warm_up()
-        passages = [(_title(d, self.title_field), d.content or "") for d in readable]
+        passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
         with model_lock(("reader", self.model)):
             try:
                 return read(
@@ -221,8 +214,3 @@ class SpanReader:
                 )
             )
         return {"answers": answers}
-
-
-def _title(document: Document, field: str) -> str | None:
-    title = document.meta.get(field)
-    return title if isinstance(title, str) and title.strip() else None

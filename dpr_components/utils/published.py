@@ -48,6 +48,7 @@ FACES: dict[str, dict[str, str]] = {
     },
     RANKERS: {
         "HybridRanker": "dpr_components.rankers.hybrid",
+        "PassageRanker": "dpr_components.rankers.passage_ranker",
     },
     READERS: {
         "SpanReader": "dpr_components.readers.span_reader",

@@ -1,0 +1,159 @@
+"""PassageRanker: re-rank retrieved passages with a model that reads the question and each passage
+together (a cross-encoder), past the ceiling of any fusion of separately computed scores."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_to_dict
+
+from dpr_components.encoders.model_locks import model_lock
+from dpr_components.encoders.text_encoder import Precision, bf16_enabled
+from dpr_components.readers.inputs import InputSettings, document_title
+from dpr_components.readers.model import shared_reader
+from dpr_components.readers.predict import relevance_logits
+from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.published import RANKERS, published_in
+from dpr_components.utils.threads import query_threads, torch_threads
+from dpr_components.utils.type_paths import from_dict_any_path
+from dpr_components.utils.validation import check_positive_int, check_query
+
+DEFAULT_RANKER = "bundled:reader-minilm"
+RETRIEVAL_SCORE = "retrieval_score"
+
+
+@component
+@published_in(RANKERS)
+class PassageRanker:
+    """Orders documents by the relevance logit of a DPR reader's passage-selection head, which reads
+    ``[CLS] question [SEP] title [SEP] passage`` (long passages in windows; the best window counts).
+
+    Returns the best ``top_k`` documents, each a copy whose ``score`` is that logit and whose
+    ``meta["retrieval_score"]`` keeps the score it came with. Documents without text are left out.
+    Equal logits keep the incoming order.
+
+    :param model: a ``DPRReader`` folder (``bundled:reader-minilm`` or one made by
+        ``training/train_reader.py``); the span reader of the same folder shares its weights.
+    :param top_k: documents returned.
+    :param max_length: tokens per model input; longer passages are read in windows.
+    :param stride: tokens shared by consecutive windows of a long passage.
+    :param max_question_tokens: longer questions are cut to this many tokens.
+    :param max_title_tokens: longer titles are cut to this many tokens.
+    :param title_field: the ``meta`` field holding a document's title.
+    :param batch_size: rows per forward pass; ``None`` reads all passages at once.
+    :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+
+    Usage example (after a retriever's top 20, as in ``pipelines/search_rerank.yml``):
+
+    ```python
+    from haystack import Document
+
+    ranker = PassageRanker(top_k=1)
+    passages = [Document(content="Everest is a mountain."), Document(content="Hamlet is a play by Shakespeare.")]
+    ranker.run(query="who wrote hamlet", documents=passages)["documents"][0].content  # the Hamlet passage
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_RANKER,
+        top_k: int = 10,
+        max_length: int = 256,
+        stride: int = 64,
+        max_question_tokens: int = 64,
+        max_title_tokens: int = 32,
+        title_field: str = "title",
+        batch_size: int | None = None,
+        precision: Precision = "auto",
+    ) -> None:
+        if precision not in ("auto", "fp32", "bf16"):
+            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        self.model = str(model)
+        self.top_k = check_positive_int("top_k", top_k)
+        self.title_field = title_field
+        self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
+        self.precision = precision
+        self.input_settings = InputSettings(
+            max_length=max_length,
+            stride=stride,
+            max_question_tokens=max_question_tokens,
+            max_title_tokens=max_title_tokens,
+        )
+        self._reader: Any = None
+        self._tokenizer: Any = None
+
+    def warm_up(self) -> None:
+        """Load the model once; components of the same folder in one process share it."""
+        if self._reader is None:
+            self._reader, self._tokenizer = shared_reader(self.model)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the init parameters."""
+        return default_to_dict(
+            self,
+            **init_parameters(self, "model top_k title_field batch_size precision"),
+            **init_parameters(self.input_settings, "max_length stride max_question_tokens max_title_tokens"),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PassageRanker:
+        """Rebuild from :meth:`to_dict` output."""
+        return from_dict_any_path(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """Re-rank ``documents`` for ``query``.
+
+        :param query: the question.
+        :param documents: the retrieved passages, in any order.
+        :param top_k: documents returned; ``None`` keeps the init value.
+        :returns: ``documents``: the best ``top_k`` by relevance logit (``score``), with the score they
+            came with in ``meta["retrieval_score"]``.
+        :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
+            ``top_k`` is not a positive integer.
+        """
+        top_k, readable = self._prepare(query, documents, top_k)
+        if not readable:
+            return {"documents": []}
+        return self._finish(readable, self._score(query, readable), top_k)
+
+    @component.output_types(documents=list[Document])
+    async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """Asynchronous version of :meth:`run`, reading in a worker thread so the event loop is not blocked."""
+        top_k, readable = self._prepare(query, documents, top_k)
+        if not readable:
+            return {"documents": []}
+        scores = await asyncio.to_thread(self._score, query, readable)
+        return self._finish(readable, scores, top_k)
+
+    def _prepare(self, query: str, documents: list[Document], top_k: int | None) -> tuple[int, list[Document]]:
+        check_query(query)
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+
+    def _score(self, query: str, readable: list[Document]) -> list[float]:
+        self.warm_up()
+        passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
+        # One question's passages are a small batch: the query path's threads, as for question encoding.
+        with model_lock(("reader", self.model)), torch_threads(query_threads()):
+            return relevance_logits(
+                self._reader,
+                self._tokenizer,
+                query,
+                passages,
+                self.input_settings,
+                self.batch_size,
+                bf16_enabled(self.precision),
+            )
+
+    @staticmethod
+    def _finish(readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:
+        order = sorted(range(len(readable)), key=lambda i: -scores[i])  # stable: ties keep the incoming order
+        ranked = [
+            replace(readable[i], score=scores[i], meta={**readable[i].meta, RETRIEVAL_SCORE: readable[i].score})
+            for i in order[:top_k]
+        ]
+        return {"documents": ranked}
