@@ -14,12 +14,35 @@ The rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     from haystack import Document
+
+
+class ScoredUnion(NamedTuple):
+    """The union the hybrid ranks, in fusion order: each member's content, the id of the document it
+    was cut from (``meta["document_id"]``, else its own id), its exact BM25 score and dense score."""
+
+    contents: list[str]
+    document_ids: list[str]
+    bm25: np.ndarray
+    dense: np.ndarray
+
+
+class IdentifiedPassage(Protocol):
+    """A stored or retrieved passage: its id and meta."""
+
+    id: str
+    meta: dict[str, Any]
+
+
+def source_document_id(document: IdentifiedPassage) -> str:
+    """The id of the document a passage was cut from (the passage splitter's ``meta["document_id"]``),
+    else the passage's own id."""
+    return str(document.meta.get("document_id", document.id))
 
 
 def union_rowids(dense_rowids: np.ndarray, bm25_rowids: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack.evaluation import EvaluationRunResult
@@ -354,3 +355,31 @@ def test_eval_by_gold_passages(
     report = json.loads((out / "report.json").read_text())["systems"]["bm25"]
     assert report["first_hit_ranks"][0] == 1  # hamlet's passage is the gold one, whatever the answer text says
     assert len(report["first_hit_ranks"]) == 2 and report["first_hit_ranks"][1] != 1
+
+
+def test_lambda_fit_by_gold_passages(
+    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "selection.jsonl"
+    records = [
+        {"id": "1", "question": "who wrote hamlet", "answers": ["not in any passage"], "gold_ids": ["hamlet"]},
+        {"id": "2", "question": "highest mountain on earth", "answers": ["Everest"]},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "lambda"
+    search = str(PIPELINES / "search.yml")
+    arguments = ["fit-lambda", search, "--questions", str(questions), "--store", str(indexed_store)]
+    assert main([*arguments, "--set", f"hybrid.model={tiny_st_dir}", "--match", "gold", "--out", str(out)]) == 0
+    assert "1 question(s) without gold_ids left out" in capsys.readouterr().out
+    curve = json.loads((out / "lambda.json").read_text())["curve"]
+    # BM25 alone (λ = 0) ranks the Hamlet passage first; by answer matching nothing would ever hit.
+    assert curve[0]["top_k"]["1"] == 100.0
+
+
+def test_gold_candidates_ignore_the_answer_text() -> None:
+    from dpr_components.hybrid_fusion import ScoredUnion
+    from dpr_components.rankers.hybrid_fit import collect_candidates
+
+    union = ScoredUnion(["has the answer", "other"], ["a", "gold"], np.array([1.0, 0.5]), np.array([0.0, 0.0]))
+    assert collect_candidates(union, ["answer"]).hits.tolist() == [True, False]
+    assert collect_candidates(union, ["answer"], gold_ids=["gold"]).hits.tolist() == [False, True]

@@ -108,7 +108,7 @@ def test_union_for_fitting_equals_the_ranker_path(
     retriever = HybridRetriever(document_store=store, model=str(tiny_st_dir), candidates=7)
     retriever.warm_up()
     for question in QUESTIONS:
-        contents, bm25, dense = retriever.union_scores(question)
+        union = retriever.union_scores(question)
         embedding = retriever.dense.embedder.run(query=question)["embedding"]
         expected = union_from_lists(
             HybridRanker(document_store=store).scoring_backend,
@@ -117,8 +117,8 @@ def test_union_for_fitting_equals_the_ranker_path(
             store.bm25_retrieval(question, 7),
             store.embedding_retrieval(embedding, 7),
         )
-        assert contents == expected[0]
-        assert bm25.tolist() == expected[1].tolist() and dense.tolist() == expected[2].tolist()
+        assert union.contents == expected.contents and union.document_ids == expected.document_ids
+        assert union.bm25.tolist() == expected.bm25.tolist() and union.dense.tolist() == expected.dense.tolist()
 
 
 def test_documents_without_vectors_rank_on_bm25(

@@ -81,7 +81,7 @@ def retrieve_dataset(
         by_id = {d.id: d for d in [*bm25, *dense]}
         ranked = sorted(fused, key=fused.get, reverse=True)[:100]
         rrf_ranks.append(_rank_in([by_id[i] for i in ranked], q.answers))
-        candidates.append(collect_candidates(*union_from_lists(store, q.question, emb, bm25, dense), q.answers))
+        candidates.append(collect_candidates(union_from_lists(store, q.question, emb, bm25, dense), q.answers))
     n = len(questions)
     return {
         "n": n,

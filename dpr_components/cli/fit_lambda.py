@@ -10,7 +10,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from dpr_components.cli.pipeline_runner import run_pipeline
+from dpr_components.evaluation.answer_matching import MatchMode
+from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import load_questions
+from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import (
@@ -72,7 +75,7 @@ def write_lambda_report(
         plt.close(figure)
 
 
-def _union_scorer(pipeline: Any) -> Callable[[str], tuple[list[str], Any, Any]]:
+def _union_scorer(pipeline: Any) -> Callable[[str], ScoredUnion]:
     """For a question, the union the pipeline's exact hybrid fuses, scored both ways: from its
     HybridRetriever, or from the HybridRanker (mode dpr) and the two retrievers feeding it."""
     for name, instance in pipeline.walk():
@@ -90,16 +93,14 @@ def _union_scorer(pipeline: Any) -> Callable[[str], tuple[list[str], Any, Any]]:
                 raise ValueError(f"HybridRanker {name!r} needs both bm25_documents and dense_documents connected")
             ranker, bm25, dense = instance, senders["bm25_documents"], senders["dense_documents"]
 
-            def scorer(question: str) -> tuple[list[str], Any, Any]:
+            def scorer(question: str) -> ScoredUnion:
                 return _union_from_pipeline(pipeline, ranker, question, bm25, dense)
 
             return scorer
     raise ValueError("the pipeline has no HybridRetriever or HybridRanker")
 
 
-def _union_from_pipeline(
-    pipeline: Any, ranker: HybridRanker, question: str, bm25: str, dense: str
-) -> tuple[list[str], Any, Any]:
+def _union_from_pipeline(pipeline: Any, ranker: HybridRanker, question: str, bm25: str, dense: str) -> ScoredUnion:
     result = run_pipeline_with_outputs(pipeline, question, {bm25, dense})
     return union_from_lists(
         ranker.scoring_backend,
@@ -117,13 +118,20 @@ def command_fit_lambda(args: Any) -> int:
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     union_scores = _union_scorer(pipeline)
     questions = load_questions(args.questions, split=args.split, limit=args.limit)
+    gold = args.match == "gold"
+    if gold:
+        kept = with_gold_ids(questions)
+        if len(kept) < len(questions):
+            print(f"gold-passage matching: {len(questions) - len(kept)} question(s) without gold_ids left out")
+        questions = kept
     candidates = []
     for example in tqdm(questions, desc="Scoring candidates", unit="question"):
         try:
-            contents, bm25, dense = union_scores(example.question)
+            union = union_scores(example.question)
         except ValueError as error:
             raise ValueError(f"question {example.id!r}: {' '.join(str(error).split())}") from None
-        candidates.append(collect_candidates(contents, bm25, dense, example.answers, args.match))
+        match: MatchMode = "string" if gold else args.match
+        candidates.append(collect_candidates(union, example.answers, match, example.gold_ids if gold else ()))
     curve = lambda_curve(candidates, ks=sorted({1, 5, 20, 100, *objective_ks}))
     best = best_weight(curve, objective_ks)
     command = args.command_line

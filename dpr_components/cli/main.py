@@ -139,7 +139,12 @@ def _add_fit_parser(commands: argparse._SubParsersAction) -> None:
     fit.add_argument("--questions", required=True)
     fit.add_argument("--split")
     fit.add_argument("--limit", type=int)
-    fit.add_argument("--match", choices=["string", "regex"], default="string")
+    fit.add_argument(
+        "--match",
+        choices=["string", "regex", "gold"],
+        default="string",
+        help="answer matching (default string); gold: passages of the questions' gold_ids documents (selection splits)",
+    )
     fit.add_argument("--objective", default="1,5,20", help="k values whose mean top-k accuracy is maximised")
     fit.add_argument("--out", default="reports/lambda")
     _add_pipeline_options(fit)

@@ -54,6 +54,7 @@ from dpr_components.document_stores.store_backend import (
     check_before_opening,
     holds_database,
 )
+from dpr_components.hybrid_fusion import ScoredUnion, source_document_id
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import DOCUMENT_STORES, published_in
@@ -404,9 +405,9 @@ class EmbeddedDocumentStore(MetadataQueries):
         query_embedding: Sequence[float] | np.ndarray,
         candidates: int = 2000,
         filters: dict[str, Any] | None = None,
-    ) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """The union :meth:`hybrid_search` ranks, in its order: each member's content, exact BM25
-        score and dense score (0 without a vector), for fitting λ without re-searching."""
+    ) -> ScoredUnion:
+        """The union :meth:`hybrid_search` ranks, in its order, each member with its exact BM25 score
+        and dense score (0 without a vector), for fitting λ without re-searching."""
         check_positive_int("candidates", candidates)
         _check_query(query)
         vector = np.asarray(query_embedding, dtype=np.float32)
@@ -415,8 +416,9 @@ class EmbeddedDocumentStore(MetadataQueries):
         found = hybrid_candidates(backend, query, vector, candidates, self.similarity, allowed)
         stored = backend.table.documents_by_rowid(found.rowids.tolist(), False)
         keep = np.array([int(r) in stored for r in found.rowids], dtype=np.bool_)
-        contents = [stored[int(r)].content or "" for r in found.rowids[keep]]
-        return contents, found.bm25[keep], found.dense[keep]
+        members = [stored[int(r)] for r in found.rowids[keep]]
+        contents = [d.content or "" for d in members]
+        return ScoredUnion(contents, [source_document_id(d) for d in members], found.bm25[keep], found.dense[keep])
 
     def hybrid_search_batch(
         self,

@@ -21,12 +21,6 @@ def check_batch(ground_truth_answers: Sequence[Sequence[str]], other: Sequence[A
             raise ValueError(f"ground_truth_answers[{index}] must be a non-empty list of answer strings")
 
 
-def source_document_ids(documents: Sequence[Document]) -> list[str]:
-    """The id of the document each retrieved passage was cut from (``meta["document_id"]``, which the
-    passage splitter sets), else the passage's own id."""
-    return [str(document.meta.get("document_id", document.id)) for document in documents]
-
-
 def check_gold_ids(gold_ids: Sequence[Sequence[str]], questions: int) -> None:
     """One non-empty list of gold document ids per question."""
     if len(gold_ids) != questions:

@@ -19,7 +19,8 @@ from dpr_components.evaluation.retrieval_metrics import (
     top_k_accuracy_from_ranks,
     validate_ks,
 )
-from dpr_components.evaluators.batch_checks import check_batch, check_gold_ids, passage_texts, source_document_ids
+from dpr_components.evaluators.batch_checks import check_batch, check_gold_ids, passage_texts
+from dpr_components.hybrid_fusion import source_document_id
 from dpr_components.utils.published import EVALUATORS, published_in
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
@@ -89,7 +90,7 @@ class RetrievalAccuracyEvaluator:
         if ground_truth_document_ids is not None:
             check_gold_ids(ground_truth_document_ids, len(retrieved_documents))
             pairs = zip(ground_truth_document_ids, retrieved_documents, strict=True)
-            ranks = [gold_document_rank(ids, source_document_ids(documents)) for ids, documents in pairs]
+            ranks = [gold_document_rank(ids, [source_document_id(d) for d in documents]) for ids, documents in pairs]
         else:
             ranks = [
                 first_hit_rank_for(answers, passage_texts(documents, index), self.match_mode)

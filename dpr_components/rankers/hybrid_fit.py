@@ -18,9 +18,11 @@ from dpr_components.evaluation.retrieval_metrics import (
     top_k_accuracy_from_ranks,
 )
 from dpr_components.hybrid_fusion import (
+    ScoredUnion,
     fused_first_hit_rank,
     fused_scores,
     scores_or_zero,
+    source_document_id,
     union_by_id,
 )
 
@@ -42,27 +44,32 @@ def union_from_lists(
     query_embedding: Sequence[float],
     bm25_documents: list[Document],
     dense_documents: list[Document],
-) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The union of both lists (dense first, as HybridRanker fuses it), scored exactly both ways:
-    contents, BM25 scores, dense scores (0 without a vector)."""
+) -> ScoredUnion:
+    """The union of both lists (dense first, as HybridRanker fuses it), scored exactly both ways
+    (0 for a document without a vector)."""
     by_id = union_by_id(dense_documents, bm25_documents)
     scores = backend.score_documents(list(by_id), query, query_embedding)
     ids = [i for i in by_id if i in scores]
     bm25 = scores_or_zero(scores[i][0] for i in ids)
     dense = scores_or_zero(scores[i][1] for i in ids)
-    return [by_id[i].content or "" for i in ids], bm25, dense
+    sources = [source_document_id(by_id[i]) for i in ids]
+    return ScoredUnion([by_id[i].content or "" for i in ids], sources, bm25, dense)
 
 
 def collect_candidates(
-    contents: Sequence[str],
-    bm25: np.ndarray,
-    dense: np.ndarray,
+    union: ScoredUnion,
     answers: Sequence[str],
     match_mode: MatchMode = "string",
+    gold_ids: Sequence[str] = (),
 ) -> Candidates:
-    """A question's scored union with the answer hit of each member."""
-    hits = np.array(answer_hits(answers, list(contents), match_mode), dtype=np.bool_)
-    return Candidates(bm25=np.asarray(bm25, dtype=np.float64), dense=np.asarray(dense, dtype=np.float64), hits=hits)
+    """A question's scored union with the hit of each member: a passage of one of the ``gold_ids``
+    documents when given (the selection splits), else a passage holding an answer."""
+    if gold_ids:
+        gold = set(gold_ids)
+        hits = np.array([document_id in gold for document_id in union.document_ids], dtype=np.bool_)
+    else:
+        hits = np.array(answer_hits(answers, list(union.contents), match_mode), dtype=np.bool_)
+    return Candidates(np.asarray(union.bm25, dtype=np.float64), np.asarray(union.dense, dtype=np.float64), hits)
 
 
 def hybrid_first_hit_rank(candidates: Candidates, weight: float, max_k: int = 100) -> int | None:

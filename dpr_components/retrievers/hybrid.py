@@ -9,6 +9,7 @@ from haystack.document_stores.types import FilterPolicy
 
 from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.bm25 import BM25Retriever
@@ -199,8 +200,8 @@ class HybridRetriever:
                 ]
         return results
 
-    def union_scores(self, query: str, filters: dict[str, Any] | None = None) -> tuple[list[str], Any, Any]:
-        """The union this retriever fuses: contents, exact BM25 and dense scores (``haystack fit-lambda``)."""
+    def union_scores(self, query: str, filters: dict[str, Any] | None = None) -> ScoredUnion:
+        """The union this retriever fuses, with exact BM25 and dense scores (``haystack fit-lambda``)."""
         request = self._prepare(query, None, None, filters, None)
         embedding = self.dense.embedder.run(query=request.query)["embedding"]
         if self._in_store:
