@@ -12,6 +12,7 @@ import faiss
 import numpy as np
 import pytest
 import torch
+from haystack import Document
 
 from dpr_components.cli.main import _build_parser
 from dpr_components.cli.serve_command import apply_thread_settings
@@ -22,12 +23,14 @@ from dpr_components.utils import threads
 from dpr_components.utils.threads import (
     ENCODE_THREADS_ENV,
     QUERY_THREADS_ENV,
+    READ_THREADS_ENV,
     SMALL_BATCH,
     encode_threads,
     encoding_threads,
     faiss_threads,
     parse_threads,
     query_threads,
+    read_threads,
     search_threads,
     torch_threads,
     torch_threads_per_thread,
@@ -52,6 +55,7 @@ def torch_count(count: int) -> Iterator[None]:
 def _no_thread_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(QUERY_THREADS_ENV, raising=False)
     monkeypatch.delenv(ENCODE_THREADS_ENV, raising=False)
+    monkeypatch.delenv(READ_THREADS_ENV, raising=False)
 
 
 # ---- settings -------------------------------------------------------------------------------------
@@ -72,6 +76,9 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert encoding_threads(1) == 2 and encoding_threads(100) == 3
     monkeypatch.setenv(ENCODE_THREADS_ENV, "")
     assert encode_threads() is None
+    assert read_threads() == 2  # reading follows the query count unless set
+    monkeypatch.setenv(READ_THREADS_ENV, "1")
+    assert read_threads() == 1
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "²", "1e3"])
@@ -201,6 +208,36 @@ def test_a_question_is_encoded_on_one_thread_and_the_count_restored(
         counts.clear()
         encoder.encode_passages(PASSAGES)
         assert set(counts) == {2} and torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("component", ["reader", "ranker"])
+def test_a_question_s_passages_are_read_on_the_read_threads(
+    component: str, tiny_reader_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not torch_threads_per_thread():
+        pytest.skip("this torch build keeps one process-wide count")
+    from dpr_components.rankers.passage_ranker import PassageRanker
+    from dpr_components.readers import predict
+    from dpr_components.readers.span_reader import SpanReader
+
+    counts: list[int] = []
+    row_logits = predict.row_logits
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        counts.append(torch.get_num_threads())
+        return row_logits(*args, **kwargs)
+
+    monkeypatch.setattr(predict, "row_logits", counting)
+    instance: Any = (
+        SpanReader(model=str(tiny_reader_dir)) if component == "reader" else PassageRanker(model=str(tiny_reader_dir))
+    )
+    documents = [Document(content="Hamlet is a play by William Shakespeare.")]
+    with torch_count(2):
+        instance.run(query="who wrote hamlet", documents=documents)
+        assert counts == [1] and torch.get_num_threads() == 2
+        monkeypatch.setenv(READ_THREADS_ENV, "2")
+        instance.run(query="who wrote hamlet", documents=documents)
+        assert counts == [1, 2]
 
 
 def test_vectors_agree_with_and_without_the_settings(tiny_st_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,7 +63,7 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         "--query-threads",
         type=_thread_count,
         metavar="N",
-        help=f"torch and FAISS threads for each request's question (sets {QUERY_THREADS_ENV}; default: "
+        help=f"torch and FAISS threads for each request's question and the passages it reads (sets {QUERY_THREADS_ENV}; default: "
         f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
     )
 

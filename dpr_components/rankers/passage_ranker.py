@@ -16,7 +16,7 @@ from dpr_components.readers.model import shared_reader
 from dpr_components.readers.predict import relevance_logits
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RANKERS, published_in
-from dpr_components.utils.threads import query_threads, torch_threads
+from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
@@ -137,8 +137,7 @@ class PassageRanker:
     def _score(self, query: str, readable: list[Document]) -> list[float]:
         self.warm_up()
         passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        # One question's passages are a small batch: the query path's threads, as for question encoding.
-        with model_lock(("reader", self.model)), torch_threads(query_threads()):
+        with model_lock(("reader", self.model)), torch_threads(read_threads()):
             return relevance_logits(
                 self._reader,
                 self._tokenizer,

@@ -22,6 +22,7 @@ from dpr_components.readers.predict import (
 )
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import READERS, published_in
+from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
@@ -177,7 +178,7 @@ class SpanReader:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
         self.warm_up()
         passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        with model_lock(("reader", self.model)):
+        with model_lock(("reader", self.model)), torch_threads(read_threads()):
             try:
                 return read(
                     self._reader,

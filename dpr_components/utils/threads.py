@@ -4,8 +4,10 @@ torch and FAISS both fan out over OpenMP. A question is a one-row product that g
 it, and on a busy machine (concurrent requests, other processes) the fan-out makes every question
 wait for cores. So an encode of at most ``SMALL_BATCH`` texts and a search of at most ``SMALL_BATCH``
 queries run on ``DPR_QUERY_THREADS`` threads (default 1); a larger encode runs on
-``DPR_ENCODE_THREADS`` (default: the calling thread's torch count, unchanged). The count is set for
-the calling thread around the call and restored after it (docs/threads.md).
+``DPR_ENCODE_THREADS`` (default: the calling thread's torch count, unchanged). Reading one question's
+passages (``SpanReader``, ``PassageRanker``) is a question's work too: ``DPR_READ_THREADS`` threads,
+default the query count. The count is set for the calling thread around the call and restored after
+it (docs/threads.md).
 
 Both libraries keep the setting per thread, which tests/test_threads.py checks on the installed
 builds: FAISS's ``omp_set_num_threads`` changes the calling thread's OpenMP setting only; torch's
@@ -25,6 +27,7 @@ from functools import cache
 
 QUERY_THREADS_ENV = "DPR_QUERY_THREADS"
 ENCODE_THREADS_ENV = "DPR_ENCODE_THREADS"
+READ_THREADS_ENV = "DPR_READ_THREADS"
 DEFAULT_QUERY_THREADS = 1
 SMALL_BATCH = 8  # at most this many texts or queries count as a question's work
 
@@ -48,6 +51,11 @@ def query_threads() -> int:
 def encode_threads() -> int | None:
     """Threads for encoding a batch of passages: ``$DPR_ENCODE_THREADS``, None (torch's count) when unset."""
     return parse_threads(ENCODE_THREADS_ENV, os.environ.get(ENCODE_THREADS_ENV))
+
+
+def read_threads() -> int:
+    """Threads for reading one question's passages: ``$DPR_READ_THREADS``, default the query count."""
+    return parse_threads(READ_THREADS_ENV, os.environ.get(READ_THREADS_ENV)) or query_threads()
 
 
 @cache
