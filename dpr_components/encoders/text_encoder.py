@@ -471,6 +471,18 @@ class TextEncoder:
         bar.close()
         return out
 
+    def token_lengths(self, texts: list[str], titles: list[str | None] | None = None) -> list[int]:
+        """Each passage's token count as :meth:`encode_passages` feeds it to the model (after truncation);
+        batches are cut from windows of ``batch_size * BUCKET_BATCHES`` inputs sorted by this length."""
+        self.load()
+        firsts, seconds = self._inputs(texts, titles)
+        window = self.batch_size * BUCKET_BATCHES
+        return [
+            len(ids)
+            for offset in range(0, len(texts), window)
+            for ids in self._tokenize(firsts[offset : offset + window], seconds[offset : offset + window]).ids
+        ]
+
     def _inputs(self, texts: list[str], titles: list[str | None] | None) -> tuple[list[str], list[str | None]]:
         if titles is None or self.settings.title_mode == "none":
             return list(texts), [None] * len(texts)

@@ -1,0 +1,140 @@
+"""The limit benchmark's arithmetic, its GEMM measurement on tiny shapes, and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.encoding.limit import (
+    bucket_labels,
+    compute_precision,
+    cpu_flags,
+    encoder_flops,
+    fraction_of_attainable,
+    gemm_shapes,
+    length_bucket,
+    main,
+    measure_gemms,
+    op_seconds,
+    padded_lengths,
+    token_lengths,
+)
+from dpr_components.encoders.text_encoder import BUCKET_BATCHES, EncoderSettings, TextEncoder
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_encoder_flops_match_a_hand_count() -> None:
+    # H=4, I=8: per token and layer 8*16 + 4*4*8 = 256; 8 tokens, 2 layers -> 4096.
+    # Attention per layer 4*4*(3*3 + 5*5) = 544; 2 layers -> 1088.
+    flops = encoder_flops(hidden=4, intermediate=8, layers=2, heads=2, sequence_lengths=[3, 5])
+    assert flops == {"dense": 4096, "attention": 1088, "total": 5184}
+
+
+def test_encoder_flops_do_not_depend_on_heads_and_reject_uneven_heads() -> None:
+    one = encoder_flops(hidden=8, intermediate=16, layers=1, heads=1, sequence_lengths=[4])
+    assert one == encoder_flops(hidden=8, intermediate=16, layers=1, heads=4, sequence_lengths=[4])
+    with pytest.raises(ValueError):
+        encoder_flops(hidden=8, intermediate=16, layers=1, heads=3, sequence_lengths=[4])
+
+
+def test_fraction_of_attainable() -> None:
+    assert fraction_of_attainable(50.0, 200.0) == 0.25
+    assert fraction_of_attainable(50.0, None) is None
+    assert compute_precision(True) == "bf16" and compute_precision(False) == "fp32"
+
+
+def test_length_buckets() -> None:
+    assert [length_bucket(n) for n in (1, 64, 65, 128, 129, 256, 257)] == [
+        "<=64",
+        "<=64",
+        "65-128",
+        "65-128",
+        "129-256",
+        "129-256",
+        ">256",
+    ]
+    assert bucket_labels() == ["<=64", "65-128", "129-256", ">256"]
+
+
+def test_padded_lengths_sort_within_windows() -> None:
+    assert padded_lengths([3, 5, 2, 7, 1], batch_size=2, window=4) == [7, 7, 3, 3, 1]
+    assert padded_lengths([], batch_size=2, window=4) == []
+
+
+def test_padded_lengths_match_the_batches_the_encoder_runs(tiny_st_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=3)
+    texts = [" ".join(["word"] * (i * 7 % 23 + 1)) for i in range(11)]
+    titles: list[str | None] = [f"title {i}" if i % 4 else None for i in range(11)]
+    shapes: list[tuple[int, ...]] = []
+    collate = encoder._collate
+
+    def recording(tokens, rows):  # noqa: ANN001, ANN202
+        batch = collate(tokens, rows)
+        shapes.append(tuple(batch["input_ids"].shape))
+        return batch
+
+    encoder.load()
+    encoder._collate = recording  # type: ignore[method-assign]
+    encoder.encode_passages(texts, titles)
+    padded = padded_lengths(token_lengths(encoder, texts, titles), 3, 3 * BUCKET_BATCHES)
+    assert sorted(padded) == sorted(length for rows, length in shapes for _ in range(rows))
+
+
+def test_gemm_measurement_on_tiny_shapes() -> None:
+    shapes = gemm_shapes(hidden=16, intermediate=24, tokens=32, square=16)
+    results = measure_gemms(shapes, seconds=0.0)
+    assert set(results) == {"fp32", "bf16", "int8"}
+    for precision in ("fp32", "bf16"):
+        assert results[precision]["attainable_gflops"] > 0
+        assert all(
+            row["available"] and row["best_gflops"] >= row["median_gflops"] > 0 for row in results[precision]["shapes"]
+        )
+    for row in results["int8"]["shapes"]:
+        assert (row["available"] and row["best_gflops"] > 0) or (not row["available"] and row["error"])
+
+
+def test_op_seconds_count_top_level_operations_by_category() -> None:
+    parent = SimpleNamespace(name="aten::linear", cpu_parent=None, cpu_time_total=3_000_000)
+    events = [
+        parent,
+        SimpleNamespace(name="aten::addmm", cpu_parent=parent, cpu_time_total=2_900_000),
+        SimpleNamespace(name="aten::scaled_dot_product_attention", cpu_parent=None, cpu_time_total=1_000_000),
+        SimpleNamespace(name="aten::layer_norm", cpu_parent=None, cpu_time_total=500_000),
+    ]
+    assert op_seconds(events) == {"linear": 3.0, "attention": 1.0, "other_ops": 0.5}
+
+
+def test_cpu_flags_read_the_flags_line() -> None:
+    flags = cpu_flags("model name\t: Some CPU\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n")
+    assert flags["avx2"] and flags["avx512f"] and flags["avx512_bf16"]
+    assert not flags["amx_bf16"]
+
+
+@pytest.fixture()
+def faiss_threads_restored() -> Iterator[None]:
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    yield
+    faiss.omp_set_num_threads(before)
+
+
+@pytest.mark.usefixtures("faiss_threads_restored")
+def test_main_writes_a_report(tiny_st_dir: Path, small_corpus_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    argv = ["--model", str(tiny_st_dir), "--corpus", str(small_corpus_file), "--passages", "5", "--threads", "1"]
+    argv += ["--seconds", "0", "--repeats", "1", "--batch-size", "2", "--gemm-tokens", "16", "--square", "16"]
+    main([*argv, "--out-dir", str(out)])
+    summary = json.loads((out / "limit.json").read_text())
+    assert summary["config"]["passages"] == 5
+    assert set(summary["encoder"]) == {"fp32", "auto"}
+    assert summary["encoder"]["fp32"]["passages_per_s"] > 0
+    assert summary["breakdown"]["padded_tokens"] >= summary["breakdown"]["real_tokens"] > 0
+    markdown = (out / "limit.md").read_text()
+    assert "python -m benchmarks.encoding.limit --model" in markdown
+    assert "## Where the time goes" in markdown and "## Per bucket of real token length" in markdown
