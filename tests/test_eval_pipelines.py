@@ -383,3 +383,20 @@ def test_gold_candidates_ignore_the_answer_text() -> None:
     union = ScoredUnion(["has the answer", "other"], ["a", "gold"], np.array([1.0, 0.5]), np.array([0.0, 0.0]))
     assert collect_candidates(union, ["answer"]).hits.tolist() == [True, False]
     assert collect_candidates(union, ["answer"], gold_ids=["gold"]).hits.tolist() == [False, True]
+
+
+def test_a_relative_question_file_is_also_looked_up_in_the_data_folder(
+    indexed_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    (data / "nq").mkdir(parents=True)
+    (data / "nq" / "dev.jsonl").write_text(QUESTIONS)
+    monkeypatch.setenv("DPR_DATA_DIR", str(data))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "report"
+    bm25 = str(PIPELINES / "bm25.yml")
+    assert main(["eval", bm25, "--questions", "nq/dev.jsonl", "--store", str(indexed_store), "--out", str(out)]) == 0
+    capsys.readouterr()
+    report = json.loads((out / "report.json").read_text())
+    assert report["systems"]["bm25"]["first_hit_ranks"] == [1, 1, None]
+    assert "Dataset: nq/dev.jsonl (3 questions)" in (out / "report.md").read_text()  # named as given

@@ -90,6 +90,21 @@ def test_different_architectures_are_refused_by_name(tiny_bert_dir: Path, tmp_pa
     assert not (tmp_path / "soup").exists()
 
 
+def test_a_tokenizer_s_saved_truncation_does_not_block_averaging(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    """A tokenizer saved after a call with other lengths is the same vocabulary (a fine-tuned copy
+    of a model and the model itself, e.g. for interpolating with the zero-shot weights)."""
+    other = shutil.copytree(tiny_bert_dir, tmp_path / "other")
+    tokenizer = json.loads((other / "tokenizer.json").read_text())
+    tokenizer["truncation"] = {"direction": "Right", "max_length": 7, "strategy": "LongestFirst", "stride": 0}
+    tokenizer["padding"] = {"strategy": {"Fixed": 7}}
+    (other / "tokenizer.json").write_text(json.dumps(tokenizer))
+    average_models([tiny_bert_dir, other], tmp_path / "soup")
+    vocabulary = dict(tokenizer, model={**tokenizer["model"], "vocab": {"[PAD]": 0}})
+    (other / "tokenizer.json").write_text(json.dumps(vocabulary))
+    with pytest.raises(AveragingError, match="tokenizer.json differs"):
+        average_models([tiny_bert_dir, other], tmp_path / "soup2")
+
+
 def test_cli_reports_bad_input_without_a_traceback(
     tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,6 +34,7 @@ from dpr_components.evaluators import (
 )
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
 from dpr_components.utils.output_files import prepare_output_folder
+from dpr_components.utils.sources import resolve_data_source
 
 DEFAULT_TOP_K = 100
 
@@ -136,7 +137,8 @@ def command_eval(args: Any) -> int:
             "no questions: give --questions or set metadata.evaluation.questions in the evaluation pipeline"
         )
     top_k = check_top_k_option(next(k for k in (args.top_k, spec.top_k, DEFAULT_TOP_K) if k is not None))
-    questions = load_questions(questions_source, split=args.split or spec.split, limit=args.limit)
+    # A relative name missing here is looked up in the shared data folder, as training data is.
+    questions = load_questions(resolve_data_source(questions_source), split=args.split or spec.split, limit=args.limit)
     if gold_documents:
         kept = with_gold_ids(questions)
         if len(kept) < len(questions):

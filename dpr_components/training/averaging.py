@@ -52,7 +52,8 @@ def _check_same_files(reference: Path, other: Path) -> None:
 
 
 def _comparable(path: Path) -> Any:
-    """A file's content for comparison; JSON ignores the stored dtype (fp16 exports say float32)."""
+    """A file's content for comparison; JSON ignores the stored dtype (fp16 exports say float32) and a
+    tokenizer's saved truncation and padding (settings of the last call, not of the vocabulary)."""
     text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
@@ -60,7 +61,9 @@ def _comparable(path: Path) -> Any:
         return text
     if isinstance(data, dict):
         data = {
-            k: v for k, v in data.items() if k not in ("dtype", "torch_dtype", "transformers_version", "_name_or_path")
+            k: v
+            for k, v in data.items()
+            if k not in ("dtype", "torch_dtype", "transformers_version", "_name_or_path", "truncation", "padding")
         }
     return data
 
