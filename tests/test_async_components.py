@@ -210,7 +210,7 @@ def test_model_work_runs_off_the_event_loop(
     reader = SpanReader(model=str(tiny_reader_dir), precision="fp32")
     question_threads = _threads_of(monkeypatch, questions.encoder, "encode_questions")
     passage_threads = _threads_of(monkeypatch, passages.encoder, "encode_passages")
-    reader_threads = _threads_of(monkeypatch, span_reader, "read")
+    reader_threads = _threads_of(monkeypatch, span_reader, "read_input")
     document = Document(id="h", content="Hamlet is a tragedy written by William Shakespeare.", meta={"title": "Hamlet"})
 
     embedding, loop_thread = asyncio.run(_run_and_loop_thread(questions.run_async(text="who wrote hamlet")))

@@ -40,14 +40,18 @@ def write_served_pipelines(folder: Path, store: Path, names: list[str]) -> None:
 
 
 @contextmanager
-def running_server(pipelines: Path, work: Path, query_threads: int) -> Iterator[str]:
-    """``haystack serve`` on ``pipelines`` with ``--query-threads``, torch's default threads otherwise; its URL."""
+def running_server(
+    pipelines: Path, work: Path, query_threads: int, concurrent_runs: int | None = None
+) -> Iterator[str]:
+    """``haystack serve`` on ``pipelines`` with ``--query-threads`` (and ``--concurrent-runs`` when given),
+    torch's default threads otherwise; its URL."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "DPR_QUERY_THREADS")}
     env["PYTHONPATH"] = str(REPO_ROOT)
     log_path = work / f"server-{query_threads}.log"
     command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(pipelines)]
     command += ["--port", str(port), "--input-root", str(work / "served"), "--query-threads", str(query_threads)]
+    command += ["--concurrent-runs", str(concurrent_runs)] if concurrent_runs else []
     with log_path.open("w") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
@@ -99,3 +103,17 @@ def clients(url: str, pipeline: str, questions: list[str], count: int) -> tuple[
         for question, _, result in run:
             results[question].append(result)
     return seconds, results
+
+
+def bursts(url: str, pipeline: str, questions: list[str], rounds: int) -> list[float]:
+    """``rounds`` times, every question sent at once by its own client; the seconds of every request."""
+
+    def one(question: str) -> float:
+        with httpx.Client() as client:
+            return ask(client, url, pipeline, question)[0]
+
+    seconds: list[float] = []
+    with ThreadPoolExecutor(len(questions)) as pool:
+        for _ in range(rounds):
+            seconds += list(pool.map(one, questions))
+    return seconds

@@ -22,6 +22,7 @@ from dpr_components.cli.server_security import (
 from dpr_components.utils.threads import (
     DEFAULT_QUERY_THREADS,
     QUERY_THREADS_ENV,
+    default_concurrent_runs,
     encode_threads,
     parse_threads,
     query_threads,
@@ -65,6 +66,13 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"torch and FAISS threads for each request's question and the passages it reads (sets {QUERY_THREADS_ENV}; default: "
         f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
+    )
+    serve.add_argument(
+        "--concurrent-runs",
+        type=_thread_count,
+        metavar="N",
+        help="pipeline runs at once; more requests wait their turn, first come first served (default: the "
+        "number of cores divided by the query threads, so that requests do not share cores and all finish late)",
     )
 
 
@@ -182,13 +190,13 @@ def command_serve(args: argparse.Namespace) -> int:
 
     pipelines_dir = default_pipelines_dir(args.pipelines_dir)
     print(f"pipelines from {pipelines_dir}", file=sys.stderr)
-    app, served = build_app(pipelines_dir, input_root=root, policy=policy)
+    app, served = build_app(pipelines_dir, input_root=root, policy=policy, concurrent_runs=args.concurrent_runs)
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(
         f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
         f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)}; "
-        f"{threads} thread(s) per question)",
+        f"{threads} thread(s) per question, {args.concurrent_runs or default_concurrent_runs()} run(s) at once)",
         file=sys.stderr,
         flush=True,
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -66,6 +67,7 @@ from dpr_components.pipeline_files.policy import (
     network_allowed_by_environment,
 )
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
+from dpr_components.utils.threads import default_concurrent_runs
 
 __all__ = [
     "REQUEST_ERRORS",
@@ -243,7 +245,7 @@ def _hayhooks_app() -> FastAPI:
 
 
 def _deploy(
-    app: FastAPI, files: list[Path], enable_training: bool, jobs: TrainingJobs
+    app: FastAPI, files: list[Path], enable_training: bool, jobs: TrainingJobs, limiter: anyio.CapacityLimiter
 ) -> tuple[ServedPipelines, list[str], list[str]]:
     """Add the route of every file that can be served; also the names of those that train a model, left out
     (training off) and served (as background jobs)."""
@@ -260,7 +262,7 @@ def _deploy(
             logger.warning("not serving %s: %s", path.name, one_line(error))
             continue
         trains = isinstance(wrapper, TrainWrapper)
-        add_run_route(app, path.stem, wrapper, status_code=202 if trains else 200)
+        add_run_route(app, path.stem, wrapper, limiter, status_code=202 if trains else 200)
         served.deployed.append(path.stem)
         if trains:
             training_on.append(path.stem)
@@ -268,12 +270,17 @@ def _deploy(
 
 
 def build_app(
-    pipelines_dir: str | Path, input_root: str | Path | None = None, policy: ServerPolicy | None = None
+    pipelines_dir: str | Path,
+    input_root: str | Path | None = None,
+    policy: ServerPolicy | None = None,
+    concurrent_runs: int | None = None,
 ) -> tuple[FastAPI, ServedPipelines]:
     """The app serving every pipeline of ``pipelines_dir`` that can be served, and the ask page at ``/``,
     behind ``policy``.
 
-    ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it."""
+    ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it.
+    ``concurrent_runs``: pipeline runs at once (default :func:`default_concurrent_runs`); more requests
+    wait, first come first served."""
     policy = policy or ServerPolicy()
     if input_root is not None:
         os.environ[INPUT_ROOT_ENV] = str(input_root)  # as given: error messages show it, not an absolute path
@@ -284,7 +291,8 @@ def build_app(
     configure_server_logs(policy.log_queries)
     app.add_exception_handler(RequestValidationError, _one_line_422)
     jobs = TrainingJobs()
-    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs)
+    limiter = anyio.CapacityLimiter(concurrent_runs or default_concurrent_runs())
+    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs, limiter)
     if not served.deployed:
         jobs.shutdown()
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"

@@ -7,10 +7,12 @@ hayhooks builds the request model from ``run_api``'s parameters and the response
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import docstring_parser
 from fastapi import FastAPI, HTTPException
 from hayhooks import BasePipelineWrapper, log
@@ -18,7 +20,6 @@ from hayhooks.server.pipelines.models import create_request_model_from_callable,
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 
 from dpr_components.cli.pipeline_runner import one_line, user_error_cause
 from dpr_components.cli.serving_jobs import TrainingJobs
@@ -45,16 +46,22 @@ def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel]
 
 
 def _endpoint(
-    name: str, wrapper: BasePipelineWrapper, request_model: type[BaseModel], response_model: type[BaseModel]
+    name: str,
+    wrapper: BasePipelineWrapper,
+    models: tuple[type[BaseModel], type[BaseModel]],
+    limiter: anyio.CapacityLimiter,
 ) -> Callable[..., Awaitable[BaseModel]]:
-    """The route handler: the request's fields to ``run_api`` in a worker thread; a failure the request
-    caused is a 400 with its one-line message, any other a 500 (logged without variables' values)."""
+    """The route handler: the request's fields to ``run_api`` in a worker thread, at most ``limiter``'s
+    count at once (the others wait their turn, first come first served); a failure the request caused is
+    a 400 with its one-line message, any other a 500 (logged without variables' values)."""
+    request_model, response_model = models
     fields = list(request_model.model_fields)
 
     async def run(body: BaseModel) -> BaseModel:
         log.bind(params=body.model_dump()).info("Running pipeline '{}'", name)
+        call = functools.partial(wrapper.run_api, **{field: getattr(body, field) for field in fields})
         try:
-            result = await run_in_threadpool(wrapper.run_api, **{field: getattr(body, field) for field in fields})
+            result = await anyio.to_thread.run_sync(call, limiter=limiter)
         except HTTPException:
             raise
         except Exception as error:
@@ -73,13 +80,15 @@ def _endpoint(
     return run
 
 
-def add_run_route(app: FastAPI, name: str, wrapper: BasePipelineWrapper, status_code: int = 200) -> None:
-    """``POST /{name}/run`` for ``wrapper`` (already set up)."""
+def add_run_route(
+    app: FastAPI, name: str, wrapper: BasePipelineWrapper, limiter: anyio.CapacityLimiter, status_code: int = 200
+) -> None:
+    """``POST /{name}/run`` for ``wrapper`` (already set up); runs share ``limiter``."""
     request_model, response_model = run_models(name, wrapper)
     summary = docstring_parser.parse(inspect.getdoc(wrapper.run_api) or "").short_description
     app.add_api_route(
         f"/{name}/run",
-        _endpoint(name, wrapper, request_model, response_model),
+        _endpoint(name, wrapper, (request_model, response_model), limiter),
         methods=["POST"],
         response_model=response_model,
         status_code=status_code,

@@ -3,8 +3,9 @@
 Components with the same model settings share one model and one fast tokenizer per process,
 and async pipelines run components in worker threads. A fast tokenizer is not safe to call
 from two threads at once (it fails with "Already borrowed" while another call changes its
-padding or truncation), so calls on one model take turns; on CPU they would compete for the
-same cores anyway."""
+padding or truncation), so calls on one model's tokenizer take turns. The reader and the passage
+ranker hold the lock only while tokenising: the model itself is read only, and concurrent requests
+run it at once on their own threads (docs/threads.md)."""
 
 from __future__ import annotations
 

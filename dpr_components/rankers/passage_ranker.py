@@ -13,7 +13,7 @@ from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_reader
-from dpr_components.readers.predict import relevance_logits
+from dpr_components.readers.predict import input_relevance, reader_input
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
@@ -137,16 +137,10 @@ class PassageRanker:
     def _score(self, query: str, readable: list[Document]) -> list[float]:
         self.warm_up()
         passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        with model_lock(("reader", self.model)), torch_threads(read_threads()):
-            return relevance_logits(
-                self._reader,
-                self._tokenizer,
-                query,
-                passages,
-                self.input_settings,
-                self.batch_size,
-                bf16_enabled(self.precision),
-            )
+        with model_lock(("reader", self.model)):  # the shared tokenizer takes turns; the model need not
+            prepared = reader_input(self._tokenizer, query, passages, self.input_settings)
+        with torch_threads(read_threads()):
+            return input_relevance(self._reader, prepared, self.batch_size, bf16_enabled(self.precision))
 
     @staticmethod
     def _finish(readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:

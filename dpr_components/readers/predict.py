@@ -152,6 +152,34 @@ def passage_probabilities(
     return dict(zip(indices, probabilities.tolist()))
 
 
+@dataclass
+class ReaderInput:
+    """One question's passages as model rows: the tokenizer's part of reading, done apart from the
+    model's so that a tokenizer (not safe to share between threads) can be locked alone."""
+
+    passages: int
+    tokenized: list[TokenizedPassage]
+    rows: list[Row]
+    pad_id: int
+
+
+def reader_input(
+    tokenizer: Any,
+    question: str,
+    passages: Sequence[tuple[str | None, str]],
+    inputs: InputSettings = InputSettings(),
+    tokenized: Sequence[TokenizedPassage] | None = None,
+) -> ReaderInput:
+    """Tokenise ``question`` with each ``(title, text)`` passage into rows; ``tokenized`` may give the
+    passages already tokenised."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question is empty")
+    if tokenized is None:
+        tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
+    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
+    return ReaderInput(len(passages), list(tokenized), rows, tokenizer.pad_token_id)
+
+
 def relevance_logits(
     reader: torch.nn.Module,
     tokenizer: Any,
@@ -163,12 +191,16 @@ def relevance_logits(
 ) -> list[float]:
     """The selection head's logit for each ``(title, text)`` passage read with ``question`` (the best
     of its windows): how relevant the reader finds it. A passage without tokens gets ``-inf``."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the question is empty")
-    tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
-    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
-    best = [-math.inf] * len(passages)
-    for row, (_, _, relevance) in zip(rows, row_logits(reader, rows, tokenizer.pad_token_id, batch_size, bf16)):
+    return input_relevance(reader, reader_input(tokenizer, question, passages, inputs), batch_size, bf16)
+
+
+def input_relevance(
+    reader: torch.nn.Module, prepared: ReaderInput, batch_size: int | None = None, bf16: bool = False
+) -> list[float]:
+    """:func:`relevance_logits` of an input already tokenised (no tokenizer needed)."""
+    best = [-math.inf] * prepared.passages
+    logits = row_logits(reader, prepared.rows, prepared.pad_id, batch_size, bf16)
+    for row, (_, _, relevance) in zip(prepared.rows, logits):
         best[row.passage_index] = max(best[row.passage_index], float(relevance))
     return best
 
@@ -186,14 +218,17 @@ def read(
     """All candidate answers for ``question`` in ``(title, text)`` passages, best first.
 
     Passages without tokens are never answered from; ``tokenized`` may give passages already tokenised."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the question is empty")
-    if tokenized is None:
-        tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
-    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
+    return read_input(reader, reader_input(tokenizer, question, passages, inputs, tokenized), settings, bf16)
+
+
+def read_input(
+    reader: torch.nn.Module, prepared: ReaderInput, settings: ReadSettings = ReadSettings(), bf16: bool = False
+) -> list[SpanPrediction]:
+    """:func:`read` of an input already tokenised (no tokenizer needed)."""
+    rows, tokenized = prepared.rows, prepared.tokenized
     if not rows:
         return []
-    logits = row_logits(reader, rows, tokenizer.pad_token_id, settings.batch_size, bf16)
+    logits = row_logits(reader, rows, prepared.pad_id, settings.batch_size, bf16)
     passage_probability = passage_probabilities(rows, logits)
     indices = sorted(passage_probability)
 

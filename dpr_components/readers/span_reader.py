@@ -18,7 +18,8 @@ from dpr_components.readers.predict import (
     Ranking,
     ReadSettings,
     SpanPrediction,
-    read,
+    read_input,
+    reader_input,
 )
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import READERS, published_in
@@ -178,17 +179,12 @@ class SpanReader:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
         self.warm_up()
         passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        with model_lock(("reader", self.model)), torch_threads(read_threads()):
+        # The shared tokenizer takes turns; the model (read only) runs for concurrent requests at once.
+        with model_lock(("reader", self.model)):
+            prepared = reader_input(self._tokenizer, query, passages, self.input_settings)
+        with torch_threads(read_threads()):
             try:
-                return read(
-                    self._reader,
-                    self._tokenizer,
-                    query,
-                    passages,
-                    self.input_settings,
-                    self.read_settings,
-                    self.uses_bf16,
-                )
+                return read_input(self._reader, prepared, self.read_settings, self.uses_bf16)
             except NonFiniteLogits:
                 raise NonFiniteLogits(self.model) from None
 

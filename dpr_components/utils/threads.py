@@ -58,6 +58,12 @@ def read_threads() -> int:
     return parse_threads(READ_THREADS_ENV, os.environ.get(READ_THREADS_ENV)) or query_threads()
 
 
+def default_concurrent_runs() -> int:
+    """Requests a server runs at once: as many as the cores hold at the query count of threads each.
+    Running more at once only shares the same cores, so every request would finish late."""
+    return max(1, (os.cpu_count() or 1) // query_threads())
+
+
 @cache
 def torch_threads_per_thread() -> bool:
     """Whether this torch build keeps its intra-op count per thread (its OpenMP backend)."""
