@@ -1,5 +1,6 @@
 """The pipelines that ship with the package, by name: ``index``, ``bm25``, ``dense``, ``search``
-(the hybrid), ``qa``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the Elasticsearch variants.
+(the hybrid), ``search_rerank``, ``qa``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
+Elasticsearch variants.
 
 They name their models as ``bundled:`` references (installed with the package) and their store
 folder relative to the working directory (``indexes/example``); ``store`` replaces it.

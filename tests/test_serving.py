@@ -44,7 +44,7 @@ from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from tests.helpers.serving import PIPELINES, ROOT, free_port, write_pipelines
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SEARCH_PIPELINES = ("bm25", "dense", "search", "qa")
+SEARCH_PIPELINES = ("bm25", "dense", "search", "search_rerank", "qa")
 QUERIES = ["who wrote hamlet", "highest mountain on earth", "nobel prize in physics", "where do bees live"]
 
 
@@ -304,6 +304,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
         "index",
         "qa",
         "search",
+        "search_rerank",
         "train_dpr",
     ]
 
@@ -328,7 +329,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
 
     with ThreadPoolExecutor(8) as pool:
         results = [item for answers in pool.map(client, range(8)) for item in answers]
-    assert len(results) == 8 * 16
+    assert len(results) == 8 * len(QUERIES) * len(SEARCH_PIPELINES)
     for key, ranked in results:
         assert [list(r) for r in expected[key]] == [list(r) for r in ranked], key
 

@@ -23,6 +23,7 @@ def write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert
         "embedder.cache_dir": None,
         "embedder.progress_bar": False,
         "reader.model": str(reader),
+        "reranker.model": str(reader),
         "ranker.weight": 0.001,
         "hybrid.model": str(encoder),
         "hybrid.weight": 0.001,
