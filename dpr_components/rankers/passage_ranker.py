@@ -12,8 +12,8 @@ from haystack import Document, component, default_to_dict
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
-from dpr_components.readers.model import shared_reader
 from dpr_components.readers.predict import input_relevance, reader_input
+from dpr_components.readers.reading_component import ReadingComponent
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
@@ -26,7 +26,7 @@ RETRIEVAL_SCORE = "retrieval_score"
 
 @component
 @published_in(RANKERS)
-class PassageRanker:
+class PassageRanker(ReadingComponent):
     """Orders documents by the relevance logit of a DPR reader's passage-selection head, which reads
     ``[CLS] question [SEP] title [SEP] passage`` (long passages in windows; the best window counts).
 
@@ -69,26 +69,9 @@ class PassageRanker:
         batch_size: int | None = None,
         precision: Precision = "auto",
     ) -> None:
-        if precision not in ("auto", "fp32", "bf16"):
-            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
-        self.model = str(model)
-        self.top_k = check_positive_int("top_k", top_k)
-        self.title_field = title_field
+        input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
+        self._init_reading(model, top_k, title_field, precision, input_settings)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
-        self.precision = precision
-        self.input_settings = InputSettings(
-            max_length=max_length,
-            stride=stride,
-            max_question_tokens=max_question_tokens,
-            max_title_tokens=max_title_tokens,
-        )
-        self._reader: Any = None
-        self._tokenizer: Any = None
-
-    def warm_up(self) -> None:
-        """Load the model once; components of the same folder in one process share it."""
-        if self._reader is None:
-            self._reader, self._tokenizer = shared_reader(self.model)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
@@ -129,18 +112,10 @@ class PassageRanker:
         scores = await asyncio.to_thread(self._score, query, readable)
         return self._finish(readable, scores, top_k)
 
-    def _prepare(self, query: str, documents: list[Document], top_k: int | None) -> tuple[int, list[Document]]:
-        check_query(query)
-        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
-
     def _score(self, query: str, readable: list[Document]) -> list[float]:
-        self.warm_up()
-        passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        with model_lock(("reader", self.model)):  # the shared tokenizer takes turns; the model need not
-            prepared = reader_input(self._tokenizer, query, passages, self.input_settings)
+        prepared = self._reader_input(query, readable)
         with torch_threads(read_threads()):
-            return input_relevance(self._reader, prepared, self.batch_size, bf16_enabled(self.precision))
+            return input_relevance(self._reader, prepared, self.batch_size, self.uses_bf16)
 
     @staticmethod
     def _finish(readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from haystack.dataclasses import ExtractedAnswer
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
-from dpr_components.readers.model import shared_reader
 from dpr_components.readers.predict import (
     NonFiniteLogits,
     Ranking,
@@ -21,6 +20,7 @@ from dpr_components.readers.predict import (
     read_input,
     reader_input,
 )
+from dpr_components.readers.reading_component import ReadingComponent
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import READERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
@@ -32,7 +32,7 @@ DEFAULT_READER = "models/reader-minilm"
 
 @component
 @published_in(READERS)
-class SpanReader:
+class SpanReader(ReadingComponent):
     """Extracts answer spans from the top-k documents of a question (Karpukhin et al. 2020, section 6).
 
     Each document is read as ``[CLS] question [SEP] title [SEP] passage`` (long ones in overlapping
@@ -92,12 +92,8 @@ class SpanReader:
         batch_size: int | None = None,
         precision: Precision = "auto",
     ) -> None:
-        if precision not in ("auto", "fp32", "bf16"):
-            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
-        self.model = str(model)
-        self.top_k = check_positive_int("top_k", top_k)
-        self.title_field = title_field
-        self.precision = precision
+        input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
+        self._init_reading(model, top_k, title_field, precision, input_settings)
         self.read_settings = ReadSettings(
             max_answer_length=max_answer_length,
             spans_per_passage=spans_per_passage,
@@ -106,31 +102,6 @@ class SpanReader:
             rank_prior=rank_prior,
             length_penalty=length_penalty,
         )
-        self.input_settings = InputSettings(
-            max_length=max_length,
-            stride=stride,
-            max_question_tokens=max_question_tokens,
-            max_title_tokens=max_title_tokens,
-        )
-        self._reader: Any = None
-        self._tokenizer: Any = None
-
-    def warm_up(self) -> None:
-        """Load the model once; readers of the same folder in one process share it."""
-        if self._reader is not None:
-            return
-        reader, tokenizer = shared_reader(self.model)
-        positions = getattr(reader.config, "max_position_embeddings", None)
-        if positions is not None and self.input_settings.max_length > positions:
-            raise ValueError(
-                f"max_length {self.input_settings.max_length} exceeds the {positions} positions "
-                f"of the reader {self.model}"
-            )
-        self._reader, self._tokenizer = reader, tokenizer
-
-    @property
-    def uses_bf16(self) -> bool:
-        return bf16_enabled(self.precision)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -169,19 +140,9 @@ class SpanReader:
         predictions = await asyncio.to_thread(self._predict, query, readable)
         return self._finish(query, readable, predictions, top_k)
 
-    def _prepare(self, query: str, documents: list[Document], top_k: int | None) -> tuple[int, list[Document]]:
-        """The number of answers to return and the documents that have text to read."""
-        check_query(query)
-        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
-
     def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
-        self.warm_up()
-        passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
-        # The shared tokenizer takes turns; the model (read only) runs for concurrent requests at once.
-        with model_lock(("reader", self.model)):
-            prepared = reader_input(self._tokenizer, query, passages, self.input_settings)
+        prepared = self._reader_input(query, readable)
         with torch_threads(read_threads()):
             try:
                 return read_input(self._reader, prepared, self.read_settings, self.uses_bf16)

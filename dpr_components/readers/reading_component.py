@@ -1,0 +1,65 @@
+"""What the components that read question and passage together share (``SpanReader``,
+``PassageRanker``): a reader folder loaded once per process, the input settings, the documents that
+have text, and tokenising under the model's lock while the model itself runs unlocked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document
+
+from dpr_components.encoders.model_locks import model_lock
+from dpr_components.encoders.text_encoder import Precision, bf16_enabled
+from dpr_components.readers.inputs import InputSettings, document_title
+from dpr_components.readers.model import shared_reader
+from dpr_components.readers.predict import ReaderInput, reader_input
+from dpr_components.utils.validation import check_positive_int, check_query
+
+
+class ReadingComponent:
+    """Base of the components that run a DPR reader folder over a question's documents."""
+
+    def _init_reading(
+        self, model: str, top_k: int, title_field: str, precision: Precision, input_settings: InputSettings
+    ) -> None:
+        """Keep and check the settings every reading component takes (the model loads on warm-up)."""
+        if precision not in ("auto", "fp32", "bf16"):
+            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        self.model = str(model)
+        self.top_k = check_positive_int("top_k", top_k)
+        self.title_field = title_field
+        self.precision = precision
+        self.input_settings = input_settings
+        self._reader: Any = None
+        self._tokenizer: Any = None
+
+    def warm_up(self) -> None:
+        """Load the model once; components of the same folder in one process share it."""
+        if self._reader is not None:
+            return
+        reader, tokenizer = shared_reader(self.model)
+        positions = getattr(reader.config, "max_position_embeddings", None)
+        if positions is not None and self.input_settings.max_length > positions:
+            raise ValueError(
+                f"max_length {self.input_settings.max_length} exceeds the {positions} positions "
+                f"of the reader {self.model}"
+            )
+        self._reader, self._tokenizer = reader, tokenizer
+
+    @property
+    def uses_bf16(self) -> bool:
+        return bf16_enabled(self.precision)
+
+    def _prepare(self, query: str, documents: list[Document], top_k: int | None) -> tuple[int, list[Document]]:
+        """The number of results to return and the documents that have text to read."""
+        check_query(query)
+        top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+
+    def _reader_input(self, query: str, readable: list[Document]) -> ReaderInput:
+        """``readable`` tokenised with ``query`` into model rows (loads the model on first use). The shared
+        tokenizer takes turns; the model, read only, then runs for concurrent requests at once."""
+        self.warm_up()
+        passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
+        with model_lock(("reader", self.model)):
+            return reader_input(self._tokenizer, query, passages, self.input_settings)
