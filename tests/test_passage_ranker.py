@@ -11,7 +11,7 @@ from haystack import Document, Pipeline
 from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import shared_reader
-from dpr_components.readers.predict import relevance_logits
+from dpr_components.readers.predict import input_relevance, reader_input
 from tests.helpers.corpora import SMALL_CORPUS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -32,7 +32,7 @@ def test_ranks_by_the_selection_logit(tiny_reader_dir: Path) -> None:
     result = ranker.run(query="who wrote hamlet", documents=documents)["documents"]
     reader, tokenizer = shared_reader(str(tiny_reader_dir))
     passages = [(d.meta["title"], d.content or "") for d in documents]
-    expected = relevance_logits(reader, tokenizer, "who wrote hamlet", passages, InputSettings())
+    expected = input_relevance(reader, reader_input(tokenizer, "who wrote hamlet", passages, InputSettings()))
     order = sorted(range(len(documents)), key=lambda i: -expected[i])[:3]
     assert [d.id for d in result] == [documents[i].id for i in order]
     assert [d.score for d in result] == pytest.approx([expected[i] for i in order])

@@ -46,6 +46,10 @@ from dpr_components.utils.sources import resolve_data_source
 
 POOL = "wiki/documents.jsonl"
 KS = (1, 5, 20, 100)
+MATCH_HELP = (
+    "answer: a passage holding an answer string (DPR's rule); gold: a passage of one of the question's "
+    "gold_ids documents (the selection splits; questions without gold_ids are left out)"
+)
 MAX_K = 100
 
 
@@ -191,13 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse this encoder's cached pool vectors; it must make the same "
         "vectors as the system's passage encoder (checked), e.g. after question-side training",
     )
-    parser.add_argument(
-        "--match",
-        choices=["answer", "gold"],
-        default="answer",
-        help="answer: a passage holding an answer string (DPR's rule); gold: a passage of one of the question's "
-        "gold_ids documents (the selection splits; questions without gold_ids are left out)",
-    )
+    parser.add_argument("--match", choices=["answer", "gold"], default="answer", help=MATCH_HELP)
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     result = evaluate(

@@ -75,11 +75,7 @@ class PassageRanker(ReadingComponent):
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
-        return default_to_dict(
-            self,
-            **init_parameters(self, "model top_k title_field batch_size precision"),
-            **init_parameters(self.input_settings, "max_length stride max_question_tokens max_title_tokens"),
-        )
+        return default_to_dict(self, **self._reading_parameters(), batch_size=self.batch_size)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PassageRanker:

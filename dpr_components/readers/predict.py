@@ -180,24 +180,11 @@ def reader_input(
     return ReaderInput(len(passages), list(tokenized), rows, tokenizer.pad_token_id)
 
 
-def relevance_logits(
-    reader: torch.nn.Module,
-    tokenizer: Any,
-    question: str,
-    passages: Sequence[tuple[str | None, str]],
-    inputs: InputSettings = InputSettings(),
-    batch_size: int | None = None,
-    bf16: bool = False,
-) -> list[float]:
-    """The selection head's logit for each ``(title, text)`` passage read with ``question`` (the best
-    of its windows): how relevant the reader finds it. A passage without tokens gets ``-inf``."""
-    return input_relevance(reader, reader_input(tokenizer, question, passages, inputs), batch_size, bf16)
-
-
 def input_relevance(
     reader: torch.nn.Module, prepared: ReaderInput, batch_size: int | None = None, bf16: bool = False
 ) -> list[float]:
-    """:func:`relevance_logits` of an input already tokenised (no tokenizer needed)."""
+    """The selection head's logit for each passage of ``prepared`` (the best of its windows): how relevant
+    the reader finds it read with the question. A passage without tokens gets ``-inf``."""
     best = [-math.inf] * prepared.passages
     logits = row_logits(reader, prepared.rows, prepared.pad_id, batch_size, bf16)
     for row, (_, _, relevance) in zip(prepared.rows, logits):

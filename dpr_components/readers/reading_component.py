@@ -4,6 +4,7 @@ have text, and tokenising under the model's lock while the model itself runs unl
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from haystack import Document
@@ -13,6 +14,7 @@ from dpr_components.encoders.text_encoder import Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
+from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
@@ -45,6 +47,10 @@ class ReadingComponent:
                 f"of the reader {self.model}"
             )
         self._reader, self._tokenizer = reader, tokenizer
+
+    def _reading_parameters(self) -> dict[str, Any]:
+        """The init parameters every reading component writes to its pipeline data."""
+        return {**init_parameters(self, "model top_k title_field precision"), **asdict(self.input_settings)}
 
     @property
     def uses_bf16(self) -> bool:

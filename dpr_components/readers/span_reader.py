@@ -104,12 +104,7 @@ class SpanReader(ReadingComponent):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            **init_parameters(self, "model top_k title_field precision"),
-            **asdict(self.read_settings),
-            **asdict(self.input_settings),
-        )
+        return default_to_dict(self, **self._reading_parameters(), **asdict(self.read_settings))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpanReader:
