@@ -59,13 +59,19 @@ def test_runs_at_once_never_exceed_the_limit(limit: int) -> None:
     assert wrapper.most == limit  # six requests arrived together: the limit was reached, never passed
 
 
+def test_usable_cores_follow_the_process_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hasattr(threads.os, "sched_getaffinity"):
+        pytest.skip("this system does not report a CPU affinity")
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 3, 5})
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 64)
+    assert threads.usable_cores() == 3
+
+
 def test_default_concurrency_fills_the_cores_at_the_query_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 8)
     monkeypatch.delenv(QUERY_THREADS_ENV, raising=False)
     assert default_concurrent_runs() == 8
     monkeypatch.setenv(QUERY_THREADS_ENV, "2")
     assert default_concurrent_runs() == 4
     monkeypatch.setenv(QUERY_THREADS_ENV, "16")
-    assert default_concurrent_runs() == 1
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: None)
     assert default_concurrent_runs() == 1

@@ -30,6 +30,7 @@ from dpr_components.encoders.batch_encoding import cache_for, encode_passages_ca
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.evaluation.intervals import bootstrap_interval
+from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import (
     RetrievalResult,
@@ -159,7 +160,7 @@ def evaluate(
     for name in question_files:
         questions = load_questions(resolve_data_source(name), limit=limit)
         if gold:
-            questions = [q for q in questions if q.gold_ids]
+            questions = with_gold_ids(questions, lambda line: print(f"{name}: {line}", file=sys.stderr))
         start = time.perf_counter()
         top = retriever.top(questions)
         ranks = hit_ranks(questions, top, passages, gold)

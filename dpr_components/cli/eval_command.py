@@ -140,10 +140,7 @@ def command_eval(args: Any) -> int:
     # A relative name missing here is looked up in the shared data folder, as training data is.
     questions = load_questions(resolve_data_source(questions_source), split=args.split or spec.split, limit=args.limit)
     if gold_documents:
-        kept = with_gold_ids(questions)
-        if len(kept) < len(questions):
-            print(f"gold-passage matching: {len(questions) - len(kept)} question(s) without gold_ids left out")
-        questions = kept
+        questions = with_gold_ids(questions)
     _check_patterns(eval_pipeline, questions, str(questions_source))
     overrides = _overrides_for(systems, args.overrides)
     loaded = {

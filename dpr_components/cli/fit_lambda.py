@@ -120,10 +120,7 @@ def command_fit_lambda(args: Any) -> int:
     questions = load_questions(args.questions, split=args.split, limit=args.limit)
     gold = args.match == "gold"
     if gold:
-        kept = with_gold_ids(questions)
-        if len(kept) < len(questions):
-            print(f"gold-passage matching: {len(questions) - len(kept)} question(s) without gold_ids left out")
-        questions = kept
+        questions = with_gold_ids(questions)
     candidates = []
     for example in tqdm(questions, desc="Scoring candidates", unit="question"):
         try:

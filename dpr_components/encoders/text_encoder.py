@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -452,12 +452,9 @@ class TextEncoder:
         unit: str,
         on_batch: BatchCallback | None,
     ) -> np.ndarray:
-        firsts, seconds = self._inputs(texts, titles)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), unit=unit[:-1], desc=f"Encoding {unit}", disable=not show_progress)
-        window = self.batch_size * BUCKET_BATCHES
-        for offset in range(0, len(texts), window):
-            tokens = self._tokenize(firsts[offset : offset + window], seconds[offset : offset + window])
+        for offset, tokens in self._token_windows(texts, titles):
             # Length bucketing: longest first, so a batch pads to about its own length; the
             # vectors go back to their input positions.
             order = np.argsort([-len(ids) for ids in tokens.ids], kind="stable")
@@ -475,13 +472,14 @@ class TextEncoder:
         """Each passage's token count as :meth:`encode_passages` feeds it to the model (after truncation);
         batches are cut from windows of ``batch_size * BUCKET_BATCHES`` inputs sorted by this length."""
         self.load()
+        return [len(ids) for _, tokens in self._token_windows(texts, titles) for ids in tokens.ids]
+
+    def _token_windows(self, texts: list[str], titles: list[str | None] | None) -> Iterator[tuple[int, _Tokens]]:
+        """The inputs tokenised a window of ``batch_size * BUCKET_BATCHES`` at a time, with each window's offset."""
         firsts, seconds = self._inputs(texts, titles)
         window = self.batch_size * BUCKET_BATCHES
-        return [
-            len(ids)
-            for offset in range(0, len(texts), window)
-            for ids in self._tokenize(firsts[offset : offset + window], seconds[offset : offset + window]).ids
-        ]
+        for offset in range(0, len(texts), window):
+            yield offset, self._tokenize(firsts[offset : offset + window], seconds[offset : offset + window])
 
     def _inputs(self, texts: list[str], titles: list[str | None] | None) -> tuple[list[str], list[str | None]]:
         if titles is None or self.settings.title_mode == "none":

@@ -204,11 +204,14 @@ def _add_gold_ids(eval_pipeline: Pipeline, data: dict[str, dict[str, Any]], ques
             data[name][GOLD_IDS_INPUT] = [list(q.gold_ids) for q in questions]
 
 
-def with_gold_ids(questions: Sequence[QAExample]) -> list[QAExample]:
-    """The questions that name their gold documents; an error when none does."""
+def with_gold_ids(questions: Sequence[QAExample], report: Callable[[str], None] = print) -> list[QAExample]:
+    """The questions that name their gold documents, ``report`` told how many were left out; an error
+    when none does."""
     kept = [q for q in questions if q.gold_ids]
     if not kept:
         raise ValueError("gold-passage matching needs questions with gold_ids (e.g. the selection splits' files)")
+    if len(kept) < len(questions):
+        report(f"gold-passage matching: {len(questions) - len(kept)} question(s) without gold_ids left out")
     return kept
 
 

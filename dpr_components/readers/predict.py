@@ -139,14 +139,20 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum())
 
 
+def best_relevance(rows: Sequence[Row], logits: Sequence[tuple[np.ndarray, np.ndarray, float]]) -> dict[int, float]:
+    """Each passage's selection logit: the best over the rows of its windows (``passage index -> logit``)."""
+    best: dict[int, float] = {}
+    for row, (_, _, relevance) in zip(rows, logits):
+        best[row.passage_index] = max(float(relevance), best.get(row.passage_index, -math.inf))
+    return best
+
+
 def passage_probabilities(
     rows: Sequence[Row], logits: Sequence[tuple[np.ndarray, np.ndarray, float]]
 ) -> dict[int, float]:
     """The selection head's probability of each passage (softmax over the passages of the rows of its
     best window): ``passage index -> probability``."""
-    selection: dict[int, float] = {}
-    for row, (_, _, relevance) in zip(rows, logits):
-        selection[row.passage_index] = max(relevance, selection.get(row.passage_index, -np.inf))
+    selection = best_relevance(rows, logits)
     indices = sorted(selection)
     probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
     return dict(zip(indices, probabilities.tolist()))
@@ -185,11 +191,8 @@ def input_relevance(
 ) -> list[float]:
     """The selection head's logit for each passage of ``prepared`` (the best of its windows): how relevant
     the reader finds it read with the question. A passage without tokens gets ``-inf``."""
-    best = [-math.inf] * prepared.passages
-    logits = row_logits(reader, prepared.rows, prepared.pad_id, batch_size, bf16)
-    for row, (_, _, relevance) in zip(prepared.rows, logits):
-        best[row.passage_index] = max(best[row.passage_index], float(relevance))
-    return best
+    best = best_relevance(prepared.rows, row_logits(reader, prepared.rows, prepared.pad_id, batch_size, bf16))
+    return [best.get(i, -math.inf) for i in range(prepared.passages)]
 
 
 def read(

@@ -9,23 +9,19 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
 
-from dpr_components.encoders.model_locks import model_lock
-from dpr_components.encoders.text_encoder import Precision, bf16_enabled
-from dpr_components.readers.inputs import InputSettings, document_title
+from dpr_components.encoders.text_encoder import Precision
+from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.predict import (
     NonFiniteLogits,
     Ranking,
     ReadSettings,
     SpanPrediction,
     read_input,
-    reader_input,
 )
 from dpr_components.readers.reading_component import ReadingComponent
-from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import READERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.type_paths import from_dict_any_path
-from dpr_components.utils.validation import check_positive_int, check_query
 
 DEFAULT_READER = "models/reader-minilm"
 

@@ -8,6 +8,7 @@ method where the store has one, and otherwise runs the synchronous call in a wor
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import sys
 from collections.abc import Sequence
@@ -217,8 +218,18 @@ def _accepted(method: Any, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _accepts(method: Any, parameter: str) -> bool:
+    # A bound method is a new object at each lookup; its function is not, so the signature is read once.
+    function = getattr(method, "__func__", method)
     try:
-        parameters = inspect.signature(method).parameters
+        return _function_accepts(function, parameter)
+    except TypeError:  # an unhashable callable: read its signature each time
+        return _function_accepts.__wrapped__(function, parameter)
+
+
+@functools.lru_cache(maxsize=256)
+def _function_accepts(function: Any, parameter: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
     return parameter in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())

@@ -58,10 +58,17 @@ def read_threads() -> int:
     return parse_threads(READ_THREADS_ENV, os.environ.get(READ_THREADS_ENV)) or query_threads()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, else all of them)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def default_concurrent_runs() -> int:
     """Requests a server runs at once: as many as the cores hold at the query count of threads each.
     Running more at once only shares the same cores, so every request would finish late."""
-    return max(1, (os.cpu_count() or 1) // query_threads())
+    return max(1, usable_cores() // query_threads())
 
 
 @cache
