@@ -17,6 +17,7 @@ from dpr_components.evaluation.intervals import (
     mcnemar,
     paired_bootstrap_difference,
     supported_gain,
+    wilson_interval,
 )
 from dpr_components.evaluation.metric_intervals import (
     IntervalSettings,
@@ -119,6 +120,47 @@ def test_bad_input_is_a_one_line_error(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message) as error:
         call()  # type: ignore[operator]
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("successes", "n", "low", "high"),
+    [
+        # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table II, method 3
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
+def test_wilson_interval_against_published_values(successes: int, n: int, low: float, high: float) -> None:
+    interval = wilson_interval(successes / n, n)
+    assert interval.estimate == pytest.approx(successes / n)
+    assert (round(interval.low, 4), round(interval.high, 4)) == (low, high)
+    assert (interval.confidence, interval.resamples) == (0.95, 0)
+
+
+def test_wilson_interval_by_hand_and_at_the_edges() -> None:
+    # 5 of 10 at 95%: centre 0.5, half-width z/(1 + z²/n) * sqrt(0.025 + z²/400), z = 1.959964
+    z = 1.959963984540054
+    half = z / (1 + z * z / 10) * math.sqrt(0.25 / 10 + z * z / 400)
+    interval = wilson_interval(0.5, 10)
+    assert interval.low == pytest.approx(0.5 - half) and interval.high == pytest.approx(0.5 + half)
+    assert wilson_interval(1.0, 10).high == 1.0 and wilson_interval(1.0, 10).low == pytest.approx(0.7225, abs=1e-4)
+    assert wilson_interval(0.5, 10, confidence=0.5).high < interval.high
+    assert wilson_interval(0.5, 1000).high - wilson_interval(0.5, 1000).low < interval.high - interval.low
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: wilson_interval(0.5, 0), "positive number of questions"),
+        (lambda: wilson_interval(1.5, 10), r"lie in \[0, 1\]"),
+        (lambda: wilson_interval(0.5, 10, confidence=1.0), "strictly between 0 and 1"),
+    ],
+)
+def test_wilson_interval_refuses_bad_input(call: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()  # type: ignore[operator]
 
 
 def test_report_intervals_from_ranks_and_answer_scores() -> None:

@@ -18,13 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dpr_components.evaluation.intervals import (
-    bootstrap_interval,
-    mcnemar,
-    paired_bootstrap_difference,
-    supported_gain,
-    supported_loss,
-)
+from dpr_components.evaluation.intervals import bootstrap_interval, mcnemar, paired_bootstrap_difference
+from dpr_components.evaluation.metric_intervals import difference_cell, hits_at, interval_cell
 from dpr_components.utils.atomic_files import atomic_write_text
 
 DEFAULT_KS = (1, 5, 20, 100)
@@ -35,11 +30,6 @@ INTERVALS_NOTE = (
 )
 
 
-def hits_at(ranks: Sequence[int | None], k: int) -> list[float]:
-    """1.0 for each question whose first hit is within the top ``k``, else 0.0."""
-    return [1.0 if rank is not None and rank <= k else 0.0 for rank in ranks]
-
-
 def _ranks(evaluation: dict[str, Any], dataset: str, source: str) -> list[int | None]:
     try:
         return list(evaluation["datasets"][dataset]["first_hit_ranks"])
@@ -47,27 +37,18 @@ def _ranks(evaluation: dict[str, Any], dataset: str, source: str) -> list[int | 
         raise ValueError(f"{source}: no first_hit_ranks for {dataset!r} (a training.evaluate output?)") from None
 
 
-def _cell(low: float, high: float, estimate: float) -> str:
-    return f"{estimate:.1f} [{low:.1f}, {high:.1f}]"
-
-
 def dataset_table(names: Sequence[str], ranks: Sequence[Sequence[int | None]], ks: Sequence[int]) -> list[str]:
     """Markdown rows: every system's top-k with intervals, then each later system minus the first."""
     lines = ["| system | " + " | ".join(f"top-{k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
     for name, system in zip(names, ranks):
-        cells = [bootstrap_interval(hits_at(system, k)).scaled(100) for k in ks]
-        lines.append(f"| {name} | " + " | ".join(_cell(c.low, c.high, c.estimate) for c in cells) + " |")
+        cells = [interval_cell(bootstrap_interval(hits_at(system, k)).scaled(100)) for k in ks]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for name, system in zip(names[1:], ranks[1:]):
         cells = []
         for k in ks:
             ours, first = hits_at(system, k), hits_at(ranks[0], k)
             difference = paired_bootstrap_difference(ours, first).scaled(100)
-            verdict = "gain" if supported_gain(difference) else "loss" if supported_loss(difference) else "—"
-            test = mcnemar(ours, first)
-            interval = difference.interval
-            cells.append(
-                f"{interval.estimate:+.1f} [{interval.low:+.1f}, {interval.high:+.1f}] {verdict}, p={test.p_value:.2g}"
-            )
+            cells.append(difference_cell(difference, mcnemar(ours, first)))
         lines.append(f"| {name} − {names[0]} | " + " | ".join(cells) + " |")
     return lines
 

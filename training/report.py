@@ -1,13 +1,20 @@
 """Write the recipe's report (docs/training/dpr_nq.md and .json) from finished runs.
 
     python -m training.report                      # reads runs/dpr-nq, writes docs/training
+    python -m training.report --from-json          # re-render docs/training/*.md from their JSON
 
 Baselines come from runs/dpr-nq/baselines/*.json, trained runs from runs/dpr-nq/*/eval.json
 (with their variant.json, result.json and log.jsonl), weight averages of runs from
 runs/dpr-nq/soup*/eval.json. Runs that differ in one setting only
 (hard negatives, batch size, training questions, SQuAD added, question side, dense negatives)
 are also shown side by side. Rows of runs whose folders are gone are carried over from the
-previous docs/training/dpr_nq.json, marked †."""
+previous docs/training/dpr_nq.json, marked †.
+
+Each accuracy has its 95% Wilson score interval: the report keeps only each run's accuracy and
+number of questions, not per-question results, so a bootstrap over questions and paired differences
+between rows are not possible here (training.compare does both from training.evaluate outputs).
+``--from-json`` rewrites dpr_nq.md and ablations.md from dpr_nq.json and ablations.json, no run
+folder needed."""
 
 from __future__ import annotations
 
@@ -18,9 +25,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpr_components.evaluation.intervals import wilson_interval
+from dpr_components.evaluation.metric_intervals import interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.utils.atomic_files import atomic_write_text
-from training.ablation_report import write_ablation_report
+from training.ablation_report import render_ablations_from_json, write_ablation_report
 from training.run_records import (
     ABLATIONS,
     LATER_FIELDS,
@@ -34,6 +43,20 @@ from training.run_records import (
 KS = ("1", "5", "20", "100")
 DATASETS = ("nq/dev.jsonl", "squad/dev.jsonl")
 
+
+PROTOCOL_NOTE = (
+    "**Made before the selection protocol.** The runs here, their settings, their checkpoints (validated on "
+    "nq/dev) and the soups were compared and chosen on these dev numbers, so they are optimistic. Under the "
+    "protocol, choices are made on selection splits of NQ and SQuAD train and dev is reported once: "
+    "`docs/training/selection.md` has the numbers of the shipped encoder."
+)
+WILSON_NOTE = (
+    "In brackets: the 95% Wilson score interval of each accuracy (Wilson 1927). This report keeps only each "
+    "system's accuracy and number of questions, not per-question results, so a bootstrap over questions is not "
+    "possible, and differences between rows are not tested here: rows whose intervals overlap may or may not "
+    "differ, and no row is claimed better than another. Paired comparisons on the same questions, for the "
+    "encoders chosen under the protocol, are in `docs/training/selection.md`."
+)
 
 ARCHIVED_MARK = " †"
 ARCHIVED_NOTE = (
@@ -49,12 +72,24 @@ def _group_title(title: str, group: list[dict[str, Any]]) -> str:
     return f"{title} (multi setting)" if group[0]["variant"].get("multi") else title
 
 
+def accuracy_cell(percent: float, n: int | None) -> str:
+    """``80.5 [77.3, 83.3]``: an accuracy with its Wilson interval over ``n`` questions (plain without ``n``)."""
+    if not n:
+        return f"{percent:.1f}"
+    return interval_cell(wilson_interval(percent / 100, int(n)).scaled(100))
+
+
 def _accuracy_cells(run: dict[str, Any]) -> list[str]:
     cells = []
     for dataset in DATASETS:
-        scores = run["datasets"].get(dataset, {}).get("top_k", {})
-        cells += [f"{scores[k]:.1f}" if k in scores else "" for k in KS]
+        found = run["datasets"].get(dataset, {})
+        scores, n = found.get("top_k", {}), found.get("n_questions")
+        cells += [accuracy_cell(scores[k], n) if k in scores else "" for k in KS]
     return cells
+
+
+def _has_intervals(rows: list[dict[str, Any]]) -> bool:
+    return any(found.get("n_questions") for row in rows for found in row.get("datasets", {}).values())
 
 
 def _header(first: list[str]) -> list[str]:
@@ -88,7 +123,13 @@ def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
         if not name.startswith("hybrid"):
             continue
         run = {
-            "datasets": {r["dataset"]: {"top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS}} for r in hybrid}
+            "datasets": {
+                r["dataset"]: {
+                    "top_k": {k: r["full"][name]["top_k_accuracy"][k] for k in KS},
+                    "n_questions": r["full"][name].get("n_questions"),
+                }
+                for r in hybrid
+            }
         }
         rows.append(table_row([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)))
     return rows
@@ -124,9 +165,15 @@ def render(
     command: str,
     hybrid: list[dict[str, Any]] | None = None,
     soups: list[dict[str, Any]] | None = None,
+    rerendered_by: str | None = None,
 ) -> str:
+    produced = f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU)."
+    if rerendered_by:
+        produced += f" Intervals added from the stored results, nothing evaluated again, by: `{rerendered_by}`."
     lines = [
         "# DPR on Natural Questions at CPU scale",
+        "",
+        PROTOCOL_NOTE,
         "",
         "Dense Passage Retrieval (Karpukhin et al. 2020) fine-tuned from all-MiniLM-L6-v2: separate question and "
         "passage encoders, NLL over in-batch negatives plus BM25 hard negatives shared by the batch, "
@@ -142,10 +189,11 @@ def render(
         "(training/README.md), so MiniLM is its passage encoder; hn4dense: 4 hard negatives per question sampled from "
         "BM25's and zero-shot MiniLM's mined lists, interleaved.",
         "",
-        f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU).",
+        produced,
         "",
         "## Results",
         "",
+        *([WILSON_NOTE, ""] if _has_intervals([*baselines, *runs, *(soups or [])]) else []),
         *_header(["system", "train questions", "batch", "hard neg.", "epochs", "train hours"]),
     ]
     for baseline in baselines:
@@ -159,7 +207,8 @@ def render(
             "",
             "Hybrid rows: the DPR paper's BM25 + λ·sim over the union of both top-2,000 lists, from "
             "`docs/training/hybrid/retrieval_quality.md` (its command there; λ fitted on these dev questions, "
-            "so optimistic; its 2-fold tables fit and report on separate halves).",
+            "so optimistic; its 2-fold tables fit and report on separate halves). That report kept these rows' "
+            "per-question ranks: it gives them bootstrap intervals and paired differences from dense.",
         ]
     lines += soup_lines(soups or [])
     for field, title in ABLATIONS.items():
@@ -210,12 +259,50 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
     return out / "dpr_nq.md"
 
 
+def render_from_json(out: Path, rerendered_by: str) -> list[Path]:
+    """Rewrite dpr_nq.md and ablations.md from the dpr_nq.json and ablations.json in ``out`` (and the
+    hybrid rows from hybrid/retrieval_quality.json): no run folder is read, nothing is evaluated."""
+    written = []
+    stored = load_json(out / "dpr_nq.json")
+    if stored is not None:
+        hybrid_file = out / "hybrid" / "retrieval_quality.json"
+        hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
+        text = render(
+            stored.get("baselines", []),
+            stored.get("runs", []),
+            stored["command"],
+            hybrid,
+            stored.get("soups", []),
+            rerendered_by=rerendered_by,
+        )
+        atomic_write_text(out / "dpr_nq.md", text)
+        written.append(out / "dpr_nq.md")
+    ablations = load_json(out / "ablations.json")
+    if ablations is not None:
+        atomic_write_text(out / "ablations.md", render_ablations_from_json(ablations, rerendered_by))
+        written.append(out / "ablations.md")
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", default="runs/dpr-nq")
     parser.add_argument("--out", default="docs/training")
+    parser.add_argument(
+        "--from-json",
+        action="store_true",
+        help="re-render OUT/dpr_nq.md and OUT/ablations.md from OUT/dpr_nq.json and OUT/ablations.json",
+    )
     args = parser.parse_args(argv)
     command = "python -m training.report " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.from_json:
+        written = render_from_json(Path(args.out), command.strip())
+        if not written:
+            print(f"no dpr_nq.json or ablations.json in {args.out}: nothing to re-render", file=sys.stderr)
+            return 2
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
     write_report(Path(args.runs), Path(args.out), command)
     return 0
 

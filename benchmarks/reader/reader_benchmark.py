@@ -2,6 +2,7 @@
 
     python -m benchmarks.reader.reader_benchmark --model models/reader-minilm     # writes docs/benchmarks/reader.{md,json}
     python -m benchmarks.reader.reader_benchmark --model runs/reader-minilm/export --limit 20 --out runs/reader-bench
+    python -m benchmarks.reader.reader_benchmark --from-json    # re-render docs/benchmarks/reader.md from its JSON
 
 (a) SQuAD dev (``squad/dev.jsonl``): the reader reads only the question's gold paragraph; EM/F1.
 (b) NQ dev (``nq/dev.jsonl``) over the full 55,350-passage pool: the top k ∈ {1, 5, 10, 20}
@@ -12,7 +13,10 @@
     prior). Retrievers and λ are those of ``pipelines/qa.yml``. The first ``--squad-open-limit``
     squad/dev questions are run the same way: a question style the rank prior was not chosen on.
 (c) Latency of ``pipelines/qa.yml`` per question (reader on the top 10 passages): p50/p95 of
-    the whole pipeline and of each stage, after untimed warm-up questions."""
+    the whole pipeline and of each stage, after untimed warm-up questions.
+
+Exact match cells carry their 95% Wilson score interval: the JSON keeps each cell's share of
+questions and their number, not per-question answers, so differences between rows are not tested."""
 
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ from benchmarks.common import cpu_name, latency_ms, log
 from dpr_components.encoders.text_encoder import bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
+from dpr_components.evaluation.intervals import wilson_interval
+from dpr_components.evaluation.metric_intervals import interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.data import read_jsonl
@@ -56,6 +62,25 @@ def ranking_label(ranking: Ranking) -> str:
 
 
 QA_PIPELINE = Path("pipelines/qa.yml")
+PROTOCOL_NOTE = (
+    "**Made before the selection protocol.** The reader's checkpoint (by its dev exact match), λ, the "
+    "answer ranking, the rank prior and the length prior were chosen on these dev sets (nq/dev end to end, "
+    "squad/dev with the gold paragraph), so the numbers are optimistic; `pipelines/qa.yml` has changed since "
+    "(its encoder and λ are now chosen on the selection splits of train). Under the protocol, choices are "
+    "made on selection splits of NQ and SQuAD train and dev is reported once: `docs/training/selection.md`."
+)
+WILSON_NOTE = (
+    "In square brackets after each exact match: its 95% Wilson score interval (Wilson 1927). This benchmark kept "
+    "only each cell's exact match and its number of questions, not per-question answers, so a bootstrap over "
+    "questions is not possible and differences between cells (rankings, retrievers, k) are not tested: no "
+    "ranking, retriever or k is claimed better than another here. F1 is a mean of per-question scores and "
+    "has no interval."
+)
+
+
+def em_cell(percent: float, n: int) -> str:
+    """``53.1 [49.3, 56.9]``: an exact match (percent of ``n`` questions) with its Wilson interval."""
+    return interval_cell(wilson_interval(percent / 100, int(n)).scaled(100))
 
 
 def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -> dict[str, Any]:
@@ -199,13 +224,18 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
     }
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
     a, c = result["squad_gold"], result["latency"]
     qa_ranking = c["qa_ranking"]
+    produced = f"Produced by: `{result['command']}` (run on {result['date']})"
+    if rerendered_by:
+        produced += f". Intervals added from the stored results, nothing measured again, by: `{rerendered_by}`"
     lines = [
         "# Span reader: reading comprehension, end-to-end QA, latency",
         "",
-        f"Produced by: `{result['command']}` (run on {result['date']})",
+        PROTOCOL_NOTE,
+        "",
+        produced,
         "",
         f"Reader: `{result['model']}` ({result['model_info']}). Machine: {result['machine']}; torch threads "
         f"{result['torch_threads']}, reader precision {c['reader_precision']}. "
@@ -215,10 +245,12 @@ def render(result: dict[str, Any]) -> str:
         f"tokens, length prior β = {c.get('length_penalty', 0.0):g} (a span of n tokens scores start + end logit − "
         "β(n−1); 0 is DPR's decoding).",
         "",
+        WILSON_NOTE,
+        "",
         f"## (a) SQuAD dev, gold paragraph given ({a['n']} questions)",
         "",
         *table_header(["exact match", "F1", "ms / question"], "rrr"),
-        f"| {a['exact_match']:.1f} | {a['f1']:.1f} | {a['ms_per_question']:.0f} |",
+        f"| {em_cell(a['exact_match'], a['n'])} | {a['f1']:.1f} | {a['ms_per_question']:.0f} |",
     ]
     for part, b in zip("bcdefgh", result["end_to_end"]):
         lines += [
@@ -229,7 +261,7 @@ def render(result: dict[str, Any]) -> str:
             f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
             "",
             "Exact match (%) of the reader's answer from the top-k passages of each retriever "
-            "(in brackets: top-k retrieval accuracy, the share of questions with an answer among the passages "
+            "(in parentheses: top-k retrieval accuracy, the share of questions with an answer among the passages "
             "read), for the reader's answer rankings: `passage` (DPR's: the best span of the passage the reader "
             "selects), `combined` (every passage's best span by P(passage) · P(span)) and `combined × rank^-α` "
             "(that times r^-α, r the passage's rank in the retriever's list); "
@@ -240,7 +272,8 @@ def render(result: dict[str, Any]) -> str:
         for ranking, by_name in b["exact_match"].items():
             for name, by_k in by_name.items():
                 accuracy = b["retrieval_top_k_accuracy"][name]
-                lines.append(table_row([ranking, name, *(f"{by_k[k]:.1f} ({accuracy[k]:.0f})" for k in KS)]))
+                cells = (f"{em_cell(by_k[k], b['n'])} ({accuracy[k]:.0f})" for k in KS)
+                lines.append(table_row([ranking, name, *cells]))
     lines += [
         "",
         f"## `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
@@ -296,13 +329,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument(
         "--render-only",
+        "--from-json",
+        dest="render_only",
         action="store_true",
         help="rewrite OUT/reader.md from OUT/reader.json of an earlier run (no measuring)",
     )
     args = parser.parse_args()
     if args.render_only:
         saved = _int_keys(json.loads((Path(args.out) / "reader.json").read_text(encoding="utf-8")))
-        atomic_write_text(Path(args.out) / "reader.md", render(saved))
+        rerendered_by = "python -m benchmarks.reader.reader_benchmark " + shlex.join(sys.argv[1:])
+        atomic_write_text(Path(args.out) / "reader.md", render(saved, rerendered_by))
         return
     if args.threads:
         torch.set_num_threads(args.threads)

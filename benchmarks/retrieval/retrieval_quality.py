@@ -4,20 +4,31 @@
     python -m benchmarks.retrieval.retrieval_quality --limit 100 --out /tmp/quick   # smoke run
     python -m benchmarks.retrieval.retrieval_quality --model models/dpr-minilm-multi/question_encoder \
         --passage-model bundled:all-MiniLM-L6-v2 --out docs/training/hybrid   # the default DPR pair
+    python -m benchmarks.retrieval.retrieval_quality --from-json   # re-render docs/benchmarks/ from its JSON
 
 The pool (55,350 passages) is indexed once into a cached embedded store (vectors come from the
 embedding cache that ``benchmarks/encoding/encode_pool.py`` fills). For the hybrid, λ is fitted on one
 half of each dev set and reported on the other half (2-fold: both directions are reported);
-BM25 and dense are reported on the same halves so the rows compare like with like."""
+BM25 and dense are reported on the same halves so the rows compare like with like.
+
+Every top-k cell has its 95% bootstrap interval over questions and every system its paired
+difference from dense (paired bootstrap, McNemar's exact p), from the first-hit ranks the JSON keeps.
+``--from-json`` re-renders OUT/retrieval_quality.md (and the per-dataset reports) from
+OUT/retrieval_quality.json without retrieving anything: give it the options of the original run,
+which the report names as the command that produced the numbers."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from haystack import Document
@@ -26,9 +37,26 @@ from tqdm.auto import tqdm
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.evaluation.eval_report import differences_table
+from dpr_components.evaluation.intervals import (
+    bootstrap_interval,
+    mcnemar,
+    paired_bootstrap_difference,
+    supported_gain,
+    supported_loss,
+    wilson_interval,
+)
+from dpr_components.evaluation.metric_intervals import (
+    IntervalSettings,
+    difference_cell,
+    hits_at,
+    interval_cell,
+    per_question_values,
+    report_intervals,
+)
 from dpr_components.evaluation.pool import pool_store
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.evaluation.report import write_retrieval_report
+from dpr_components.evaluation.report import TABLE_KS, ReportTable, write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import (
     RetrievalResult,
     answer_hits,
@@ -50,6 +78,30 @@ from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 
 KS = (1, 5, 20, 100)
+FOLD_SYSTEMS = ("bm25", "dense", "hybrid", "rrf")
+WILSON_MARK = "ʷ"
+PROTOCOL_NOTE = (
+    "**Made before the selection protocol.** λ here is fitted on the same dev questions it is reported on "
+    "(the 2-fold tables fit on one half and report on the other; the all-questions rows are in-sample), and "
+    "a trained encoder measured here was chosen on these dev sets too, so the numbers are optimistic. Under "
+    "the protocol, choices are made on selection splits of NQ and SQuAD train and dev is reported once: "
+    "`docs/training/selection.md` has the numbers of the shipped encoder and hybrid."
+)
+INTERVALS_NOTE = (
+    "Cells: top-k accuracy in percent with its 95% percentile-bootstrap interval over questions (10,000 "
+    "resamples, seed 0). Rows *X − dense*: X minus dense on the same questions, its paired-bootstrap interval, "
+    "*gain* or *loss* when the interval excludes zero (— when it does not), and McNemar's exact p. "
+    "A difference is claimed only when its interval excludes zero."
+)
+
+
+def wilson_note(labels: Sequence[str]) -> str:
+    """What the marked cells are, for rows whose per-question ranks were not stored."""
+    return (
+        f"{WILSON_MARK} The JSON kept only the accuracies of {', '.join(labels)}, not its per-question ranks: "
+        "its cells have a 95% Wilson score interval of the proportion (Wilson 1927) instead of a bootstrap over "
+        "questions, and its difference from dense is not tested."
+    )
 
 
 def _rank_in(documents: list[Document], answers: list[str], max_k: int = 100) -> int | None:
@@ -79,7 +131,7 @@ def retrieve_dataset(
         dense_ranks.append(_rank_in(dense, q.answers))
         fused = rrf_scores([[d.id for d in bm25], [d.id for d in dense]], 60)
         by_id = {d.id: d for d in [*bm25, *dense]}
-        ranked = sorted(fused, key=fused.get, reverse=True)[:100]
+        ranked = sorted(fused, key=lambda doc_id: fused[doc_id], reverse=True)[:100]
         rrf_ranks.append(_rank_in([by_id[i] for i in ranked], q.answers))
         candidates.append(collect_candidates(union_from_lists(store, q.question, emb, bm25, dense), q.answers))
     n = len(questions)
@@ -101,22 +153,25 @@ def summarise(name: str, retrieved: dict, candidates_n: int, default_weight: flo
     """2-fold λ fitting and the result tables of one dataset."""
     n, candidates = retrieved["n"], retrieved["candidates"]
     bm25_ranks, dense_ranks, rrf_ranks = retrieved["bm25_ranks"], retrieved["dense_ranks"], retrieved["rrf_ranks"]
-    order = np.random.default_rng(0).permutation(n)
-    halves = [sorted(order[: n // 2]), sorted(order[n // 2 :])]
+    halves = fold_halves(n)
     folds = []
     for fit_half, test_half in ((0, 1), (1, 0)):
         curve = lambda_curve([candidates[i] for i in halves[fit_half]])
         weight = best_weight(curve)
         test = halves[test_half]
+        ranks = {
+            "bm25": [bm25_ranks[i] for i in test],
+            "dense": [dense_ranks[i] for i in test],
+            "hybrid": [hybrid_rank(candidates[i], weight) for i in test],
+            "rrf": [rrf_ranks[i] for i in test],
+        }
         folds.append(
             {
                 "fit_half": fit_half,
                 "weight": weight,
                 "n_test": len(test),
-                "bm25": _accuracy([bm25_ranks[i] for i in test]),
-                "dense": _accuracy([dense_ranks[i] for i in test]),
-                "hybrid": _accuracy([hybrid_rank(candidates[i], weight) for i in test]),
-                "rrf": _accuracy([rrf_ranks[i] for i in test]),
+                **{system: _accuracy(system_ranks) for system, system_ranks in ranks.items()},
+                "first_hit_ranks": ranks,
             }
         )
     full_weight = best_weight(lambda_curve(candidates))
@@ -124,6 +179,7 @@ def summarise(name: str, retrieved: dict, candidates_n: int, default_weight: flo
         "dataset": name,
         "n_questions": n,
         "candidates_per_retriever": candidates_n,
+        "pipeline_default_weight": default_weight,
         "full": {
             "bm25": RetrievalResult.from_ranks(bm25_ranks, max_k=100),
             "dense": RetrievalResult.from_ranks(dense_ranks, max_k=100),
@@ -140,6 +196,12 @@ def summarise(name: str, retrieved: dict, candidates_n: int, default_weight: flo
         "headroom": top1_headroom(candidates, bm25_ranks, dense_ranks),
         "ms_per_question": retrieved["ms_per_question"],
     }
+
+
+def fold_halves(n: int) -> list[list[int]]:
+    """The two halves of the 2-fold λ fit: one seeded permutation of the questions, cut in two."""
+    order = np.random.default_rng(0).permutation(n)
+    return [sorted(int(i) for i in order[: n // 2]), sorted(int(i) for i in order[n // 2 :])]
 
 
 def top1_headroom(candidates: list[Candidates], bm25_ranks: list, dense_ranks: list) -> dict:
@@ -202,21 +264,142 @@ def _retrieved_from_json(data: dict) -> dict:
     return {**data, "candidates": candidates}
 
 
-def _accuracy(ranks: list[int | None]) -> dict[int, float]:
+def _accuracy(ranks: Sequence[int | None]) -> dict[int, float]:
     return {k: 100.0 * sum(1 for r in ranks if r is not None and r <= k) / max(len(ranks), 1) for k in KS}
 
 
-def _row(name: str, acc: dict[int, float]) -> str:
-    return table_row([name, *(f"{acc[k]:.1f}" for k in KS)])
+def _by_k(accuracy: Mapping[Any, float]) -> dict[int, float]:
+    """An accuracy per k with int keys (JSON stores them as strings)."""
+    return {int(k): float(v) for k, v in accuracy.items()}
 
 
 def _header() -> list[str]:
-    return table_header(["system", *(f"top-{k}" for k in KS)])
+    return table_header(["system", *(f"top-{k}" for k in KS)], "l" + "r" * len(KS))
 
 
-def render(results: list[dict], command: str, default_weight: float, dense_name: str = "MiniLM zero-shot") -> str:
+@dataclass(frozen=True)
+class TableRow:
+    """One system of a result table: its accuracy per k (percent), its number of questions and, when
+    stored, its first-hit rank per question (then it gets bootstrap intervals and a paired difference)."""
+
+    label: str
+    accuracy: Mapping[int, float]
+    n: int
+    ranks: Sequence[int | None] | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A difference from the reference row that its interval supports (``gain`` or ``loss``)."""
+
+    label: str
+    k: int
+    kind: str
+
+
+def interval_table(
+    rows: Sequence[TableRow], reference: int, reference_name: str = "dense"
+) -> tuple[list[str], list[Verdict], list[str]]:
+    """Markdown lines of a table with intervals: every row's top-k cells, then each row minus the
+    reference row (paired bootstrap and McNemar, when both have per-question ranks). Also returns the
+    supported differences and the labels of the rows that could not be compared."""
+    lines = _header()
+    for row in rows:
+        if row.ranks is not None:
+            cells = [interval_cell(bootstrap_interval(hits_at(row.ranks, k)).scaled(100)) for k in KS]
+        else:
+            cells = [interval_cell(wilson_interval(row.accuracy[k] / 100, row.n).scaled(100)) + WILSON_MARK for k in KS]
+        lines.append(table_row([row.label, *cells]))
+    base = rows[reference]
+    verdicts: list[Verdict] = []
+    untested = [row.label for i, row in enumerate(rows) if i != reference and (row.ranks is None or base.ranks is None)]
+    if base.ranks is None:
+        return lines, verdicts, untested
+    for index, row in enumerate(rows):
+        if index == reference or row.ranks is None:
+            continue
+        cells = []
+        for k in KS:
+            ours, theirs = hits_at(row.ranks, k), hits_at(base.ranks, k)
+            difference = paired_bootstrap_difference(ours, theirs).scaled(100)
+            cells.append(difference_cell(difference, mcnemar(ours, theirs)))
+            if supported_gain(difference) or supported_loss(difference):
+                verdicts.append(Verdict(row.label, k, "gain" if supported_gain(difference) else "loss"))
+        lines.append(table_row([f"{row.label} − {reference_name}", *cells]))
+    return lines, verdicts, untested
+
+
+def fold_rows(result: Mapping[str, Any], fold: Mapping[str, Any], dense_label: str) -> list[TableRow]:
+    """The rows of one 2-fold table. Ranks come from the fold when stored; an older JSON kept only the
+    fold's accuracies, so the BM25, dense and RRF ranks are taken from the all-questions ranks on the
+    fold's half (and used only if they give back the stored accuracies); the hybrid's cannot be."""
+    stored = fold.get("first_hit_ranks") or {}
+    test = fold_halves(int(result["n_questions"]))[1 - int(fold["fit_half"])]
+    labels = {"bm25": "BM25", "dense": dense_label, "hybrid": f"hybrid (λ={fold['weight']:g})", "rrf": "RRF (k=60)"}
+    rows = []
+    for system in FOLD_SYSTEMS:
+        accuracy = _by_k(fold[system])
+        ranks = stored.get(system)
+        if ranks is None and system in result["full"]:
+            derived = [result["full"][system]["first_hit_ranks"][i] for i in test]
+            matches = all(abs(_accuracy(derived)[k] - accuracy[k]) < 1e-9 for k in KS)
+            ranks = derived if matches and len(derived) == int(fold["n_test"]) else None
+        rows.append(TableRow(labels[system], accuracy, int(fold["n_test"]), ranks))
+    return rows
+
+
+def full_rows(result: Mapping[str, Any]) -> list[TableRow]:
+    """The rows of the all-questions table, one per system of ``full``."""
+    return [
+        TableRow(name, _by_k(system["top_k_accuracy"]), int(system["n_questions"]), system["first_hit_ranks"])
+        for name, system in result["full"].items()
+    ]
+
+
+def _verdict_sentence(where: str, verdicts: Sequence[Verdict]) -> str:
+    """``where``: the supported gains and losses against dense, grouped by system."""
+    parts = []
+    for kind in ("gain", "loss"):
+        by_label: dict[str, list[int]] = {}
+        for verdict in verdicts:
+            if verdict.kind == kind:
+                by_label.setdefault(verdict.label, []).append(verdict.k)
+        if by_label:
+            listed = "; ".join(f"{label} at " + ", ".join(f"top-{k}" for k in ks) for label, ks in by_label.items())
+            parts.append(f"supported {'gains' if kind == 'gain' else 'losses'} for {listed}")
+    return f"{where}: " + (". Also ".join(parts) if parts else "no difference from dense is supported") + "."
+
+
+def pipeline_weight(results: Sequence[Mapping[str, Any]]) -> float:
+    """The λ fitted on all questions of all datasets: stored, or read from its row's name in older JSON."""
+    for result in results:
+        if "pipeline_default_weight" in result:
+            return float(result["pipeline_default_weight"])
+        for name in result["full"]:
+            found = re.fullmatch(r"hybrid \(pipeline default λ=([0-9.e+-]+)\)", name)
+            if found:
+                return float(found.group(1))
+    raise ValueError("the results name no pipeline-default λ")
+
+
+def render(
+    results: Sequence[Mapping[str, Any]],
+    command: str,
+    dense_name: str = "MiniLM zero-shot",
+    rerendered_by: str | None = None,
+) -> str:
+    """The markdown report from results in their JSON form (as ``retrieval_quality.json`` stores them)."""
+    default_weight = pipeline_weight(results)
+    produced = f"Produced by: `{command}`"
+    if rerendered_by:
+        produced += (
+            f". Intervals added from the stored first-hit ranks, nothing retrieved again, by: `{rerendered_by}` "
+            "(a model path names the model that was there when the numbers were measured)."
+        )
     lines = [
         f"# Retrieval accuracy on the pool: BM25, dense ({dense_name}), hybrid",
+        "",
+        PROTOCOL_NOTE,
         "",
         "Pool: the shared Wikipedia pool split into DPR passages (55,350 passages of at most 100 words).",
         "Top-k accuracy: percent of questions with a passage containing an answer among the top k "
@@ -224,37 +407,63 @@ def render(results: list[dict], command: str, default_weight: float, dense_name:
         f"title + text indexed. Dense: {dense_name}, exact inner-product search. "
         "Hybrid: the DPR paper's BM25 + λ·sim over the union of both top-N lists, both scores exact.",
         "",
-        f"Produced by: `{command}`",
+        produced,
         "",
-        f"**Pipeline default λ = {default_weight:g}**: fitted on all questions of the datasets below, each dataset "
-        "weighted equally (maximising the mean of top-1, top-5 and top-20 accuracy); `pipelines/search.yml` and "
-        "`pipelines/qa.yml` use it. The per-dataset tables fit λ on one half and report on the other.",
+        f"**λ fitted on all questions of the datasets below = {default_weight:g}** (each dataset weighted "
+        "equally, maximising the mean of top-1, top-5 and top-20 accuracy): the *pipeline default* rows. Before "
+        "the selection protocol the pipelines' λ was fitted this way on these dev sets; they now use a λ chosen "
+        "on the selection splits of train (`docs/training/selection.md`). The per-dataset tables fit λ on one "
+        "half and report on the other.",
+        "",
+        INTERVALS_NOTE,
     ]
+    dense_label = f"dense ({dense_name})"
     for result in results:
         lines += ["", f"## {result['dataset']} ({result['n_questions']} questions)", ""]
+        known: list[str] = []
+        untested_folds = False
         for fold in result["folds"]:
+            table, verdicts, untested = interval_table(
+                fold_rows(result, fold, dense_label), FOLD_SYSTEMS.index("dense")
+            )
+            half = fold["fit_half"] + 1
             lines += [
-                f"λ fitted on half {fold['fit_half'] + 1} → λ = {fold['weight']:g}; "
+                f"λ fitted on half {half} → λ = {fold['weight']:g}; "
                 f"reported on the other half ({fold['n_test']} questions):",
                 "",
-                *_header(),
-                _row("BM25", fold["bm25"]),
-                _row(f"dense ({dense_name})", fold["dense"]),
-                _row(f"hybrid (λ={fold['weight']:g})", fold["hybrid"]),
-                _row("RRF (k=60)", fold["rrf"]),
+                *table,
                 "",
             ]
-        lines += ["All questions (the hybrid row uses λ fitted on all of them, so it is optimistic):", ""]
-        lines += _header()
-        lines += [_row(name, {k: r.accuracy(k) for k in KS}) for name, r in result["full"].items()]
-        room = result["headroom"]
+            if untested:
+                untested_folds = True
+                lines += [wilson_note(untested), ""]
+            known.append(_verdict_sentence(f"On the half not used to fit λ (λ fitted on half {half})", verdicts))
         lines += [
+            "All questions (the hybrid rows use λ fitted on these questions, among others, so they are optimistic):",
             "",
-            f"Top-1 headroom (all questions, in-sample): the best λ on the grid for top-1 alone gives "
-            f"{room['best_top1']:.1f} (λ={room['best_top1_weight']:g}). Only dense puts an answer first for "
-            f"{room['only_dense_first']:.1f}% of questions, only BM25 for {room['only_bm25_first']:.1f}%; "
-            f"a per-question oracle picking the better of the two would reach {room['either_first']:.1f}.",
         ]
+        rows = full_rows(result)
+        names = [row.label for row in rows]
+        table, verdicts, _ = interval_table(rows, names.index("dense") if "dense" in names else 0)
+        lines += table
+        known.append(_verdict_sentence("On all questions (in-sample for the hybrid rows)", verdicts))
+        lines += ["", "What the intervals support (a difference from dense whose interval excludes zero):", ""]
+        lines += [f"- {sentence}" for sentence in known]
+        if untested_folds:
+            lines.append(
+                "- Not known: whether the hybrid with λ fitted on the other half differs from dense; its "
+                "per-question ranks were not stored, so that difference is not tested here."
+            )
+        lines.append("- Every other difference in these tables has an interval that contains zero: not a claim.")
+        room = result.get("headroom")
+        if room:
+            lines += [
+                "",
+                f"Top-1 headroom (all questions, in-sample): the best λ on the grid for top-1 alone gives "
+                f"{room['best_top1']:.1f} (λ={room['best_top1_weight']:g}). Only dense puts an answer first for "
+                f"{room['only_dense_first']:.1f}% of questions, only BM25 for {room['only_bm25_first']:.1f}%; "
+                f"a per-question oracle picking the better of the two would reach {room['either_first']:.1f}.",
+            ]
         lines += [
             "",
             "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items()),
@@ -263,11 +472,55 @@ def render(results: list[dict], command: str, default_weight: float, dense_name:
     return "\n".join(lines) + "\n"
 
 
+def write_dataset_report(out: Path, result: Mapping[str, Any], command: str) -> None:
+    """``retrieval/<slug>/report.md`` (and its JSON and curves): every system with intervals, and each
+    system's differences from dense."""
+    systems = {name: RetrievalResult.from_dict(data) for name, data in result["full"].items()}
+    # Dense first among the values: report_intervals takes the first system as the reference.
+    values = {
+        name: per_question_values(systems[name].first_hit_ranks, systems[name].max_k, {}, TABLE_KS)
+        for name in sorted(systems, key=lambda name: name != "dense")
+    }
+    intervals = report_intervals(values, IntervalSettings())
+    write_retrieval_report(
+        out / "retrieval" / result["slug"],
+        systems,
+        title=f"Top-k accuracy on {result['dataset']} (55,350-passage pool)",
+        command=command,
+        dataset_name=result["dataset"],
+        extra_tables=[differences_table(intervals)] if intervals.differences else [],
+        intervals=intervals,
+    )
+
+
+def write_outputs(
+    out: Path,
+    results: Sequence[Mapping[str, Any]],
+    command: str,
+    dense_name: str,
+    rerendered_by: str | None = None,
+) -> str:
+    """Write the per-dataset reports and retrieval_quality.md from results in their JSON form."""
+    report_command = command if rerendered_by is None else f"{command}\n# intervals added by:\n{rerendered_by}"
+    for result in results:
+        write_dataset_report(out, result, report_command)
+    text = render(results, command, dense_name, rerendered_by)
+    atomic_write_text(out / "retrieval_quality.md", text)
+    return text
+
+
 def _slug(model: str) -> str:
     return model.strip("/").replace("/", "_").replace(":", "_")
 
 
-def main() -> None:
+def _dense_name(args: argparse.Namespace) -> str:
+    dense_name = "bundled all-MiniLM-L6-v2, zero-shot" if args.model == BUNDLED_MINILM else f"`{args.model}`"
+    if args.passage_model:
+        dense_name += f" with passages by `{args.passage_model}`"
+    return dense_name
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=BUNDLED_MINILM, help="question encoder (and passage encoder by default)")
     parser.add_argument("--passage-model", help="passage encoder, when it differs from --model (a DPR pair)")
@@ -277,18 +530,26 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="store folder (default: cache dir)")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--reuse", action="store_true", help="reuse cached retrieval results of an earlier run")
-    args = parser.parse_args()
-    # --reuse only skips retrieval that was already done: the recorded command leaves it out.
-    command = shlex.join(
-        ["python", "-m", "benchmarks.retrieval.retrieval_quality", *(a for a in sys.argv[1:] if a != "--reuse")]
+    parser.add_argument(
+        "--from-json",
+        action="store_true",
+        help="re-render OUT/retrieval_quality.md and the per-dataset reports from OUT/retrieval_quality.json "
+        "(no retrieval); give the options of the run that measured them",
     )
+    arguments = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(arguments)
+    # --reuse only skips retrieval that was already done, --from-json re-renders: the recorded command leaves them out.
+    module = ["python", "-m", "benchmarks.retrieval.retrieval_quality"]
+    command = shlex.join([*module, *(a for a in arguments if a not in ("--reuse", "--from-json"))])
+    out = Path(args.out)
+    if args.from_json:
+        stored = json.loads((out / "retrieval_quality.json").read_text(encoding="utf-8"))
+        text = write_outputs(out, stored, command, _dense_name(args), rerendered_by=shlex.join([*module, *arguments]))
+        print(text)
+        return
     passage_model = args.passage_model or args.model
     default_store = "pool-minilm" if passage_model == BUNDLED_MINILM else f"pool-{_slug(passage_model)}"
     store = pool_store(passage_model, Path(args.store) if args.store else cache_dir() / "indexes" / default_store)
-    dense_name = "bundled all-MiniLM-L6-v2, zero-shot" if args.model == BUNDLED_MINILM else f"`{args.model}`"
-    if args.passage_model:
-        dense_name += f" with passages by `{args.passage_model}`"
-    out = Path(args.out)
     names = args.datasets.split(",")
     retrieved = {name: _retrieved(store, args, name) for name in names}
     default_weight = pipeline_default_weight([r["candidates"] for r in retrieved.values()])
@@ -296,18 +557,11 @@ def main() -> None:
     for name in names:
         result = summarise(name, retrieved[name], args.candidates, default_weight)
         result["slug"] = name.replace("/", "-").removesuffix(".jsonl")
-        write_retrieval_report(
-            out / "retrieval" / result["slug"],
-            result["full"],
-            title=f"Top-k accuracy on {name} (55,350-passage pool)",
-            command=command,
-            dataset_name=name,
-        )
-        results.append(result)
-    atomic_write_text(out / "retrieval_quality.md", render(results, command, default_weight, dense_name))
-    serialisable = [{**r, "full": {k: v.to_dict() for k, v in r["full"].items()}} for r in results]
-    atomic_write_text(out / "retrieval_quality.json", json.dumps(serialisable, indent=1, default=str))
-    print((out / "retrieval_quality.md").read_text())
+        results.append({**result, "full": {k: v.to_dict() for k, v in result["full"].items()}})
+    # Rendered from the JSON form, so a --from-json re-render writes the same report.
+    serialisable = json.loads(json.dumps(results, default=str))
+    atomic_write_text(out / "retrieval_quality.json", json.dumps(serialisable, indent=1))
+    print(write_outputs(out, serialisable, command, _dense_name(args)))
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ def _intervals(evaluations: Sequence[SystemEvaluation], settings: IntervalSettin
     return report_intervals(values, settings)
 
 
-def _differences_table(intervals: ReportIntervals) -> ReportTable:
+def differences_table(intervals: ReportIntervals) -> ReportTable:
+    """The report's "Differences" table: each system minus the reference, with its paired interval."""
     columns, rows = intervals.differences_table()
     note = (
         f"Each system minus {intervals.reference} on the same questions (top-k, exact match and F1 in points). "
@@ -81,7 +82,7 @@ def _tables(evaluations: Sequence[SystemEvaluation], intervals: ReportIntervals 
             )
         )
     if intervals is not None and intervals.differences:
-        tables.append(_differences_table(intervals))
+        tables.append(differences_table(intervals))
     tables.append(
         ReportTable(
             "Time per question",

@@ -1,12 +1,15 @@
 """Uncertainty of per-question scores: percentile bootstrap intervals over questions (Efron &
 Tibshirani 1993, chapter 13), the paired bootstrap of a difference between two systems on the same
-questions (Koehn 2004, "Statistical significance tests for machine translation evaluation") and
-McNemar's exact test on paired 0/1 outcomes (McNemar 1947).
+questions (Koehn 2004, "Statistical significance tests for machine translation evaluation"),
+McNemar's exact test on paired 0/1 outcomes (McNemar 1947) and, for a report that kept only a
+proportion and its number of questions, the Wilson score interval (Wilson 1927).
 
 >>> bootstrap_interval([1.0, 1.0, 1.0]).low
 1.0
 >>> mcnemar([1, 1, 0, 1], [0, 0, 0, 1])
 McNemarResult(b01=0, b10=2, p_value=0.5)
+>>> round(wilson_interval(0.5, 10).low, 4)
+0.2366
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 Statistic = Callable[..., Any]
 """Called as ``statistic(samples, axis=1)`` on a (resamples, questions) array, e.g. ``np.mean``."""
@@ -29,7 +32,8 @@ _CHUNK_CELLS = 2_000_000  # bootstrap indices drawn per block: bounded memory fo
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its percentile-bootstrap interval [low, high] at ``confidence``."""
+    """A point estimate and its interval [low, high] at ``confidence``: a percentile bootstrap over
+    ``resamples`` resamples, or an analytic interval (Wilson's) when ``resamples`` is 0."""
 
     estimate: float
     low: float
@@ -185,3 +189,23 @@ def supported_loss(difference: PairedDifference | Interval) -> bool:
     """A loss is supported when the paired interval lies wholly below zero."""
     interval = difference.interval if isinstance(difference, PairedDifference) else difference
     return interval.high < 0
+
+
+def wilson_interval(proportion: float, n: int, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Wilson score interval (Wilson 1927; Newcombe 1998, method 3) of a proportion observed on
+    ``n`` questions: for reports that stored only an accuracy and its number of questions, where a
+    bootstrap over questions is not possible. No resampling, so ``resamples`` is 0."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive number of questions, got {n!r}")
+    if not isinstance(proportion, (int, float, np.floating)) or not 0.0 <= float(proportion) <= 1.0:
+        raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+    check_settings(confidence, 1)
+    p, count = float(proportion), int(n)
+    z = float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    denominator = 1.0 + z * z / count
+    centre = (p + z * z / (2 * count)) / denominator
+    half = z / denominator * float(np.sqrt(p * (1.0 - p) / count + z * z / (4 * count * count)))
+    # At p = 0 (or 1) the bound is exactly 0 (or 1); the formula gives it up to rounding.
+    low = 0.0 if p == 0.0 else max(0.0, centre - half)
+    high = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return Interval(p, low, high, float(confidence), 0)

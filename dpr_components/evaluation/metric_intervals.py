@@ -29,6 +29,25 @@ from dpr_components.evaluation.intervals import (
 METHOD = "percentile bootstrap over questions (Efron & Tibshirani 1993); differences: paired bootstrap (Koehn 2004)"
 
 
+def hits_at(ranks: Sequence[int | None], k: int) -> list[float]:
+    """1.0 for each question whose first hit is within the top ``k``, else 0.0."""
+    return [1.0 if rank is not None and rank <= k else 0.0 for rank in ranks]
+
+
+def interval_cell(interval: Interval, decimals: int = 1) -> str:
+    """A report cell: ``77.1 [74.5, 79.7]`` (estimate, then the interval)."""
+    return f"{interval.estimate:.{decimals}f} [{interval.low:.{decimals}f}, {interval.high:.{decimals}f}]"
+
+
+def difference_cell(difference: PairedDifference, test: McNemarResult | None = None, decimals: int = 1) -> str:
+    """A report cell for new − reference: ``+1.0 [-0.3, +2.3] —, p=0.58``; *gain* or *loss* when
+    the paired interval excludes zero (— when it does not), then McNemar's exact p when given."""
+    interval = difference.interval
+    verdict = "gain" if supported_gain(difference) else "loss" if supported_loss(difference) else "—"
+    text = f"{interval.estimate:+.{decimals}f} [{interval.low:+.{decimals}f}, {interval.high:+.{decimals}f}] {verdict}"
+    return text if test is None else f"{text}, p={test.p_value:.2g}"
+
+
 @dataclass(frozen=True)
 class IntervalSettings:
     """How intervals are computed: confidence level, bootstrap resamples and the generator seed."""
