@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from haystack import Document
 from safetensors import safe_open
 
 from dpr_components.readers.batches import build_group, collate_groups
@@ -16,6 +21,8 @@ from dpr_components.readers.data import (
     MinedQuestion,
     Passage,
     PassageLookup,
+    ReaderMiningSettings,
+    SourceQuestion,
     mine,
     read_mined,
     write_mined,
@@ -24,9 +31,11 @@ from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.loss import (
     reader_loss,
     selection_log_likelihood,
+    selection_loss,
     span_log_likelihood,
 )
-from dpr_components.readers.model import load_reader
+from dpr_components.readers.model import load_reader, reader_from_encoder
+from dpr_components.readers.span_reader import SpanReader
 from dpr_components.readers.training import TrainConfig, train
 from dpr_components.runs.run_log import read_log
 from tests.helpers.reader_training import (
@@ -78,6 +87,16 @@ def test_reader_loss_adds_selection_over_real_passages() -> None:
     assert float(loss) == pytest.approx(parts["span_loss"] + parts["selection_loss"], rel=1e-5)
 
 
+def test_selection_loss_is_minus_the_log_softmax_of_the_positive() -> None:
+    relevance = torch.tensor([2.0, 1.0, 0.0, 0.5, 3.0, 50.0])  # two questions of m=3, positive first
+    row_mask = torch.tensor([[True, True, True], [True, True, False]])  # the last row is padding
+    loss, parts = selection_loss(relevance, row_mask)
+    first = -math.log(math.exp(2) / (math.exp(2) + math.exp(1) + math.exp(0)))
+    second = -math.log(math.exp(0.5) / (math.exp(0.5) + math.exp(3)))
+    assert float(loss) == pytest.approx((first + second) / 2, rel=1e-5)
+    assert parts["span_loss"] == 0.0 and parts["selection_loss"] == pytest.approx(float(loss))
+
+
 # ---- data ---------------------------------------------------------------------------------------
 
 
@@ -96,6 +115,74 @@ def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
     assert len(mine(questions, "retrieved", [lambda i: docs], progress=False, keep_all=True)) == 2
     write_mined(tmp_path / "m.jsonl", mined)
     assert read_mined(tmp_path / "m.jsonl") == mined
+
+
+def test_gold_document_passages_are_positives_answer_or_not() -> None:
+    docs = [
+        Document(id="a#0", content="Paris is a big city.", meta={"document_id": "a"}),
+        Document(id="g#1", content="The tower was finished in 1889.", meta={"document_id": "g"}),
+        Document(id="n#0", content="Filler about rivers.", meta={"document_id": "n"}),
+    ]
+    gold = Passage("T", "The tower, finished in 1889.")  # no answer string either
+    question = SourceQuestion("q", "where is the tower", ["Paris"], gold, gold_ids=["g"])
+    by_answer = mine([question], "retrieved", [lambda i: docs], progress=False)[0]
+    assert by_answer.positive_ids == ["a#0"] and by_answer.negative_ids == ["g#1", "n#0"] and by_answer.gold is None
+    settings = ReaderMiningSettings(positives_by="gold-document")
+    by_gold = mine([question], "retrieved", [lambda i: docs], settings, progress=False)[0]
+    assert by_gold.positive_ids == ["g#1", "a#0"] and by_gold.negative_ids == ["n#0"]
+    assert by_gold.gold == gold  # found in the pool: a positive though it lacks the answer string
+    one = ReaderMiningSettings(positives_by="gold-document", positives=1)
+    assert mine([question], "retrieved", [lambda i: docs], one, progress=False)[0].positive_ids == ["g#1"]
+    squad = mine([question], "gold", [lambda i: docs], settings, progress=False)[0]
+    assert squad.positive_ids == [] and squad.negative_ids == ["n#0"]
+    # A gold paragraph not found in the pool: answer matching as before.
+    unfound = mine([replace(question, gold_ids=[])], "retrieved", [lambda i: docs], settings, progress=False)[0]
+    assert unfound == by_answer
+
+
+def test_gold_document_mining_looks_up_the_pool_and_has_its_own_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from training import train_reader as cli
+
+    monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPR_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data" / "wiki").mkdir(parents=True)
+    pool_document = {"id": "g", "title": "T", "text": "The tower  stands\nin Paris."}  # other whitespace
+    (tmp_path / "data" / "wiki" / "documents.jsonl").write_text(json.dumps(pool_document) + "\n")
+    path = tmp_path / "data" / "nq-train.jsonl"
+    context = {"title": "T", "text": "The tower stands in Paris."}
+    question = {"id": "q", "question": "where is the tower", "answers": ["Paris"], "positive_ctxs": [context]}
+    path.write_text(json.dumps(question) + "\n")
+    docs = [
+        Document(id="g#1", content="It was finished in 1889.", meta={"document_id": "g"}),
+        Document(id="n#0", content="Filler about rivers.", meta={"document_id": "n"}),
+    ]
+    store = SimpleNamespace(bm25_retrieval=lambda query, depth: docs)
+
+    def mined(positives_by: str) -> list[MinedQuestion]:
+        settings = ReaderMiningSettings(positives_by=positives_by)  # type: ignore[arg-type]
+        return cli.mined_questions(path, store, tmp_path / "store", ["bm25"], settings, None, "enc", False)
+
+    assert [(q.positive_ids, q.negative_ids) for q in mined("answer")] == [([], ["g#1", "n#0"])]
+    assert [(q.positive_ids, q.negative_ids) for q in mined("gold-document")] == [(["g#1"], ["n#0"])]
+    # Answer matching keeps the cache key it had before --positives-by, so earlier caches are reused.
+    old_settings = {"depth": 50, "negatives": 30, "positives": 3, "top": 20}
+    old = [str(path.resolve()), path.stat().st_size, str((tmp_path / "store").resolve()), ["bm25"], old_settings]
+    key = json.dumps([*old, None, "enc", False, None, 0], sort_keys=True)
+    files = sorted(p.name for p in (tmp_path / "cache" / "reader_data").iterdir())
+    assert len(files) == 2 and f"nq-train-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsonl" in files
+
+
+def test_selection_groups_take_a_positive_without_answer_spans(tokenizer) -> None:
+    lookup = PassageLookup(DictStore(PASSAGES))
+    missing = MinedQuestion("x", "q", ["Atlantis"], "gold", Passage("T", "No answer here."), negative_ids=["n0", "n1"])
+    assert build_group(missing, lookup, tokenizer, 3, SETTINGS, np.random.default_rng(0)) is None
+    group = build_group(missing, lookup, tokenizer, 3, SETTINGS, np.random.default_rng(0), with_spans=False)
+    assert group is not None and group.spans == [] and len(group.rows) == 3
+    assert "no answer here" in tokenizer.decode(group.rows[0].input_ids)
+    batch = collate_groups([group], 3, tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    assert batch["row_mask"].tolist() == [[True] * 3] and batch["span_mask"].shape == (1, 0)
 
 
 def test_training_group_points_at_every_answer_occurrence(tokenizer) -> None:
@@ -140,6 +227,33 @@ def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) 
     # Running the finished command again changes nothing.
     again = train_reader(tmp_path / "run", tiny_encoder_dir)
     assert again.position == result.position
+
+
+def test_selection_objective_trains_the_selection_head_alone(
+    tmp_path: Path, tiny_encoder_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Half the answers are in no passage: the reader objective has no span to learn from there, selection needs none.
+    questions = [*mined_questions()[:3], *(replace(q, answers=["Atlantis"]) for q in mined_questions()[3:])]
+    config = reader_config(tmp_path / "run", tiny_encoder_dir, objective="selection")
+    result = train(config, questions, [], PassageLookup(DictStore(PASSAGES)))
+    assert result.position.step == result.total_steps == 6
+    entries = [e for e in read_log(tmp_path / "run" / "log.jsonl") if "loss" in e]
+    assert [round(e["questions_per_s"] / e["steps_per_s"]) for e in entries] == [2] * 6  # no question dropped
+    assert all(e["span_loss"] == 0 and e["loss"] == pytest.approx(e["selection_loss"]) for e in entries)
+    assert reader_state(tmp_path / "run")["config"]["objective"] == "selection"
+    info = json.loads((result.export_dir / "reader_info.json").read_text())
+    assert info["training"]["objective"] == "selection"
+    fresh = reader_from_encoder(str(tiny_encoder_dir), seed=0)[0].state_dict()
+    exported = load_reader(result.export_dir)[0].state_dict()
+    span_head = [k for k in fresh if "qa_outputs" in k]
+    selection_head = [k for k in fresh if "qa_classifier" in k]
+    assert span_head and all(torch.equal(exported[k], fresh[k].half().float()) for k in span_head)
+    assert not all(torch.equal(exported[k], fresh[k].half().float()) for k in selection_head)
+    with caplog.at_level(logging.WARNING):
+        SpanReader(model=str(result.export_dir), precision="fp32").warm_up()
+    assert "passage selection only" in caplog.text
+    with pytest.raises(ValueError, match="objective"):  # a run is resumed with its own objective only
+        train(reader_config(tmp_path / "run", tiny_encoder_dir), questions, [], PassageLookup(DictStore(PASSAGES)))
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])

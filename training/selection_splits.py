@@ -4,7 +4,7 @@
 
 Writes ``nq-train-selection.jsonl`` and ``squad-train-selection.jsonl`` (question files that
 ``haystack eval --questions`` reads: ``id``, ``question``, ``answers``, ``positive_ctxs`` with the
-gold passage, and ``gold_ids``, the pool documents holding that passage's text) and
+gold passage, and ``gold_ids``, the pool documents holding that passage's text: :mod:`dpr_components.training.gold_documents`) and
 ``manifest.json``, and prints each split's size and the digest of its ids: two machines carved
 the same split when the digests agree. Questions without an answer string (20 in NQ train) that fall in
 the split are never trained on but are left out of the question file, which needs answers (1 of the
@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from dpr_components.training.data import load_training_examples
 from dpr_components.training.examples import TrainingExample
+from dpr_components.training.gold_documents import POOL, gold_ids, pool_ids
 from dpr_components.training.records import RecordError
 from dpr_components.training.selection_split import (
     SALT,
@@ -38,7 +38,6 @@ from dpr_components.training.selection_split import (
 from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 from dpr_components.utils.settings import data_dir
 
-POOL = "wiki/documents.jsonl"
 Part = Literal["selection", "training"]
 
 
@@ -66,33 +65,13 @@ class CarvedSplit:
         }
 
 
-def _text_key(text: str) -> str:
-    return " ".join(text.split())
-
-
-def pool_ids(path: Path) -> dict[str, list[str]]:
-    """Pool document ids by whitespace-normalised text (how a gold paragraph is found in the pool)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"passage pool {path} not found (set DPR_DATA_DIR, or pass --no-pool)")
-    ids: dict[str, list[str]] = defaultdict(list)
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            try:
-                document = json.loads(line)
-                ids[_text_key(document["text"])].append(str(document["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise ValueError(f"{path}, line {number}: not a pool document ({error})") from error
-    return ids
-
-
 def _record(example: TrainingExample, pool: dict[str, list[str]] | None) -> dict[str, Any]:
-    gold_ids = [i for ctx in example.positives for i in (pool or {}).get(_text_key(ctx.text), [])]
     return {
         "id": example.id,
         "question": example.question,
         "answers": list(example.answers),
         "positive_ctxs": [{"title": ctx.title, "text": ctx.text} for ctx in example.positives],
-        "gold_ids": list(dict.fromkeys(gold_ids)),
+        "gold_ids": gold_ids([ctx.text for ctx in example.positives], pool or {}),
     }
 
 

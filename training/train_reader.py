@@ -14,7 +14,17 @@ left out of training (``--no-exclude-selection`` keeps them); choose on the sele
 ``--dev data/selection/squad-train-selection.jsonl`` and report on squad/dev once.
 
 A step with a NaN or infinite loss or gradient norm stops the run (exit 2), keeping the last good
-checkpoint; ``--skip-nonfinite-steps N`` skips up to N such steps without updating the weights."""
+checkpoint; ``--skip-nonfinite-steps N`` skips up to N such steps without updating the weights.
+
+A pure cross-encoder for re-ranking (``PassageRanker``): ``--objective selection`` trains the
+passage-selection loss alone (the span head stays untrained; the export's reader_info.json says
+so), and ``--positives-by gold-document`` makes the passages of a question's gold paragraph in
+the pool positives, answer string or not:
+
+    python -m training.train_reader --output runs/ranker-smoke --objective selection \\
+        --positives-by gold-document --train nq/train.jsonl --limit 200 --max-steps 30 --dev ''
+
+(training/READER.md, "A pure cross-encoder (selection only)")."""
 
 from __future__ import annotations
 
@@ -36,12 +46,14 @@ from dpr_components.readers.data import (
     MinedQuestion,
     PassageLookup,
     ReaderMiningSettings,
+    SourceQuestion,
     mine,
     read_mined,
     read_questions,
     write_mined,
 )
 from dpr_components.readers.training import TrainConfig, train
+from dpr_components.training.gold_documents import POOL, gold_ids, pool_ids
 from dpr_components.training.selection_split import partition, split_for_source
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
@@ -84,6 +96,21 @@ def _retrievers(store: Any, questions: list, names: list[str], depth: int, encod
     return retrievers
 
 
+def with_gold_documents(questions: list[SourceQuestion]) -> None:
+    """Give each question the pool documents holding its gold paragraph (``--positives-by gold-document``)."""
+    pool = pool_ids(data_dir() / POOL)
+    for q in questions:
+        q.gold_ids = gold_ids([q.gold.text], pool) if q.gold is not None else []
+    found = sum(1 for q in questions if q.gold_ids)
+    print(f"{found} of {len(questions)} questions have their gold paragraph in the pool", flush=True)
+
+
+def _key_settings(settings: ReaderMiningSettings) -> dict[str, Any]:
+    """The mining settings in the cache key; answer matching (the default) keeps the key it had
+    before ``positives_by`` existed, so the caches mined then are still used."""
+    return {k: v for k, v in settings.__dict__.items() if (k, v) != ("positives_by", "answer")}
+
+
 def mined_questions(
     path: Path,
     store: Any,
@@ -106,7 +133,7 @@ def mined_questions(
             path.stat().st_size,
             str(store_path.resolve()),
             names,
-            settings.__dict__,
+            _key_settings(settings),
             limit,
             encoder,
             keep_all,
@@ -131,6 +158,8 @@ def mined_questions(
             flush=True,
         )
         questions = usable
+    if settings.positives_by == "gold-document":
+        with_gold_documents(questions)
     mined = mine(
         questions,
         _kind(path),
@@ -188,6 +217,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--encoder", default=BUNDLED_MINILM, help="question encoder of the store, for dense mining")
     parser.add_argument("--negatives-from", default="bm25,dense", help="retrievers to mine passages with")
     parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
+    parser.add_argument(
+        "--positives-by",
+        choices=["answer", "gold-document"],
+        default="answer",
+        help="answer: positives are mined passages containing an answer string; gold-document: for "
+        "questions whose gold paragraph is in the pool, the passages of its documents come first among "
+        "the positives (answer string or not) and are never negatives (mined and cached separately)",
+    )
+    parser.add_argument(
+        "--objective",
+        choices=["reader", "selection"],
+        default="reader",
+        help="reader: span + passage-selection loss; selection: the selection loss alone, a cross-encoder "
+        "for PassageRanker whose span head stays untrained (any positive will do, answer span or not; "
+        "dev EM then measures nothing: use --dev '' or --export last)",
+    )
     parser.add_argument("--limit", type=int, help="first N training questions of each file (smoke runs)")
     parser.add_argument("--sample", type=int, help="N training questions of each file drawn at random (seeded)")
     parser.add_argument(
@@ -258,11 +303,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     earlier_record(args.init_model)  # a damaged record of the starting reader stops the run before any work
+    if args.objective == "selection" and args.dev and args.export == "best":
+        print("note: dev EM cannot choose a selection-only model (untrained span head); consider --export last")
     names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
     dense = "dense" in names
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
     store = _store(store_path, args.encoder if dense else None)
-    settings = ReaderMiningSettings(depth=args.depth)
+    settings = ReaderMiningSettings(depth=args.depth, positives_by=args.positives_by)
     data_seed = args.seed if args.data_seed is None else args.data_seed
     train_questions: list[MinedQuestion] = []
     data_record: dict[str, int] = {}
@@ -298,7 +345,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             data_seed,
         )
     same_names = "init_model batch_size epochs max_steps warmup_ratio max_length stride seed eval_every"
-    same_names += " checkpoint_every log_every dev_passages dev_limit export"
+    same_names += " checkpoint_every log_every dev_passages dev_limit export objective"
     config = TrainConfig(
         **init_parameters(args, same_names),
         output_dir=args.output,

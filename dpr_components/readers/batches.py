@@ -62,6 +62,15 @@ def _positive_row(
     return choices[int(rng.integers(len(choices)))]
 
 
+def _first_window(
+    tokenizer: Any, question_ids: list[int], passage: Passage, settings: InputSettings, index: int
+) -> Row | None:
+    """The passage's first window as row ``index`` (DPR truncates passages); None when it has none."""
+    prefix = prefix_ids(tokenizer, question_ids, passage.title, settings)
+    rows = passage_rows(index, prefix, tokenize_passage(tokenizer, passage.text), settings)
+    return rows[0] if rows else None
+
+
 def build_group(
     question: MinedQuestion,
     lookup: PassageLookup,
@@ -69,14 +78,19 @@ def build_group(
     passages_per_question: int,
     settings: InputSettings,
     rng: np.random.Generator,
+    with_spans: bool = True,
 ) -> Group | None:
     """One positive (random among those with a findable answer) and up to m−1 random negatives;
     None when no positive holds an answer the tokenizer can locate. Negatives are truncated
-    to their first window, as DPR truncates passages."""
+    to their first window, as DPR truncates passages. Without ``with_spans`` (selection-only
+    training) any positive will do, truncated like a negative, and the group has no spans."""
     question_ids = token_ids(tokenizer, question.question, settings.max_question_tokens)
     positives = positives_of(question, lookup)
-    found = None
-    for index in rng.permutation(len(positives)):
+    found: tuple[Row, list[tuple[int, int]]] | None = None
+    if not with_spans and positives:
+        first = _first_window(tokenizer, question_ids, positives[int(rng.integers(len(positives)))], settings, 0)
+        found = None if first is None else (first, [])
+    for index in rng.permutation(len(positives)) if with_spans else []:
         found = _positive_row(tokenizer, question_ids, positives[int(index)], question.answers, settings, rng)
         if found is not None:
             break
@@ -87,20 +101,17 @@ def build_group(
     negatives = question.negative_ids
     count = min(passages_per_question - 1, len(negatives))
     for index in sorted(rng.choice(len(negatives), size=count, replace=False)) if count else []:
-        passage = lookup[negatives[int(index)]]
-        tokenized = tokenize_passage(tokenizer, passage.text)
-        prefix = prefix_ids(tokenizer, question_ids, passage.title, settings)
-        negative_rows = passage_rows(len(rows), prefix, tokenized, settings)
-        if negative_rows:
-            rows.append(negative_rows[0])
+        row = _first_window(tokenizer, question_ids, lookup[negatives[int(index)]], settings, len(rows))
+        if row is not None:
+            rows.append(row)
     return Group(rows, spans)
 
 
 def collate_groups(
     groups: list[Group], passages_per_question: int, pad_id: int, cls_id: int, sep_id: int
 ) -> dict[str, torch.Tensor]:
-    """Tensors for :func:`dpr_components.readers.loss.reader_loss`; short groups are filled with
-    masked ``[CLS] [SEP]`` rows so every question has m rows."""
+    """Tensors for :func:`dpr_components.readers.loss.reader_loss` (or ``selection_loss``); short groups
+    are filled with masked ``[CLS] [SEP]`` rows so every question has m rows."""
     m = passages_per_question
     rows: list[Row] = []
     row_mask = torch.zeros((len(groups), m), dtype=torch.bool)
@@ -112,6 +123,7 @@ def collate_groups(
     spans = torch.zeros((len(groups), max_spans, 2), dtype=torch.long)
     span_mask = torch.zeros((len(groups), max_spans), dtype=torch.bool)
     for g, group in enumerate(groups):
-        spans[g, : len(group.spans)] = torch.tensor(group.spans)
-        span_mask[g, : len(group.spans)] = True
+        if group.spans:  # selection-only groups have none
+            spans[g, : len(group.spans)] = torch.tensor(group.spans)
+            span_mask[g, : len(group.spans)] = True
     return {**collate(rows, pad_id), "row_mask": row_mask, "spans": spans, "span_mask": span_mask}

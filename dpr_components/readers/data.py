@@ -3,8 +3,10 @@
 As in DPR (Karpukhin et al. 2020, section 6), each training question gets one positive passage
 and m−1 negatives. SQuAD questions (``gold`` kind) take their own paragraph as the positive;
 Natural Questions (``retrieved`` kind) take retrieved passages that contain an answer (and the
-gold paragraph when it does). Negatives are retrieved passages without any answer. Mined
-questions are written once to a JSONL file of passage ids, so training needs only the store."""
+gold paragraph when it does). Negatives are retrieved passages without any answer. With
+gold-document positives, the passages of the pool documents holding a question's gold paragraph
+are positives too (first), answer or not, and never negatives. Mined questions are written once
+to a JSONL file of passage ids, so training needs only the store."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from dpr_components.utils.atomic_files import atomic_path
 from dpr_components.utils.line_files import numbered_lines
 
 Kind = Literal["gold", "retrieved"]
+PositivesBy = Literal["answer", "gold-document"]
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,14 @@ class Passage:
 
 @dataclass
 class SourceQuestion:
-    """A question as read from a data file, with its gold paragraph when the file has one."""
+    """A question as read from a data file, with its gold paragraph when the file has one and the
+    pool documents holding that paragraph once looked up (:mod:`dpr_components.training.gold_documents`)."""
 
     id: str
     question: str
     answers: list[str]
     gold: Passage | None
+    gold_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -148,6 +153,7 @@ class ReaderMiningSettings:
     negatives: int = 30  # negatives kept (training samples m−1 of them)
     positives: int = 3  # positives kept for ``retrieved`` questions
     top: int = 20  # retrieved ids kept in rank order (reading evaluation)
+    positives_by: PositivesBy = "answer"  # "gold-document": passages of the questions' gold_ids documents too
 
 
 def mine(
@@ -161,7 +167,12 @@ def mine(
     """Split each question's retrieved passages into positives and negatives by answer matching.
 
     ``retrievers`` are functions of the question index returning ranked Haystack documents.
-    ``retrieved`` questions without any positive are dropped unless ``keep_all`` (dev sets)."""
+    ``retrieved`` questions without any positive are dropped unless ``keep_all`` (dev sets).
+    With ``settings.positives_by == "gold-document"``, passages whose ``meta["document_id"]`` is
+    one of a question's ``gold_ids`` are positives (before the answer-matched ones, within
+    ``settings.positives``) and never negatives, and a found gold paragraph is kept without an answer."""
+    if settings.positives_by not in ("answer", "gold-document"):
+        raise ValueError(f"positives_by must be 'answer' or 'gold-document', got {settings.positives_by!r}")
     out: list[MinedQuestion] = []
     for index, q in enumerate(tqdm(questions, desc=f"Mining passages ({kind})", unit="q", disable=not progress)):
         documents = {}
@@ -172,14 +183,20 @@ def mine(
             documents.update({d.id: d for d in ranked})
         merged = interleave(rankings)
         mined = MinedQuestion(q.id, q.question, q.answers, kind, q.gold, top_ids=merged[: settings.top])
+        gold_documents = set(q.gold_ids) if settings.positives_by == "gold-document" else set()
+        in_gold: list[str] = []
+        answered: list[str] = []
         for doc_id in merged:
-            if has_answer(q.answers, documents[doc_id].content or ""):
-                if kind == "retrieved" and len(mined.positive_ids) < settings.positives:
-                    mined.positive_ids.append(doc_id)
+            if documents[doc_id].meta.get("document_id") in gold_documents:
+                in_gold.append(doc_id)
+            elif has_answer(q.answers, documents[doc_id].content or ""):
+                answered.append(doc_id)
             elif len(mined.negative_ids) < settings.negatives:
                 mined.negative_ids.append(doc_id)
-        if kind == "retrieved" and mined.gold is not None and not has_answer(q.answers, mined.gold.text):
-            mined.gold = None
+        if kind == "retrieved":
+            mined.positive_ids = (in_gold + answered)[: settings.positives]
+        if kind == "retrieved" and not gold_documents and mined.gold and not has_answer(q.answers, mined.gold.text):
+            mined.gold = None  # a gold paragraph found in the pool stays a positive, answer or not
         if kind == "gold" and mined.gold is None:
             raise ValueError(f"question {q.id} has no gold passage; use kind 'retrieved'")
         if kind == "retrieved" and not mined.positive_ids and mined.gold is None and not keep_all:

@@ -3,11 +3,18 @@
 Per question: passage-selection log-likelihood of the positive among its m passages, plus the
 marginal log-likelihood of the answer spans in the positive: ``log Σ_spans P(start)·P(end)``
 over every occurrence of every answer (DPR marginalises because the gold occurrence is unknown).
-Start and end softmaxes run over the positive's passage tokens only, as at prediction time."""
+Start and end softmaxes run over the positive's passage tokens only, as at prediction time.
+
+The ``selection`` objective keeps the selection part alone (:func:`selection_loss`): a cross-encoder
+trained to rank passages, whose span head stays untrained."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+
+Objective = Literal["reader", "selection"]  # span + selection log-likelihood, or selection alone
 
 _NEG = -1e4  # a large negative logit that stays finite in bf16 and keeps gradients clean
 
@@ -67,3 +74,14 @@ def reader_loss(
     loss = -(span_ll + selection_ll).mean()
     parts = {"span_loss": -float(span_ll.detach().mean()), "selection_loss": -float(selection_ll.detach().mean())}
     return loss, parts
+
+
+def selection_loss(relevance_logits: torch.Tensor, row_mask: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+    """Mean over questions of −selection log-likelihood alone (no span part is computed).
+
+    ``relevance_logits`` has one logit per row (questions·m rows, positive first in each group);
+    returns the loss and its parts as :func:`reader_loss` does, with ``span_loss`` 0."""
+    questions, m = row_mask.shape
+    selection_ll = selection_log_likelihood(relevance_logits.view(questions, m), row_mask)
+    loss = -selection_ll.mean()
+    return loss, {"span_loss": 0.0, "selection_loss": float(loss.detach())}

@@ -121,6 +121,17 @@ def is_reader_folder(model: str | Path) -> bool:
     return (path / "config.json").is_file() and READER_ARCHITECTURE in (_read_config(path).get("architectures") or [])
 
 
+def trained_objective(model: str | Path) -> str:
+    """The objective the reader folder ``model`` was trained with, from its ``reader_info.json``
+    (``training.objective``): ``selection`` for a passage ranker whose span head is untrained,
+    ``reader`` otherwise (also for folders without a record, e.g. facebook/dpr-reader-*)."""
+    try:
+        record = json.loads((resolve_reader_path(str(model)) / "reader_info.json").read_text(encoding="utf-8"))
+        return str(record["training"].get("objective", "reader"))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, ReaderLoadError):
+        return "reader"
+
+
 def reader_to_train(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any]:
     """Where reader training starts: a ``DPRReader`` folder goes on with its trained heads (a longer
     schedule on more questions than one run can afford), anything else is an encoder given fresh heads."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import asdict
 from typing import Any
 
@@ -11,6 +12,7 @@ from haystack.dataclasses import ExtractedAnswer
 
 from dpr_components.encoders.text_encoder import Precision
 from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.model import trained_objective
 from dpr_components.readers.predict import (
     NonFiniteLogits,
     Ranking,
@@ -24,6 +26,8 @@ from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.type_paths import from_dict_any_path
 
 DEFAULT_READER = "models/reader-minilm"
+
+logger = logging.getLogger(__name__)
 
 
 @component
@@ -101,6 +105,19 @@ class SpanReader(ReadingComponent):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, **self._reading_parameters(), **asdict(self.read_settings))
+
+    def warm_up(self) -> None:
+        """Load the model once; warns when it was trained for passage selection alone (its spans are random)."""
+        if self._reader is not None:
+            return
+        ReadingComponent.warm_up(self)  # not super(): @component rebuilds the class
+        if trained_objective(self.model) == "selection":
+            logger.warning(
+                "SpanReader model %s was trained for passage selection only (objective=selection in its "
+                "reader_info.json): its span head is untrained, so its answers are meaningless; use it "
+                "as a PassageRanker",
+                self.model,
+            )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpanReader:

@@ -27,7 +27,7 @@ from dpr_components.readers.batches import Group, build_group, collate_groups
 from dpr_components.readers.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.readers.evaluate import dev_cases, evaluate_reader
 from dpr_components.readers.inputs import InputSettings
-from dpr_components.readers.loss import reader_loss
+from dpr_components.readers.loss import Objective, reader_loss, selection_loss
 from dpr_components.readers.model import load_reader, reader_to_train, save_reader
 from dpr_components.readers.predict import NonFiniteLogits, ReadSettings
 from dpr_components.runs.checkpoint_files import (
@@ -96,6 +96,7 @@ class TrainConfig:
     progress: bool = True
     export: str = "best"  # which reader export/ holds: "best" by dev EM, or the "last" step's
     max_nonfinite_steps: int = 0  # steps with a NaN or infinite loss or gradient norm skipped before stopping
+    objective: Objective = "reader"  # "selection": the selection loss alone (a ranker; the span head stays untrained)
 
     def __post_init__(self) -> None:
         check_setting_types(self, "reader training setting")
@@ -209,9 +210,8 @@ class _Run:
         if not isinstance(state, dict) or any(key not in state for key in expected):
             raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.hint}")
         check_finite_checkpoint(path, state["model"], self.hint)
-        check_same_run(
-            self.dir, state["config"], asdict(self.config), _RESUMABLE_CHANGES, state["data"], self.fingerprint
-        )
+        saved = {"objective": "reader", **state["config"]}  # runs from before the setting trained the reader
+        check_same_run(self.dir, saved, asdict(self.config), _RESUMABLE_CHANGES, state["data"], self.fingerprint)
         with resuming(self.checkpoint_dir, self.hint):
             restore_training(reader, optimizer, scheduler, state)
             position = Position(**state["position"])
@@ -345,11 +345,12 @@ class _ReaderSteps(LoopTask):
                     config.passages_per_question,
                     self.inputs,
                     example_rng(config.seed, position.epoch, int(i)),
+                    with_spans=config.objective == "reader",
                 )
             )
             is not None
         ]
-        if not groups:  # no question of this batch has a locatable answer
+        if not groups:  # no question of this batch has a locatable answer (or, for selection, a positive)
             position.index += len(batch_ids)
             return None
         parts = _backward(training.reader, training.tokenizer, training.optimizer, config, groups)
@@ -426,15 +427,18 @@ def _backward(
     optimizer.zero_grad(set_to_none=True)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
         output = reader(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], return_dict=True)
-    loss, parts = reader_loss(
-        output.start_logits.float(),
-        output.end_logits.float(),
-        output.relevance_logits.float(),
-        batch["passage_mask"],
-        batch["row_mask"],
-        batch["spans"],
-        batch["span_mask"],
-    )
+    if config.objective == "selection":
+        loss, parts = selection_loss(output.relevance_logits.float(), batch["row_mask"])
+    else:
+        loss, parts = reader_loss(
+            output.start_logits.float(),
+            output.end_logits.float(),
+            output.relevance_logits.float(),
+            batch["passage_mask"],
+            batch["row_mask"],
+            batch["spans"],
+            batch["span_mask"],
+        )
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(reader.parameters(), config.max_grad_norm)
     return {"loss": float(loss.detach()), "grad_norm": float(grad_norm), **parts}
