@@ -70,7 +70,12 @@ def _top_ids(questions: np.ndarray, passages: np.ndarray, k: int) -> np.ndarray:
 
 
 def same_vectors_encoder(
-    own: str, same_as: str, passages: Sequence[Passage], precision: str = "auto", sample: int = 32
+    own: str,
+    same_as: str,
+    passages: Sequence[Passage],
+    precision: str = "auto",
+    sample: int = 32,
+    backend: str = "torch",
 ) -> TextEncoder:
     """The encoder of ``same_as`` after checking that it makes the vectors ``own`` makes on a sample of
     ``passages`` (a question-side run exports a copy of the passage encoder it kept fixed): then the
@@ -80,19 +85,27 @@ def same_vectors_encoder(
         check_same_vectors(own, same_as, [(p.title or None, p.text) for p in chosen])
     except ValueError as error:
         raise ValueError(f"--passage-model: {error}") from error
-    return TextEncoder(EncoderSettings(model=same_as, precision=precision), batch_size=64)
+    return TextEncoder(EncoderSettings(model=same_as, precision=precision, backend=backend), batch_size=64)  # type: ignore[arg-type]
 
 
 class DenseSystem:
     def __init__(
-        self, system: str, passages: Sequence[Passage], precision: str = "auto", passage_model: str | None = None
+        self,
+        system: str,
+        passages: Sequence[Passage],
+        precision: str = "auto",
+        passage_model: str | None = None,
+        passage_backend: str = "torch",
     ) -> None:
         question_model, own_passage_model = encoder_models(system)
         self.questions = TextEncoder(EncoderSettings(model=question_model, precision=precision), batch_size=64)
         if passage_model is None:
-            encoder = TextEncoder(EncoderSettings(model=own_passage_model, precision=precision), batch_size=64)
+            settings = EncoderSettings(model=own_passage_model, precision=precision, backend=passage_backend)  # type: ignore[arg-type]
+            encoder = TextEncoder(settings, batch_size=64)
         else:
-            encoder = same_vectors_encoder(own_passage_model, passage_model, passages, precision)
+            encoder = same_vectors_encoder(
+                own_passage_model, passage_model, passages, precision, backend=passage_backend
+            )
         self.vectors = encode_passages_cached(
             encoder,
             [p.text for p in passages],
@@ -145,15 +158,19 @@ def evaluate(
     pool_limit: int | None = None,
     passage_model: str | None = None,
     gold: bool = False,
+    passage_backend: str = "torch",
 ) -> dict[str, Any]:
     """Accuracy of ``system`` on each question file over the pool (its first ``pool_limit``
     passages only for quick checks: numbers are then not comparable). ``passage_model``: an encoder
     checked to make the same vectors as the system's passage encoder, whose cached pool vectors
-    are reused. ``gold``: score by gold documents, leaving out questions without ``gold_ids``."""
+    are reused. ``gold``: score by gold documents, leaving out questions without ``gold_ids``.
+    ``passage_backend``: what runs the passage encoder (torch or openvino)."""
     passages = pool_passages(pool_limit)
     start = time.perf_counter()
     retriever: Any = (
-        BM25System(passages) if system == "bm25" else DenseSystem(system, passages, precision, passage_model)
+        BM25System(passages)
+        if system == "bm25"
+        else DenseSystem(system, passages, precision, passage_model, passage_backend)
     )
     index_seconds = time.perf_counter() - start
     results: dict[str, Any] = {}
@@ -179,6 +196,7 @@ def evaluate(
         "system": system,
         "pool_passages": len(passages),
         "precision": precision,
+        "passage_backend": passage_backend,
         "index_seconds": index_seconds,
         "datasets": results,
     }
@@ -197,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
         "vectors as the system's passage encoder (checked), e.g. after question-side training",
     )
     parser.add_argument("--match", choices=["answer", "gold"], default="answer", help=MATCH_HELP)
+    parser.add_argument(
+        "--passage-backend",
+        choices=["torch", "openvino"],
+        default="torch",
+        help="what runs the passage encoder (openvino: the openvino extra); the question side runs on torch",
+    )
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     result = evaluate(
@@ -207,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         args.pool_limit,
         args.passage_model,
         gold=args.match == "gold",
+        passage_backend=args.passage_backend,
     )
     atomic_write_text(args.out, json.dumps(result, indent=1))
     return 0

@@ -290,6 +290,11 @@ def render_markdown(report: dict, command: str) -> str:
         "- ONNX Runtime (CPU, fp32, graph exported with `torch.onnx`): on this machine it was about as fast as torch "
         "bf16, not faster, and needs the onnx exporter stack as extra dependencies; its dynamic int8 quantisation "
         "moved vectors far below cosine 0.999. Not added.",
+        "- Back ends measured side by side in [backends.md](backends.md) (`python -m benchmarks.encoding.backends`): "
+        'OpenVINO (fp32, bf16) is kept as `PassageEmbedder(backend="openvino")`, an optional extra; int8 '
+        "(OpenVINO through NNCF, ONNX Runtime static) is faster still but moves vectors below cosine 0.999 "
+        "and is not offered; `torch.compile` gains under 10% over bf16 weights and costs a compilation per "
+        "process, so it is not used.",
     ]
     lat = report["latency"]
     lines += [

@@ -1,18 +1,25 @@
 """One indexing process against two shard processes running at once, plus the merge.
 
     python -m benchmarks.sharding.sharding_benchmark [--limit 2000] [--precision fp32] [--work DIR]
+    python -m benchmarks.sharding.sharding_benchmark --ray --limit 0   # the whole pool, on Ray
 
 The first ``limit`` passages of the pool are written as a corpus (one 100-word passage a
 document) and indexed with ``pipelines/index.yml`` (its passage encoder, no vector cache):
 once by one process (2 torch threads, then 1), once by shards 1/2 and 2/2 started together
 with 1 thread each, then merged with ``haystack merge-shards``. Wall times include starting
 Python and loading the encoder, as a real run would. The merged store is compared with the
-one-process store. Prints a Markdown table (docs/sharding.md quotes it)."""
+one-process store. Prints a Markdown table (docs/sharding.md quotes it).
+
+With ``--ray`` (needs the ``ray`` extra) the corpus is indexed by one process on 2 threads,
+then by ``haystack index-ray`` with 1 worker of 2 threads and with 2 workers of 1 thread (two
+shards each time, merge included), and each Ray store is compared with the one-process store.
+``--limit 0`` takes the whole pool."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -84,24 +91,17 @@ def _compare(expected: Path, actual: Path) -> dict[str, object]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=2000)
-    parser.add_argument(
-        "--precision", choices=["auto", "fp32", "bf16"], help="encoder precision (default: the pipeline's)"
-    )
-    parser.add_argument("--work", help="working folder (default: a temporary one)")
-    args = parser.parse_args()
-    work = Path(args.work or tempfile.mkdtemp(prefix="sharding-"))
-    work.mkdir(parents=True, exist_ok=True)
-    corpus = work / "corpus.jsonl"
-    with open(corpus, "w", encoding="utf-8") as handle:
-        for p in pool_passages(args.limit):
+def _write_corpus(path: Path, limit: int) -> int:
+    """The first ``limit`` pool passages (all with 0) as a corpus file, one passage a document."""
+    passages = pool_passages(limit or None)
+    with open(path, "w", encoding="utf-8") as handle:
+        for p in passages:
             handle.write(json.dumps({"id": f"{p.document_id}-{p.index}", "title": p.title, "text": p.text}) + "\n")
+    return len(passages)
 
-    precision = ["--set", f"embedder.precision={args.precision}"] if args.precision else []
-    index = ["run", INDEX, "--input", f"path={corpus}", *QUIET, *precision]
-    load = os.getloadavg()[0]
+
+def _shard_times(index: list[str], work: Path) -> dict[str, tuple[float, float]]:
+    """One process on 2 and on 1 thread, then 2 shard processes at once and their merge."""
     times = {
         "one process, 2 threads": _timed([_command(*index, "--store", str(work / "one"))], threads=2),
         "one process, 1 thread": _timed([_command(*index, "--store", str(work / "one_1t"))], threads=1),
@@ -112,15 +112,50 @@ def main() -> None:
     times["merge (2 shards into one store)"] = _timed(
         [_command("merge-shards", INDEX, str(work / "shards"), "--store", str(work / "merged"))], threads=1
     )
-    check = _compare(work / "one", work / "merged")
+    return times
+
+
+def _ray_times(index: list[str], work: Path) -> dict[str, tuple[float, float]]:
+    """One process on 2 threads, then ``index-ray`` (2 shards, merge included) with 1 and 2 workers."""
+    times = {"one process, 2 threads": _timed([_command(*index, "--store", str(work / "one"))], threads=2)}
+    for workers, threads in ((1, 2), (2, 1)):
+        name = f"index-ray, {workers} worker(s) x {threads} thread(s)"
+        ray = ["index-ray", *index[1:], "--shards", "2", "--shard-dir", str(work / f"ray{workers}-shards")]
+        options = ["--workers", str(workers), "--threads", str(threads), "--store", str(work / f"ray{workers}")]
+        wall, _ = _timed([_command(*ray, *options)], threads=threads)
+        times[name] = (wall, float("nan"))  # Ray's workers are not this process's children: no CPU time
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=2000, help="pool passages to index (0: all of them)")
+    parser.add_argument(
+        "--precision", choices=["auto", "fp32", "bf16"], help="encoder precision (default: the pipeline's)"
+    )
+    parser.add_argument("--ray", action="store_true", help="compare index-ray with 1 and 2 workers instead")
+    parser.add_argument("--work", help="working folder (default: a temporary one)")
+    args = parser.parse_args()
+    work = Path(args.work or tempfile.mkdtemp(prefix="sharding-"))
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / "corpus.jsonl"
+    count = _write_corpus(corpus, args.limit)
+    precision = ["--set", f"embedder.precision={args.precision}"] if args.precision else []
+    index = ["run", INDEX, "--input", f"path={corpus}", *QUIET, *precision]
+    load = os.getloadavg()[0]
+    times = _ray_times(index, work) if args.ray else _shard_times(index, work)
+    checks = ["ray1", "ray2"] if args.ray else ["merged"]
     print(
-        f"{args.limit} passages, precision {args.precision or 'of the pipeline'}, load average before the runs {load:.1f} on {os.cpu_count()} cores\n"
+        f"{count} passages, precision {args.precision or 'of the pipeline'}, load average before the runs {load:.1f}, "
+        f"after {os.getloadavg()[0]:.1f}, on {os.cpu_count()} cores\n"
     )
     rows = [
-        [name, f"{seconds:.1f}", f"{args.limit / seconds:.0f}", f"{cpu:.1f}"] for name, (seconds, cpu) in times.items()
+        [name, f"{seconds:.1f}", f"{count / seconds:.0f}", "n/a" if math.isnan(cpu) else f"{cpu:.1f}"]
+        for name, (seconds, cpu) in times.items()
     ]
     print("\n".join(markdown_table(["run", "wall time (s)", "passages/s", "CPU time (s)"], rows, "lrrr")))
-    print(f"\nmerged store vs one process: {json.dumps(check)}")
+    for folder in checks:
+        print(f"\n{folder} store vs one process: {json.dumps(_compare(work / 'one', work / folder))}")
 
 
 if __name__ == "__main__":

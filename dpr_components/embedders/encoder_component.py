@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dpr_components.encoders.factory import make_encoder
-from dpr_components.encoders.text_encoder import Pooling, Precision, TitleMode
+from dpr_components.encoders.text_encoder import Backend, Pooling, Precision, TitleMode
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.
 QUERY_ENCODER_SETTINGS = "model pooling normalize max_length precision"
@@ -24,12 +24,13 @@ class EncoderComponent:
         batch_size: int,
         title_mode: TitleMode,
         plain_torch: bool = False,
+        backend: Backend = "torch",
     ) -> None:
         """Keep the settings as init parameters and build the encoder (it checks them; weights load on warm-up)."""
         self.model, self.pooling, self.normalize = model, pooling, normalize
         self.max_length, self.precision, self.batch_size = max_length, precision, batch_size
         self.encoder = make_encoder(
-            model, pooling, normalize, max_length, title_mode, precision, batch_size, plain_torch=plain_torch
+            model, pooling, normalize, max_length, title_mode, precision, batch_size, plain_torch, backend
         )
 
     def warm_up(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpr_components.encoders.text_encoder import (
+    Backend,
     EncoderSettings,
     Pooling,
     Precision,
@@ -20,9 +21,10 @@ def make_encoder(
     precision: Precision,
     batch_size: int,
     plain_torch: bool = False,
+    backend: Backend = "torch",
 ) -> TextEncoder:
     """An encoder of ``model`` with these settings (weights load on first use); ``plain_torch`` for
-    query-time encoders (see :class:`TextEncoder`)."""
+    query-time encoders (see :class:`TextEncoder`); ``backend`` runs the model (torch or OpenVINO)."""
     settings = EncoderSettings(
         model=model,
         pooling=pooling,
@@ -30,5 +32,6 @@ def make_encoder(
         max_length=max_length,
         title_mode=title_mode,
         precision=precision,
+        backend=backend,
     )
     return TextEncoder(settings, batch_size=batch_size, plain_torch=plain_torch)
