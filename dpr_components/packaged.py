@@ -1,5 +1,5 @@
 """The pipelines that ship with the package, by name: ``index``, ``bm25``, ``dense``, ``search``
-(the hybrid), ``search_rerank``, ``qa``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
+(the hybrid), ``search_rerank``, ``qa``, ``qa_rerank``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
 Elasticsearch variants.
 
 They name their models as ``bundled:`` references (installed with the package) and their store

@@ -44,7 +44,7 @@ from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from tests.helpers.serving import PIPELINES, ROOT, free_port, write_pipelines
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SEARCH_PIPELINES = ("bm25", "dense", "search", "search_rerank", "qa")
+SEARCH_PIPELINES = ("bm25", "dense", "search", "search_rerank", "qa", "qa_rerank")
 QUERIES = ["who wrote hamlet", "highest mountain on earth", "nobel prize in physics", "where do bees live"]
 
 
@@ -303,6 +303,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
         "eval_squad",
         "index",
         "qa",
+        "qa_rerank",
         "search",
         "search_rerank",
         "train_dpr",

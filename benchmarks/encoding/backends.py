@@ -54,6 +54,8 @@ from benchmarks.encoding.limit import (
     padded_lengths,
     sample_passages,
 )
+from dpr_components.encoders.openvino_model import INPUT_NAMES as INPUTS
+from dpr_components.encoders.openvino_model import HiddenStates
 from dpr_components.encoders.text_encoder import (
     BUNDLED_MINILM,
     EncoderSettings,
@@ -66,7 +68,6 @@ from dpr_components.evaluation.tables import markdown_table, produced_by
 
 MODULE = "benchmarks.encoding.backends"
 DPR_WIKIPEDIA_PASSAGES = 21_015_324  # DPR's psgs_w100.tsv (Karpukhin et al. 2020, section 4.1)
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 AVX2_ENVIRONMENT = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "DNNL_MAX_CPU_ISA": "AVX2",
@@ -96,19 +97,6 @@ class CallEncoder(TextEncoder):
         mask = batch["attention_mask"].unsqueeze(-1).float()
         vectors = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(vectors, dim=-1).numpy()
-
-
-class HiddenStates(torch.nn.Module):
-    """A transformers encoder as a function of the three input tensors (for export)."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> Any:
-        return self.model(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).last_hidden_state
 
 
 def torch_call(model: torch.nn.Module) -> ModelCall:

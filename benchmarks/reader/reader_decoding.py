@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 import dpr_components.readers.predict as predict
 from benchmarks.reader.reader_benchmark import qa_pipeline
 from dpr_components.evaluation.answer_metrics import exact_match
+from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.model import load_reader
@@ -54,7 +55,20 @@ class OneForwardPerQuestion:
         predict.row_logits = self.original
 
 
-def sweep(model: str, store: Path, penalties: list[float], limit: int | None) -> dict[str, Any]:
+def _question_file(name: str) -> Path:
+    """``name`` as given when it exists (e.g. data/selection/...), else under the data folder."""
+    return Path(name) if Path(name).is_file() else data_dir() / name
+
+
+def sweep(
+    model: str,
+    store: Path,
+    penalties: list[float],
+    limit: int | None,
+    squad_file: str = "squad/dev.jsonl",
+    nq_file: str = "nq/dev.jsonl",
+) -> dict[str, Any]:
+    """Exact match per β on ``squad_file`` (gold paragraph) and ``nq_file`` end to end ('' skips one)."""
     reader, tokenizer = load_reader(model)
     pipeline = qa_pipeline(model, store, {"precision": "auto"})
     hybrid, qa_reader = pipeline.get_component("hybrid"), pipeline.get_component("reader")
@@ -62,7 +76,7 @@ def sweep(model: str, store: Path, penalties: list[float], limit: int | None) ->
     gold = {b: [] for b in penalties}
     open_domain = {b: [] for b in penalties}
     with OneForwardPerQuestion() as forward:
-        squad = [q for q in read_jsonl(data_dir() / "squad" / "dev.jsonl", limit) if q.gold is not None]
+        squad = [q for q in read_jsonl(_question_file(squad_file), limit) if q.gold is not None] if squad_file else []
         for q in tqdm(squad, desc="squad/dev, gold paragraph", unit="q"):
             for b in penalties:
                 answers = read(
@@ -75,7 +89,7 @@ def sweep(model: str, store: Path, penalties: list[float], limit: int | None) ->
                 )
                 gold[b].append(exact_match(answers[0].text if answers else None, q.answers))
             forward.cache.clear()
-        nq = read_jsonl(data_dir() / "nq" / "dev.jsonl", limit)
+        nq = read_jsonl(_question_file(nq_file), limit) if nq_file else []
         for q in tqdm(nq, desc="nq/dev end to end", unit="q"):
             documents = hybrid.run(query=q.question)["documents"]
             passages = [(d.meta.get("title"), d.content or "") for d in documents]
@@ -94,17 +108,61 @@ def sweep(model: str, store: Path, penalties: list[float], limit: int | None) ->
         "penalties": penalties,
         "top_k": hybrid.top_k,
         "qa_length_penalty": qa.length_penalty,
-        "squad_gold": {"n": len(squad), "exact_match": {str(b): 100 * float(np.mean(v)) for b, v in gold.items()}},
-        "nq_end_to_end": {
-            "n": len(nq),
-            "exact_match": {str(b): 100 * float(np.mean(v)) for b, v in open_domain.items()},
+        "files": {"squad_gold": squad_file, "nq_end_to_end": nq_file},
+        "squad_gold": _scores(gold, qa.length_penalty),
+        "nq_end_to_end": _scores(open_domain, qa.length_penalty),
+    }
+
+
+def _scores(hits: dict[float, list[bool]], current: float) -> dict[str, Any]:
+    """Exact match per β with its bootstrap interval, and each β's paired difference from ``current``."""
+    n = len(next(iter(hits.values()), []))
+    if not n:
+        return {"n": 0}
+    values = {b: np.asarray(v, dtype=float) * 100 for b, v in hits.items()}
+    intervals = {str(b): bootstrap_interval(v) for b, v in values.items()}
+    differences = {
+        str(b): paired_bootstrap_difference(v, values[current]) for b, v in values.items() if current in values
+    }
+    return {
+        "n": n,
+        "exact_match": {b: i.estimate for b, i in intervals.items()},
+        "interval": {b: [i.low, i.high] for b, i in intervals.items()},
+        "difference_from_pipeline": {
+            b: [d.interval.estimate, d.interval.low, d.interval.high] for b, d in differences.items()
         },
     }
 
 
+def _cell(part: dict[str, Any], b: float) -> str:
+    low, high = part["interval"][str(b)]
+    cell = f"{part['exact_match'][str(b)]:.1f} [{low:.1f}, {high:.1f}]"
+    difference = part["difference_from_pipeline"].get(str(b))
+    if difference and difference[0] != 0:
+        verdict = "gain" if difference[1] > 0 else "loss" if difference[2] < 0 else "—"
+        cell += f"; {difference[0]:+.1f} [{difference[1]:+.1f}, {difference[2]:+.1f}] {verdict}"
+    return cell
+
+
 def render(result: dict[str, Any], command: str) -> str:
     penalties = result["penalties"]
-    row = lambda label, part: table_row([label, *(f"{result[part]['exact_match'][str(b)]:.1f}" for b in penalties)])  # noqa: E731
+    files = result.get("files", {"squad_gold": "squad/dev.jsonl", "nq_end_to_end": "nq/dev.jsonl"})
+    rows = []
+    for part, label in (("squad_gold", "gold paragraph"), ("nq_end_to_end", "end to end")):
+        scores = result[part]
+        if scores.get("n") and "interval" in scores:
+            rows.append(
+                table_row([f"{files[part]}, {label} ({scores['n']:,})", *(_cell(scores, b) for b in penalties)])
+            )
+        elif scores.get("n"):
+            rows.append(
+                table_row(
+                    [
+                        f"{files[part]}, {label} ({scores['n']:,})",
+                        *(f"{scores['exact_match'][str(b)]:.1f}" for b in penalties),
+                    ]
+                )
+            )
     return "\n".join(
         [
             "# Span reader: the length prior β on both question styles",
@@ -112,13 +170,13 @@ def render(result: dict[str, Any], command: str) -> str:
             f"Produced by: `{command}`",
             "",
             "Exact match (%) of the reader's answer for each β (a span of n tokens scores start + end logit − β(n−1); "
-            "β = 0 is DPR's decoding). SQuAD dev: the gold paragraph is the only passage. nq/dev: `pipelines/qa.yml`'s "
-            f"hybrid top {result['top_k']} and its answer ranking. `pipelines/qa.yml` uses β = "
-            f"{result['qa_length_penalty']:g}, chosen on these dev sets.",
+            "β = 0 is DPR's decoding), with its 95% bootstrap interval over questions and, after the semicolon, the "
+            f"paired difference from the pipeline's β = {result['qa_length_penalty']:g} (*gain*/*loss* when its "
+            "interval excludes zero). Gold paragraph: the only passage given. End to end: `pipelines/qa.yml`'s "
+            f"hybrid top {result['top_k']} and its answer ranking.",
             "",
             *table_header(["questions", *(f"β={b:g}" for b in penalties)], "l" + "r" * len(penalties)),
-            row(f"squad/dev, gold paragraph ({result['squad_gold']['n']:,})", "squad_gold"),
-            row(f"nq/dev end to end ({result['nq_end_to_end']['n']:,})", "nq_end_to_end"),
+            *rows,
             "",
         ]
     )
@@ -132,6 +190,10 @@ def main() -> None:
     )
     parser.add_argument("--penalties", default="0,0.1,0.2,0.3,0.5")
     parser.add_argument("--limit", type=int, help="first N questions of each dataset (smoke runs)")
+    parser.add_argument(
+        "--squad", default="squad/dev.jsonl", help="questions read with their gold paragraph ('' skips)"
+    )
+    parser.add_argument("--nq", default="nq/dev.jsonl", help="questions read end to end over the store ('' skips)")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int)
     args = parser.parse_args()
@@ -139,7 +201,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     command = "python -m benchmarks.reader.reader_decoding " + shlex.join(sys.argv[1:])
     penalties = [float(x) for x in args.penalties.split(",") if x.strip()]
-    result = sweep(args.model, Path(args.store), penalties, args.limit)
+    result = sweep(args.model, Path(args.store), penalties, args.limit, args.squad, args.nq)
     out = Path(args.out)
     atomic_write_text(out / "reader_decoding.json", json.dumps({**result, "command": command}, indent=1) + "\n")
     atomic_write_text(out / "reader_decoding.md", render(result, command))

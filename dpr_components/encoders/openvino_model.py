@@ -34,7 +34,7 @@ class HiddenStatesOutput:
     pooler_output: None = None
 
 
-class _HiddenStates(torch.nn.Module):
+class HiddenStates(torch.nn.Module):
     """The encoder as a function of its three input tensors (what OpenVINO traces)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
@@ -70,7 +70,7 @@ class OpenVINOEncoderModel:
         shapes = [(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in INPUT_NAMES]
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracing warnings about shapes the model handles at run time
-            converted = ov.convert_model(_HiddenStates(model.float()).eval(), example_input=example, input=shapes)
+            converted = ov.convert_model(HiddenStates(model.float()).eval(), example_input=example, input=shapes)
         self.precision = "bf16" if bf16 and openvino_bf16_supported() else "f32"
         self.threads = threads or encode_threads() or usable_cores()
         self._compiled = ov.Core().compile_model(

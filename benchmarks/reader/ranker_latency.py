@@ -1,0 +1,114 @@
+"""Re-ranking latency: ``PassageRanker`` on a question's 20 hybrid passages, one thread.
+
+The questions' passages come from ``pipelines/search_rerank.yml``'s hybrid over the pool store
+(retrieved once, untimed); then each model and input length re-ranks each question's passages,
+the systems taking turns question by question, after a warm-up. Writes
+docs/benchmarks/ranker_latency.{md,json}.
+
+    python -m benchmarks.reader.ranker_latency --store indexes/pool \\
+        --ranker bundled:reader-minilm:256 --ranker runs/ranker-minilm/export:192
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, set_threads, write_report
+from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.rankers.passage_ranker import PassageRanker
+
+MODULE = "benchmarks.reader.ranker_latency"
+SEARCH_RERANK = REPO_ROOT / "pipelines" / "search_rerank.yml"
+
+
+def ranker_spec(value: str) -> tuple[str, int]:
+    """``MODEL:MAX_LENGTH`` (the model may hold colons, e.g. ``bundled:reader-minilm:256``)."""
+    model, _, length = value.rpartition(":")
+    if not model or not length.isdigit():
+        raise argparse.ArgumentTypeError(f"--ranker takes MODEL:MAX_LENGTH, got {value!r}")
+    return model, int(length)
+
+
+def questions(path: Path, limit: int) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line)["question"] for line in handle][:limit]
+
+
+def measure(
+    rankers: dict[str, PassageRanker], cases: list[tuple[str, list[Any]]], warmup: int
+) -> dict[str, list[float]]:
+    """Seconds per question for each ranker, the rankers taking turns question by question."""
+    seconds: dict[str, list[float]] = {name: [] for name in rankers}
+    names = list(rankers)
+    for index, (query, documents) in enumerate(cases):
+        names = names[1:] + names[:1]
+        for name in names:
+            start = time.perf_counter()
+            rankers[name].run(query=query, documents=documents)
+            if index >= warmup:
+                seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", default="indexes/pool")
+    parser.add_argument("--questions", default="data/selection/nq-train-selection.jsonl")
+    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--ranker", type=ranker_spec, action="append", required=True, metavar="MODEL:MAX_LENGTH")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    args = parser.parse_args(argv)
+    set_threads(1)
+    os.environ["DPR_READ_THREADS"] = "1"
+    hybrid = load_pipeline(SEARCH_RERANK, args.store, []).get_component("hybrid")
+    hybrid.warm_up()
+    cases = [(q, hybrid.run(query=q)["documents"]) for q in questions(Path(args.questions), args.limit)]
+    rankers = {
+        f"{model}, {length} tokens": PassageRanker(model=model, max_length=length, top_k=10)
+        for model, length in args.ranker
+    }
+    for ranker in rankers.values():
+        ranker.warm_up()
+    timings = measure(rankers, cases, args.warmup)
+    summary = {
+        "machine": {"cpu": cpu_name(), "torch": torch.__version__, "threads": 1, "date": time.strftime("%Y-%m-%d")},
+        "questions": len(cases) - args.warmup,
+        "passages_per_question": sum(len(d) for _, d in cases) / len(cases),
+        "rankers": {name: latency_ms(values) for name, values in timings.items()},
+        "command": command_line(MODULE, list(argv) if argv is not None else sys.argv[1:]),
+    }
+    rows = [
+        [name, f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}", f"{r['mean_ms']:.0f}"]
+        for name, r in summary["rankers"].items()
+    ]
+    markdown = "\n".join(
+        [
+            "# Re-ranking latency: PassageRanker on one thread",
+            "",
+            f"{summary['questions']} questions of {args.questions} after {args.warmup} warm-up ones, "
+            f"{summary['passages_per_question']:.0f} hybrid passages each (pipelines/search_rerank.yml's hybrid "
+            f"over {args.store}); {cpu_name()}, one torch thread, precision auto; measured on {summary['machine']['date']}. "
+            "Time of `PassageRanker.run` per question (tokenising and reading all passages), in ms.",
+            "",
+            *markdown_table(["ranker", "p50", "p95", "mean"], rows, "lrrr"),
+            "",
+            *produced_by(summary["command"]),
+        ]
+    )
+    write_report(args.out_dir / "ranker_latency", summary, markdown)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    main()
