@@ -83,3 +83,30 @@ def test_the_bundled_reader_puts_the_answer_passage_first() -> None:
     ranker = PassageRanker(top_k=1)
     for question, expected in [("who wrote hamlet", "hamlet"), ("what is the highest mountain on earth", "everest")]:
         assert ranker.run(query=question, documents=_documents())["documents"][0].id == expected
+
+
+def test_retrieval_weight_adds_the_incoming_score(tiny_reader_dir: Path) -> None:
+    documents = _documents()
+    alone = PassageRanker(model=str(tiny_reader_dir), top_k=len(documents), precision="fp32")
+    logits = {d.id: d.score for d in alone.run(query="who wrote hamlet", documents=documents)["documents"]}
+    fused = PassageRanker(model=str(tiny_reader_dir), top_k=3, precision="fp32", retrieval_weight=2.0)
+    result = fused.run(query="who wrote hamlet", documents=documents)["documents"]
+    expected = {d.id: logits[d.id] + 2.0 * d.score for d in documents}
+    assert [d.id for d in result] == sorted(expected, key=lambda i: -expected[i])[:3]
+    assert [d.score for d in result] == pytest.approx([expected[d.id] for d in result])
+    big = PassageRanker(model=str(tiny_reader_dir), top_k=3, precision="fp32", retrieval_weight=1e6)
+    assert [d.id for d in big.run(query="who wrote hamlet", documents=documents)["documents"]] == [
+        d.id for d in documents[:3]
+    ]  # a huge weight keeps the retriever's order
+    assert PassageRanker.from_dict(fused.to_dict()).retrieval_weight == 2.0
+
+
+def test_retrieval_weight_is_checked(tiny_reader_dir: Path) -> None:
+    with pytest.raises(ValueError, match="retrieval_weight must be a finite number >= 0"):
+        PassageRanker(model=str(tiny_reader_dir), retrieval_weight=-1.0)
+    with pytest.raises(TypeError, match="retrieval_weight must be a number"):
+        PassageRanker(model=str(tiny_reader_dir), retrieval_weight="1")  # type: ignore[arg-type]
+    unscored = [Document(content="Hamlet is a play.")]
+    ranker = PassageRanker(model=str(tiny_reader_dir), retrieval_weight=0.5)
+    with pytest.raises(ValueError, match="needs each document's retrieval score"):
+        ranker.run(query="who wrote hamlet", documents=unscored)

@@ -364,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         measured = measure(systems, texts, titles, args)
     summary = {
         "machine": {**machine(args.threads), "load_average_start": start_load, "load_average_end": os.getloadavg()[0]},
-        "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {"isa": args.isa},
+        "config": {k: v for k, v in vars(args).items() if k not in ("out_dir", "from_json")},
         "gemm": gemm,
         "padding": sum(padded) / sum(lengths),
         "systems": summarise(args, measured, compute, flops, gemm),

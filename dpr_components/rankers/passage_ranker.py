@@ -4,6 +4,7 @@ together (a cross-encoder), past the ceiling of any fusion of separately compute
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -28,9 +29,9 @@ class PassageRanker(ReadingComponent):
     """Orders documents by the relevance logit of a DPR reader's passage-selection head, which reads
     ``[CLS] question [SEP] title [SEP] passage`` (long passages in windows; the best window counts).
 
-    Returns the best ``top_k`` documents, each a copy whose ``score`` is that logit and whose
-    ``meta["retrieval_score"]`` keeps the score it came with. Documents without text are left out.
-    Equal logits keep the incoming order.
+    Returns the best ``top_k`` documents, each a copy whose ``score`` is that logit (plus
+    ``retrieval_weight`` times the score it came with) and whose ``meta["retrieval_score"]`` keeps
+    the score it came with. Documents without text are left out. Equal scores keep the incoming order.
 
     :param model: a ``DPRReader`` folder (``bundled:reader-minilm`` or one made by
         ``training/train_reader.py``); the span reader of the same folder shares its weights.
@@ -42,6 +43,8 @@ class PassageRanker(ReadingComponent):
     :param title_field: the ``meta`` field holding a document's title.
     :param batch_size: rows per forward pass; ``None`` reads all passages at once.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+    :param retrieval_weight: w in ``logit + w * retrieval score``: 0 ranks by the model alone; a
+        positive w keeps some of the retriever's judgement (every document then needs a score).
 
     Usage example (after a retriever's top 20, as in ``pipelines/search_rerank.yml``):
 
@@ -66,14 +69,22 @@ class PassageRanker(ReadingComponent):
         title_field: str = "title",
         batch_size: int | None = None,
         precision: Precision = "auto",
+        retrieval_weight: float = 0.0,
     ) -> None:
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
         self._init_reading(model, top_k, title_field, precision, input_settings)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
+        if isinstance(retrieval_weight, bool) or not isinstance(retrieval_weight, (int, float)):
+            raise TypeError(f"retrieval_weight must be a number, got {type(retrieval_weight).__name__}")
+        if not math.isfinite(retrieval_weight) or retrieval_weight < 0:
+            raise ValueError(f"retrieval_weight must be a finite number >= 0, got {retrieval_weight}")
+        self.retrieval_weight = float(retrieval_weight)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the init parameters."""
-        return default_to_dict(self, **self._reading_parameters(), batch_size=self.batch_size)
+        return default_to_dict(
+            self, **self._reading_parameters(), batch_size=self.batch_size, retrieval_weight=self.retrieval_weight
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PassageRanker:
@@ -95,7 +106,7 @@ class PassageRanker(ReadingComponent):
         top_k, readable = self._prepare(query, documents, top_k)
         if not readable:
             return {"documents": []}
-        return self._finish(readable, self._score(query, readable), top_k)
+        return self._finish(readable, self._fused(readable, self._score(query, readable)), top_k)
 
     @component.output_types(documents=list[Document])
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
@@ -104,7 +115,19 @@ class PassageRanker(ReadingComponent):
         if not readable:
             return {"documents": []}
         scores = await asyncio.to_thread(self._score, query, readable)
-        return self._finish(readable, scores, top_k)
+        return self._finish(readable, self._fused(readable, scores), top_k)
+
+    def _fused(self, readable: list[Document], logits: list[float]) -> list[float]:
+        """``logit + retrieval_weight * incoming score`` per document (the logits alone at weight 0)."""
+        if not self.retrieval_weight:
+            return logits
+        missing = [d.id for d in readable if not isinstance(d.score, (int, float))]
+        if missing:
+            raise ValueError(
+                f"retrieval_weight {self.retrieval_weight} needs each document's retrieval score; "
+                f"{len(missing)} have none, e.g. {missing[:3]}"
+            )
+        return [logit + self.retrieval_weight * float(d.score) for logit, d in zip(logits, readable)]  # type: ignore[arg-type]
 
     def _score(self, query: str, readable: list[Document]) -> list[float]:
         prepared = self._reader_input(query, readable)
