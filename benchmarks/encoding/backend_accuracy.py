@@ -5,10 +5,11 @@ Each input is a ``python -m training.evaluate`` result (the whole pool, answer m
 first is the reference. Writes docs/benchmarks/backend_accuracy.{md,json}:
 
     python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl \\
-        --precision fp32 --passage-backend openvino --out runs/eval/backend-fp32-openvino.json
-    (the same with --precision auto --passage-backend openvino, and --precision auto alone)
-    python -m benchmarks.encoding.backend_accuracy runs/eval/backend-fp32-openvino.json \\
-        runs/eval/backend-auto-openvino.json runs/eval/backend-auto-torch.json
+        --precision fp32 --passage-backend openvino --out docs/benchmarks/backend_accuracy_runs/fp32-openvino.json
+    (the same with --precision auto --passage-backend openvino: auto-openvino.json, and with
+    --precision auto alone: auto-torch.json)
+    python -m benchmarks.encoding.backend_accuracy docs/benchmarks/backend_accuracy_runs/fp32-openvino.json \\
+        docs/benchmarks/backend_accuracy_runs/auto-openvino.json docs/benchmarks/backend_accuracy_runs/auto-torch.json
 """
 
 from __future__ import annotations
@@ -62,10 +63,18 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
             *(f"{r['top_k'][k]:.2f}" for k in KS),
             *(f"{r['difference'][k]:+.2f}" for k in KS),
             "yes" if r["within_bound"] else "no",
+            f"{r['index_seconds']:.0f}",
         ]
         for r in rows
     ]
-    header = ["passage encoder", "questions", *(f"top-{k}" for k in KS), *(f"Δ top-{k}" for k in KS), f"within {BOUND}"]
+    header = [
+        "passage encoder",
+        "questions",
+        *(f"top-{k}" for k in KS),
+        *(f"Δ top-{k}" for k in KS),
+        f"within {BOUND}",
+        "pool vectors (s)",
+    ]
     return "\n".join(
         [
             "# Retrieval accuracy by encoding back end (full pool)",
@@ -73,9 +82,12 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
             "Zero-shot all-MiniLM-L6-v2 over the 55,350-passage pool, exact inner-product search, answer matching; "
             f"the question side runs on torch at the same precision. Δ: points against the first row's system ({reference}), "
             f"whose fp32 vectors match torch fp32's to cosine 1.00000 (docs/benchmarks/backends.md). A precision is kept when "
-            f"every Δ is within {BOUND}.",
+            f"every Δ is within {BOUND}. *Pool vectors*: seconds to encode the 55,350 passages (2 threads), "
+            "or to read them back from the embedding cache when an earlier run made them. Each row comes from "
+            "`python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl "
+            "--precision P [--passage-backend openvino] --out docs/benchmarks/backend_accuracy_runs/NAME.json`.",
             "",
-            *markdown_table(header, body, "ll" + "r" * (2 * len(KS)) + "l"),
+            *markdown_table(header, body, "ll" + "r" * (2 * len(KS)) + "lr"),
             "",
             *produced_by(command),
         ]
