@@ -56,7 +56,7 @@ from dpr_components.evaluation.metric_intervals import (
 )
 from dpr_components.evaluation.pool import pool_store
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.evaluation.report import TABLE_KS, ReportTable, write_retrieval_report
+from dpr_components.evaluation.report import TABLE_KS, write_retrieval_report
 from dpr_components.evaluation.retrieval_metrics import (
     RetrievalResult,
     answer_hits,

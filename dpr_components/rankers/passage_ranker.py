@@ -19,7 +19,7 @@ from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
 
-DEFAULT_RANKER = "bundled:reader-minilm"
+DEFAULT_RANKER = "bundled:ranker-minilm"
 RETRIEVAL_SCORE = "retrieval_score"
 
 
@@ -33,8 +33,8 @@ class PassageRanker(ReadingComponent):
     ``retrieval_weight`` times the score it came with) and whose ``meta["retrieval_score"]`` keeps
     the score it came with. Documents without text are left out. Equal scores keep the incoming order.
 
-    :param model: a ``DPRReader`` folder (``bundled:reader-minilm`` or one made by
-        ``training/train_reader.py``); the span reader of the same folder shares its weights.
+    :param model: a ``DPRReader`` folder (``bundled:ranker-minilm``, trained to re-rank; ``bundled:reader-minilm``;
+        or one made by ``training/train_reader.py``); a span reader of the same folder shares its weights.
     :param top_k: documents returned.
     :param max_length: tokens per model input; longer passages are read in windows.
     :param stride: tokens shared by consecutive windows of a long passage.

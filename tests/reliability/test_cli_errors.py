@@ -13,7 +13,6 @@ import pytest
 from tests.reliability.harness import (
     PIPELINES,
     assert_clear_error,
-    assert_success,
     cli,
     store_snapshot,
 )
