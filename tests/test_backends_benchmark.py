@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.encoding.backends import CallEncoder, calibration_batches, rotations, torch_call
+from benchmarks.encoding.backends import calibration_batches, rotations, with_model
+from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, convert_to_openvino
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -24,11 +25,14 @@ def test_rotations_give_every_system_every_place() -> None:
     assert sorted(firsts) == ["a", "a", "b", "b", "c", "c"]
 
 
-def test_call_encoder_with_the_torch_call_makes_our_vectors(tiny_st_dir: Path) -> None:
+def test_an_openvino_model_inside_our_encoder_makes_our_vectors(tiny_st_dir: Path) -> None:
+    pytest.importorskip("openvino")
     ours = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=2)
     ours.load()
-    wrapped = CallEncoder(torch_call(ours._model), batch_size=2, model=str(tiny_st_dir))
-    np.testing.assert_allclose(wrapped.encode_passages(TEXTS, TITLES), ours.encode_passages(TEXTS, TITLES), atol=1e-6)
+    converted = convert_to_openvino(ours._model)
+    wrapped = with_model(OpenVINOEncoderModel(converted, ours._model.config, "f32", 1), 2, str(tiny_st_dir))
+    assert wrapped._model is not ours._model  # the shared torch model stays in place for other encoders
+    np.testing.assert_allclose(wrapped.encode_passages(TEXTS, TITLES), ours.encode_passages(TEXTS, TITLES), atol=1e-5)
 
 
 def test_calibration_batches_cover_every_passage(tiny_st_dir: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.fit_rerank_weight import choose, hits_at
+from training.fit_rerank_weight import choose, fused_hits
 
 # question 1: the ranker finds the gold passage (2nd in the hybrid's order); question 2: it does
 # not (the hybrid's first passage is gold, the ranker prefers the 3rd by a small margin).
@@ -15,14 +15,14 @@ ROWS = [
 
 
 def test_hits_follow_the_fused_order() -> None:
-    assert list(hits_at(ROWS, None, 1)) == [0.0, 1.0]  # the hybrid's order
-    assert list(hits_at(ROWS, 0.0, 1)) == [1.0, 0.0]  # the ranker alone
-    assert list(hits_at(ROWS, 0.1, 1)) == [1.0, 1.0]  # 0.1 * 20 outweighs the ranker's 1-point doubt
-    assert list(hits_at(ROWS, 10.0, 1)) == [0.0, 1.0]  # a large weight is the hybrid again
-    assert list(hits_at(ROWS, 0.0, 3)) == [1.0, 1.0]
+    assert list(fused_hits(ROWS, None, 1)) == [0.0, 1.0]  # the hybrid's order
+    assert list(fused_hits(ROWS, 0.0, 1)) == [1.0, 0.0]  # the ranker alone
+    assert list(fused_hits(ROWS, 0.1, 1)) == [1.0, 1.0]  # 0.1 * 20 outweighs the ranker's 1-point doubt
+    assert list(fused_hits(ROWS, 10.0, 1)) == [0.0, 1.0]  # a large weight is the hybrid again
+    assert list(fused_hits(ROWS, 0.0, 3)) == [1.0, 1.0]
 
 
 def test_choose_takes_the_best_mean_and_the_smaller_weight_on_ties() -> None:
     splits = [{"questions": ROWS}, {"questions": ROWS[:1]}]
     assert choose(splits, (0.0, 0.1, 0.2, 10.0)) == 0.1
-    assert np.isclose(hits_at(ROWS, 0.2, 1).mean(), 1.0)
+    assert np.isclose(fused_hits(ROWS, 0.2, 1).mean(), 1.0)

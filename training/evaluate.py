@@ -85,7 +85,7 @@ def same_vectors_encoder(
         check_same_vectors(own, same_as, [(p.title or None, p.text) for p in chosen])
     except ValueError as error:
         raise ValueError(f"--passage-model: {error}") from error
-    return TextEncoder(EncoderSettings(model=same_as, precision=precision, backend=backend), batch_size=64)  # type: ignore[arg-type]
+    return TextEncoder(EncoderSettings(model=same_as, precision=precision, backend=backend), batch_size=64)
 
 
 class DenseSystem:
@@ -100,7 +100,7 @@ class DenseSystem:
         question_model, own_passage_model = encoder_models(system)
         self.questions = TextEncoder(EncoderSettings(model=question_model, precision=precision), batch_size=64)
         if passage_model is None:
-            settings = EncoderSettings(model=own_passage_model, precision=precision, backend=passage_backend)  # type: ignore[arg-type]
+            settings = EncoderSettings(model=own_passage_model, precision=precision, backend=passage_backend)
             encoder = TextEncoder(settings, batch_size=64)
         else:
             encoder = same_vectors_encoder(

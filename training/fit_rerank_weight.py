@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
+from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
@@ -33,11 +34,9 @@ WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 KS = (1, 5)
 
 
-def scored_split(path: str, store: str, ranker: PassageRanker) -> dict[str, Any]:
-    """Per question of ``path`` (with gold_ids): the hybrid's top 20 in its order, with each
+def scored_split(path: str, hybrid: Any, ranker: PassageRanker) -> dict[str, Any]:
+    """Per question of ``path`` (with gold_ids): ``hybrid``'s top 20 in its order, with each
     passage's hybrid score, ranker logit and gold hit."""
-    hybrid = load_pipeline(SEARCH_RERANK, store, []).get_component("hybrid")
-    hybrid.warm_up()
     questions = [q for q in load_questions(path) if q.gold_ids]
     rows = []
     for q in tqdm(questions, desc=f"scoring {Path(path).name}", unit="q"):
@@ -56,7 +55,7 @@ def scored_split(path: str, store: str, ranker: PassageRanker) -> dict[str, Any]
     return {"file": path, "questions": rows}
 
 
-def hits_at(rows: list[dict[str, Any]], weight: float | None, k: int) -> np.ndarray:
+def fused_hits(rows: list[dict[str, Any]], weight: float | None, k: int) -> np.ndarray:
     """1 where a gold passage is in the top k when ordered by ``logit + weight * retrieval``
     (``None``: the hybrid's own order); ties keep the hybrid's order."""
     out = np.zeros(len(rows))
@@ -72,20 +71,17 @@ def hits_at(rows: list[dict[str, Any]], weight: float | None, k: int) -> np.ndar
 
 def choose(splits: list[dict[str, Any]], weights: tuple[float, ...]) -> float:
     """The weight with the best mean top-1 over the splits (the smaller on ties)."""
-    means = {w: float(np.mean([hits_at(s["questions"], w, 1).mean() for s in splits])) for w in weights}
+    means = {w: float(np.mean([fused_hits(s["questions"], w, 1).mean() for s in splits])) for w in weights}
     best = max(means.values())
     return min(w for w, m in means.items() if m == best)
 
 
 def _cell(values: np.ndarray) -> str:
-    interval = bootstrap_interval(values * 100)
-    return f"{interval.estimate:.1f} [{interval.low:.1f}, {interval.high:.1f}]"
+    return interval_cell(bootstrap_interval(values * 100))
 
 
 def _difference(values: np.ndarray, reference: np.ndarray) -> str:
-    d = paired_bootstrap_difference(values * 100, reference * 100).interval
-    verdict = "gain" if d.low > 0 else "loss" if d.high < 0 else "—"
-    return f"{d.estimate:+.1f} [{d.low:+.1f}, {d.high:+.1f}] {verdict}"
+    return difference_cell(paired_bootstrap_difference(values * 100, reference * 100))
 
 
 def render(summary: dict[str, Any], command: str) -> str:
@@ -108,15 +104,15 @@ def render(summary: dict[str, Any], command: str) -> str:
             ("ranker alone (w = 0)", 0.0),
             (f"w = {chosen:g}", chosen),
         ):
-            cells = [_cell(hits_at(rows, weight, k)) for k in KS]
+            cells = [_cell(fused_hits(rows, weight, k)) for k in KS]
             if weight is not None:
-                cells += [_difference(hits_at(rows, weight, k), hits_at(rows, None, k)) for k in KS]
+                cells += [_difference(fused_hits(rows, weight, k), fused_hits(rows, None, k)) for k in KS]
             else:
                 cells += ["", ""]
             body.append([label, *cells])
         header = ["order", *(f"top-{k}" for k in KS), *(f"top-{k} − hybrid" for k in KS)]
         lines += [*markdown_table(header, body, "l" + "r" * (2 * len(KS))), ""]
-        curve = [[f"{w:g}", *(f"{100 * hits_at(rows, w, k).mean():.1f}" for k in KS)] for w in summary["weights"]]
+        curve = [[f"{w:g}", *(f"{100 * fused_hits(rows, w, k).mean():.1f}" for k in KS)] for w in summary["weights"]]
         lines += [*markdown_table(["w", *(f"top-{k}" for k in KS)], curve, "r" * (1 + len(KS))), ""]
     lines += produced_by(command)
     return "\n".join(lines) + "\n"
@@ -138,13 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ranker = PassageRanker(model=args.ranker, max_length=args.max_length, top_k=20)
         ranker.warm_up()
-        splits = [scored_split(path, args.store, ranker) for path in args.questions.split(",")]
+        hybrid = load_pipeline(SEARCH_RERANK, args.store, []).get_component("hybrid")
+        hybrid.warm_up()
+        splits = [scored_split(path, hybrid, ranker) for path in args.questions.split(",")]
         summary = {"ranker": args.ranker, "max_length": args.max_length, "store": args.store, "splits": splits}
+        summary["command"] = command
     summary["weights"] = list(WEIGHTS)
     summary["chosen_weight"] = choose(summary["splits"], WEIGHTS)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "report.json", json.dumps(summary) + "\n")
-    markdown = render(summary, command)
+    markdown = render(summary, summary.get("command", command))  # the measuring command, also when re-rendered
     atomic_write_text(out / "report.md", markdown)
     print(markdown)
     return 0

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,12 @@ from benchmarks.encoding.limit import (
     sample_passages,
 )
 from dpr_components.encoders.openvino_model import INPUT_NAMES as INPUTS
-from dpr_components.encoders.openvino_model import HiddenStates
+from dpr_components.encoders.openvino_model import (
+    HiddenStates,
+    HiddenStatesOutput,
+    OpenVINOEncoderModel,
+    convert_to_openvino,
+)
 from dpr_components.encoders.text_encoder import (
     BUNDLED_MINILM,
     EncoderSettings,
@@ -81,26 +86,15 @@ AVX2_NOTE = [
 ]
 FFN_OUTPUT = r".*layer\.\d+\.output\.dense.*"  # each layer's second feed-forward product
 Batch = dict[str, torch.Tensor]
-ModelCall = Callable[[Batch], torch.Tensor]  # a batch -> last hidden states
 
 
-class CallEncoder(TextEncoder):
-    """``TextEncoder`` whose model call is ``call`` (mean pooling, normalised, as MiniLM)."""
-
-    def __init__(self, call: ModelCall, batch_size: int, model: str = BUNDLED_MINILM) -> None:
-        super().__init__(EncoderSettings(model=model, precision="fp32"), batch_size=batch_size)
-        self.call = call
-
-    @torch.inference_mode()
-    def _forward(self, batch: Batch) -> np.ndarray:
-        hidden = self.call(batch).float()
-        mask = batch["attention_mask"].unsqueeze(-1).float()
-        vectors = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(vectors, dim=-1).numpy()
-
-
-def torch_call(model: torch.nn.Module) -> ModelCall:
-    return lambda batch: model(**batch).last_hidden_state
+def with_model(model: Any, batch_size: int, model_name: str = BUNDLED_MINILM) -> TextEncoder:
+    """Our fp32 ``TextEncoder`` of ``model_name`` running ``model`` (anything called like a transformers
+    encoder): the same tokenising, batching and pooling, only the model call differs."""
+    encoder = TextEncoder(EncoderSettings(model=model_name, precision="fp32"), batch_size=batch_size)
+    encoder.load()
+    encoder._model = model
+    return encoder
 
 
 def numpy_inputs(batch: Batch) -> dict[str, np.ndarray]:
@@ -116,23 +110,14 @@ def calibration_batches(encoder: TextEncoder, texts: list[str], titles: list[str
     return batches
 
 
-def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: int) -> dict[str, ModelCall]:
+def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: int) -> dict[str, OpenVINOEncoderModel]:
     """OpenVINO fp32 and bf16, and NNCF int8 (all products; FFN output left in float)."""
     import nncf
     import openvino as ov
 
-    example = tuple(torch.ones(2, 8, dtype=torch.int64) for _ in INPUTS)
-    shapes = [(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in INPUTS]
-    converted = ov.convert_model(HiddenStates(model).eval(), example_input=example, input=shapes)
-    core = ov.Core()
+    converted = convert_to_openvino(model)
     # OpenVINO reads the CPU's flags itself; torch's check follows the --isa limit too.
-    bf16 = bf16_supported() and "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-
-    def compiled(ov_model: Any, hint: str) -> ModelCall:
-        network = core.compile_model(
-            ov_model, "CPU", {"INFERENCE_PRECISION_HINT": hint, "INFERENCE_NUM_THREADS": threads}
-        )
-        return lambda batch: torch.from_numpy(network(numpy_inputs(batch))[0])
+    bf16 = bf16_supported() and "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
     def int8(ignored: list[str]) -> Any:
         return nncf.quantize(
@@ -145,11 +130,14 @@ def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: 
         )
 
     float_hint = "bf16" if bf16 else "f32"
-    systems = {"OpenVINO fp32": compiled(converted, "f32")}
+    systems = {"OpenVINO fp32": OpenVINOEncoderModel(converted, model.config, "f32", threads)}
     if bf16:
-        systems["OpenVINO bf16"] = compiled(converted, "bf16")
-    systems[f"OpenVINO int8 ({float_hint} elsewhere)"] = compiled(int8([]), float_hint)
-    systems[f"OpenVINO int8, FFN output in {float_hint}"] = compiled(int8([FFN_OUTPUT]), float_hint)
+        systems["OpenVINO bf16"] = OpenVINOEncoderModel(converted, model.config, "bf16", threads)
+    for name, ignored in (
+        (f"OpenVINO int8 ({float_hint} elsewhere)", []),
+        (f"OpenVINO int8, FFN output in {float_hint}", [FFN_OUTPUT]),
+    ):
+        systems[name] = OpenVINOEncoderModel(int8(ignored), model.config, float_hint, threads)
     return systems
 
 
@@ -163,7 +151,17 @@ class _Reader:
         return next(self.items, None)
 
 
-def onnx_static_int8(model: torch.nn.Module, calibration: list[Batch], folder: Path, threads: int) -> ModelCall:
+class OnnxRuntimeModel:
+    """An ONNX Runtime session called like a transformers encoder."""
+
+    def __init__(self, session: Any, config: Any) -> None:
+        self.session, self.config = session, config
+
+    def __call__(self, **batch: torch.Tensor) -> HiddenStatesOutput:
+        return HiddenStatesOutput(torch.from_numpy(self.session.run(None, numpy_inputs(batch))[0]))
+
+
+def onnx_static_int8(model: torch.nn.Module, calibration: list[Batch], folder: Path, threads: int) -> OnnxRuntimeModel:
     """ONNX Runtime with static int8 (QDQ, per-channel weights, MatMul only)."""
     import onnxruntime as ort
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -185,7 +183,7 @@ def onnx_static_int8(model: torch.nn.Module, calibration: list[Batch], folder: P
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     session = ort.InferenceSession(str(quantised), options, providers=["CPUExecutionProvider"])
-    return lambda batch: torch.from_numpy(session.run(None, numpy_inputs(batch))[0])
+    return OnnxRuntimeModel(session, model.config)
 
 
 def build_systems(
@@ -201,13 +199,12 @@ def build_systems(
     systems: dict[str, Any] = {"torch fp32": fp32}
     if auto.uses_bf16:
         systems["torch bf16 weights (precision auto)"] = auto
-        compiled = torch.compile(auto._model, dynamic=True)
-        systems["torch.compile, bf16 weights"] = CallEncoder(torch_call(compiled), args.batch_size)
-    for name, call in openvino_systems(fp32._model, batches, args.threads).items():
-        systems[name] = CallEncoder(call, args.batch_size)
-    systems["ONNX Runtime static int8"] = CallEncoder(
-        onnx_static_int8(fp32._model, batches, work, args.threads), args.batch_size
-    )
+        # the compiled module forwards attribute reads (config) to the model it wraps
+        systems["torch.compile, bf16 weights"] = with_model(torch.compile(auto._model, dynamic=True), args.batch_size)
+    for name, model in openvino_systems(fp32._model, batches, args.threads).items():
+        systems[name] = with_model(model, args.batch_size)
+    onnx = onnx_static_int8(fp32._model, batches, work, args.threads)
+    systems["ONNX Runtime static int8"] = with_model(onnx, args.batch_size)
     systems["sentence-transformers fp32 (peer)"] = load_sentence_transformer()
     for name in systems:
         compute.setdefault(name, "int8" if "int8" in name else "bf16" if "bf16" in name else "fp32")

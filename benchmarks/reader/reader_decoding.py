@@ -24,13 +24,22 @@ from tqdm.auto import tqdm
 import dpr_components.readers.predict as predict
 from benchmarks.reader.reader_benchmark import qa_pipeline
 from dpr_components.evaluation.answer_metrics import exact_match
-from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
+from dpr_components.evaluation.intervals import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    Interval,
+    PairedDifference,
+    bootstrap_interval,
+    paired_bootstrap_difference,
+    wilson_interval,
+)
+from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.readers.data import read_jsonl
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, read
 from dpr_components.utils.atomic_files import atomic_write_text
-from dpr_components.utils.settings import data_dir
+from dpr_components.utils.sources import resolve_data_source
 
 
 class OneForwardPerQuestion:
@@ -55,11 +64,6 @@ class OneForwardPerQuestion:
         predict.row_logits = self.original
 
 
-def _question_file(name: str) -> Path:
-    """``name`` as given when it exists (e.g. data/selection/...), else under the data folder."""
-    return Path(name) if Path(name).is_file() else data_dir() / name
-
-
 def sweep(
     model: str,
     store: Path,
@@ -76,8 +80,10 @@ def sweep(
     gold = {b: [] for b in penalties}
     open_domain = {b: [] for b in penalties}
     with OneForwardPerQuestion() as forward:
-        squad = [q for q in read_jsonl(_question_file(squad_file), limit) if q.gold is not None] if squad_file else []
-        for q in tqdm(squad, desc="squad/dev, gold paragraph", unit="q"):
+        squad = (
+            [q for q in read_jsonl(resolve_data_source(squad_file), limit) if q.gold is not None] if squad_file else []
+        )
+        for q in tqdm(squad, desc=f"{squad_file}, gold paragraph", unit="q"):
             for b in penalties:
                 answers = read(
                     reader,
@@ -89,8 +95,8 @@ def sweep(
                 )
                 gold[b].append(exact_match(answers[0].text if answers else None, q.answers))
             forward.cache.clear()
-        nq = read_jsonl(_question_file(nq_file), limit) if nq_file else []
-        for q in tqdm(nq, desc="nq/dev end to end", unit="q"):
+        nq = read_jsonl(resolve_data_source(nq_file), limit) if nq_file else []
+        for q in tqdm(nq, desc=f"{nq_file} end to end", unit="q"):
             documents = hybrid.run(query=q.question)["documents"]
             passages = [(d.meta.get("title"), d.content or "") for d in documents]
             for b in penalties:
@@ -135,34 +141,44 @@ def _scores(hits: dict[float, list[bool]], current: float) -> dict[str, Any]:
 
 
 def _cell(part: dict[str, Any], b: float) -> str:
+    """EM with its interval, then (for β other than the pipeline's) the paired difference and verdict."""
     low, high = part["interval"][str(b)]
-    cell = f"{part['exact_match'][str(b)]:.1f} [{low:.1f}, {high:.1f}]"
+    cell = interval_cell(Interval(part["exact_match"][str(b)], low, high, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES))
     difference = part["difference_from_pipeline"].get(str(b))
     if difference and difference[0] != 0:
-        verdict = "gain" if difference[1] > 0 else "loss" if difference[2] < 0 else "—"
-        cell += f"; {difference[0]:+.1f} [{difference[1]:+.1f}, {difference[2]:+.1f}] {verdict}"
+        paired = PairedDifference(Interval(*difference, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES), float("nan"))
+        cell += f"; {difference_cell(paired)}"
     return cell
+
+
+def _wilson_cell(part: dict[str, Any], b: float) -> str:
+    """EM with its Wilson interval, for results stored before per-question scores were kept."""
+    interval = wilson_interval(part["exact_match"][str(b)] / 100, part["n"]).scaled(100)
+    return interval_cell(interval) + "ʷ"
 
 
 def render(result: dict[str, Any], command: str) -> str:
     penalties = result["penalties"]
     files = result.get("files", {"squad_gold": "squad/dev.jsonl", "nq_end_to_end": "nq/dev.jsonl"})
-    rows = []
+    rows, wilson = [], False
     for part, label in (("squad_gold", "gold paragraph"), ("nq_end_to_end", "end to end")):
         scores = result[part]
-        if scores.get("n") and "interval" in scores:
-            rows.append(
-                table_row([f"{files[part]}, {label} ({scores['n']:,})", *(_cell(scores, b) for b in penalties)])
-            )
-        elif scores.get("n"):
-            rows.append(
-                table_row(
-                    [
-                        f"{files[part]}, {label} ({scores['n']:,})",
-                        *(f"{scores['exact_match'][str(b)]:.1f}" for b in penalties),
-                    ]
-                )
-            )
+        if not scores.get("n"):
+            continue
+        cell = _cell if "interval" in scores else _wilson_cell
+        wilson = wilson or cell is _wilson_cell
+        rows.append(table_row([f"{files[part]}, {label} ({scores['n']:,})", *(cell(scores, b) for b in penalties)]))
+    notes = (
+        [
+            "ʷ This result kept only each exact match and its number of questions: the interval is Wilson's "
+            "(Wilson 1927) instead of a bootstrap over questions, and differences between β are not tested. "
+            "It was made before the selection protocol, on the dev sets that chose β; "
+            "docs/training/selection/reader-decoding/ checks β on the SQuAD selection split. Re-rendered from the JSON by `python -m benchmarks.reader.reader_decoding --from-json`.",
+            "",
+        ]
+        if wilson
+        else []
+    )
     return "\n".join(
         [
             "# Span reader: the length prior β on both question styles",
@@ -170,7 +186,7 @@ def render(result: dict[str, Any], command: str) -> str:
             f"Produced by: `{command}`",
             "",
             "Exact match (%) of the reader's answer for each β (a span of n tokens scores start + end logit − β(n−1); "
-            "β = 0 is DPR's decoding), with its 95% bootstrap interval over questions and, after the semicolon, the "
+            "β = 0 is DPR's decoding), with its 95% interval over questions and, after the semicolon, the "
             f"paired difference from the pipeline's β = {result['qa_length_penalty']:g} (*gain*/*loss* when its "
             "interval excludes zero). Gold paragraph: the only passage given. End to end: `pipelines/qa.yml`'s "
             f"hybrid top {result['top_k']} and its answer ranking.",
@@ -178,6 +194,7 @@ def render(result: dict[str, Any], command: str) -> str:
             *table_header(["questions", *(f"β={b:g}" for b in penalties)], "l" + "r" * len(penalties)),
             *rows,
             "",
+            *notes,
         ]
     )
 
@@ -196,13 +213,20 @@ def main() -> None:
     parser.add_argument("--nq", default="nq/dev.jsonl", help="questions read end to end over the store ('' skips)")
     parser.add_argument("--out", default="docs/benchmarks")
     parser.add_argument("--threads", type=int)
+    parser.add_argument(
+        "--from-json", action="store_true", help="render --out's reader_decoding.json again, measure nothing"
+    )
     args = parser.parse_args()
+    out = Path(args.out)
+    if args.from_json:
+        result = json.loads((out / "reader_decoding.json").read_text(encoding="utf-8"))
+        atomic_write_text(out / "reader_decoding.md", render(result, result["command"]))
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
     command = "python -m benchmarks.reader.reader_decoding " + shlex.join(sys.argv[1:])
     penalties = [float(x) for x in args.penalties.split(",") if x.strip()]
     result = sweep(args.model, Path(args.store), penalties, args.limit, args.squad, args.nq)
-    out = Path(args.out)
     atomic_write_text(out / "reader_decoding.json", json.dumps({**result, "command": command}, indent=1) + "\n")
     atomic_write_text(out / "reader_decoding.md", render(result, command))
     print(render(result, command))

@@ -55,32 +55,49 @@ def openvino_module() -> Any:
     return openvino
 
 
-def openvino_bf16_supported() -> bool:
-    """Whether OpenVINO's CPU plugin computes bf16 natively on this machine."""
-    return "BF16" in openvino_module().Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+def convert_to_openvino(model: torch.nn.Module) -> Any:
+    """``model``'s hidden states as an OpenVINO model taking any batch size and sequence length."""
+    ov = openvino_module()
+    example = tuple(torch.ones(2, 8, dtype=torch.int64) for _ in INPUT_NAMES)
+    shapes = [(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in INPUT_NAMES]
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracing warnings about shapes the model handles at run time
+        return ov.convert_model(HiddenStates(model.float()).eval(), example_input=example, input=shapes)
 
 
 class OpenVINOEncoderModel:
-    """Called like a transformers encoder (``model(**batch).last_hidden_state``), run by OpenVINO."""
+    """Called like a transformers encoder (``model(**batch).last_hidden_state``), run by OpenVINO.
 
-    def __init__(self, model: torch.nn.Module, bf16: bool, threads: int | None = None) -> None:
-        ov = openvino_module()
-        self.config = model.config
-        example = tuple(torch.ones(2, 8, dtype=torch.int64) for _ in INPUT_NAMES)
-        shapes = [(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in INPUT_NAMES]
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # tracing warnings about shapes the model handles at run time
-            converted = ov.convert_model(HiddenStates(model.float()).eval(), example_input=example, input=shapes)
-        self.precision = "bf16" if bf16 and openvino_bf16_supported() else "f32"
+    :param converted: an OpenVINO model of the hidden states (:func:`convert_to_openvino`, possibly quantised).
+    :param config: the transformers config of the model it came from (the encoder reads its sizes).
+    :param precision: OpenVINO's inference precision, ``f32`` or ``bf16``.
+    :param threads: OpenVINO's threads (default: ``DPR_ENCODE_THREADS``, else the usable cores).
+    """
+
+    def __init__(self, converted: Any, config: Any, precision: str, threads: int | None = None) -> None:
+        self.config = config
+        self.precision = precision
         self.threads = threads or encode_threads() or usable_cores()
-        self._compiled = ov.Core().compile_model(
-            converted, "CPU", {"INFERENCE_PRECISION_HINT": self.precision, "INFERENCE_NUM_THREADS": self.threads}
+        self._compiled = (
+            openvino_module()
+            .Core()
+            .compile_model(
+                converted, "CPU", {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": self.threads}
+            )
         )
 
+    @classmethod
+    def from_torch(cls, model: torch.nn.Module, bf16: bool, threads: int | None = None) -> OpenVINOEncoderModel:
+        """``model`` converted, in bf16 when asked and OpenVINO computes bf16 natively here, else fp32."""
+        capabilities = openvino_module().Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        precision = "bf16" if bf16 and "BF16" in capabilities else "f32"
+        return cls(convert_to_openvino(model), model.config, precision, threads)
+
     def __call__(self, **batch: torch.Tensor) -> HiddenStatesOutput:
-        inputs = {name: np.ascontiguousarray(batch[name].numpy()) for name in INPUT_NAMES if name in batch}
+        inputs = {name: batch[name].numpy() for name in INPUT_NAMES if name in batch}
         if "token_type_ids" not in inputs:
             inputs["token_type_ids"] = np.zeros_like(inputs["input_ids"])
-        # One infer request per call: requests are not safe to share between threads.
+        # One infer request per call: requests are not safe to share between threads. Its outputs
+        # are copied out of the request, so they outlive it.
         hidden = self._compiled.create_infer_request().infer(inputs)[0]
-        return HiddenStatesOutput(torch.from_numpy(np.array(hidden, dtype=np.float32)))
+        return HiddenStatesOutput(torch.from_numpy(np.asarray(hidden, dtype=np.float32)))

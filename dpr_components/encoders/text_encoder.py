@@ -371,7 +371,7 @@ class TextEncoder:
                 f"backend 'openvino' runs plain and sentence-transformers encoders with cls or mean pooling; "
                 f"{layout.transformer_path} is a {layout.kind} checkpoint pooled by {pooling!r}: use backend 'torch'"
             )
-        return OpenVINOEncoderModel(model, bf16=self.uses_bf16)
+        return OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16)
 
     def _load_plain(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout] | None:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""
