@@ -6,8 +6,10 @@ engine runs in its own process, so build time, single-thread queries/s and peak 
 own. Run from the repository root:
 
     python -m benchmarks.bm25.bm25_benchmark
+    python -m benchmarks.bm25.bm25_benchmark --from-json   # re-render docs/benchmarks/bm25.md, measure nothing
 
-Lucene needs ``bash benchmarks/bm25/setup_pyserini.sh`` first (or pass ``--skip-lucene``)."""
+Lucene needs ``bash benchmarks/bm25/setup_pyserini.sh`` first (or pass ``--skip-lucene``). The JSON keeps
+each engine's first-hit rank per question, from which the report draws its intervals."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,7 +82,9 @@ def run_lucene(python: Path, folder: Path, results: Path, repeats: int) -> dict:
 
 
 def evaluate(result: dict, data: bm25_data.BenchmarkData) -> dict:
-    """Accuracy per dataset plus speed and memory figures of one engine's run."""
+    """Accuracy per dataset, the first-hit rank of every question (in ``data``'s question order, None
+    without a hit in the top 100; what the report's intervals are drawn from), plus speed and memory
+    figures of one engine's run."""
     text_of = dict(zip(data.passage_ids, data.texts, strict=True))
     by_dataset: dict[str, list[int | None]] = {}
     for question in data.questions:
@@ -96,6 +101,7 @@ def evaluate(result: dict, data: bm25_data.BenchmarkData) -> dict:
         "num_docs": result["num_docs"],
         "questions": {dataset: len(hits) for dataset, hits in by_dataset.items()},
         "accuracy": accuracy,
+        "first_hit_ranks": by_dataset,
         "build_seconds": result["build_seconds"],
         "queries_per_second": result["queries"] / result["query_seconds"],
         "peak_rss_mb": result["peak_rss_mb"],
@@ -138,7 +144,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compare-stemmers", nargs="*", default=["english"],
                         help="extra PyStemmer algorithms to run our index with on the full pool")  # fmt: skip
     parser.add_argument("--pyserini-python", type=Path, default=DEFAULT_PYSERINI_PYTHON)
+    parser.add_argument("--from-json", action="store_true", help="re-render --out from its JSON, measure nothing")
     args = parser.parse_args()
+    if args.from_json:
+        return args
     if min(args.subset_passages, args.subset_questions, args.query_repeats) <= 0:
         parser.error("--subset-passages, --subset-questions and --query-repeats must be positive")
     if not args.skip_lucene and not args.pyserini_python.exists():
@@ -146,10 +155,29 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def run_environment() -> dict:
+    """How the benchmark process was started: its niceness and the thread variables that were set."""
+    variables = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    return {"nice": os.nice(0), "variables": {name: os.environ[name] for name in variables if name in os.environ}}
+
+
+def render_from_json(out_md: Path, rerendered_by: str) -> None:
+    """Rewrite ``out_md`` from the JSON next to it, measuring nothing."""
+    from benchmarks.bm25.bm25_report import render_markdown
+
+    report = json.loads(out_md.with_suffix(".json").read_text(encoding="utf-8"))
+    atomic_write_text(out_md, render_markdown(report, rerendered_by))
+    log(f"re-rendered {out_md} from {out_md.with_suffix('.json')}")
+
+
 def main() -> None:
     from benchmarks.bm25.bm25_report import render_markdown
 
     args = parse_args()
+    module = ["python", "-m", "benchmarks.bm25.bm25_benchmark"]
+    if args.from_json:
+        render_from_json(args.out, shlex.join([*module, *sys.argv[1:]]))
+        return
     load_before = os.getloadavg()
     work = args.work_dir or cache_dir() / "bm25_benchmark"
     results_dir = work / "results"
@@ -199,8 +227,9 @@ def main() -> None:
         parity_stats = parity(data, args.pyserini_python, work, ["porter", *args.compare_stemmers])
 
     report = {
-        "command": "python -m benchmarks.bm25.bm25_benchmark " + " ".join(sys.argv[1:]),
+        "command": shlex.join([*module, *sys.argv[1:]]),
         "date": date.today().isoformat(),
+        "environment": run_environment(),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),

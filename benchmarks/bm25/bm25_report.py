@@ -1,7 +1,24 @@
-"""Markdown rendering of the BM25 benchmark's JSON report."""
+"""Markdown rendering of the BM25 benchmark's JSON report. Accuracies get a bootstrap interval over
+questions and each ours − Lucene difference a paired-bootstrap interval and McNemar's exact test, from
+the per-question first-hit ranks the JSON keeps; an older JSON without them gets Wilson intervals on
+its accuracies and untested differences."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dpr_components.evaluation.intervals import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    McNemarResult,
+    PairedDifference,
+    bootstrap_interval,
+    mcnemar,
+    paired_bootstrap_difference,
+    wilson_interval,
+)
+from dpr_components.evaluation.metric_intervals import difference_cell, hits_at, interval_cell
 from dpr_components.evaluation.tables import markdown_table, table_header
 
 ENGINE_LABELS = {
@@ -12,20 +29,130 @@ ENGINE_LABELS = {
 }
 DATASET_LABELS = {"nq": "NQ dev", "squad": "SQuAD dev", "all": "all"}
 ACCURACY_TOLERANCE = 0.5  # points
+ACCURACY_TARGET_CUTOFFS = (1, 5, 20)
 SPEED_TARGET = 5.0  # x Lucene's queries/s
+WILSON_MARK = "ʷ"
+PARITY_SHOWN = f"yes: interval within ±{ACCURACY_TOLERANCE}"
+ESTIMATE_ONLY = f"estimate only: interval exceeds ±{ACCURACY_TOLERANCE}"
+ESTIMATE_ONLY_UNTESTED = "estimate only: not tested"
 
 
 def _label(name: str) -> str:
     return ENGINE_LABELS.get(name, name)
 
 
-def _accuracy_table(engines: dict[str, dict], datasets: list[str], cutoffs: list[int]) -> list[str]:
-    header = ["engine"] + [f"{DATASET_LABELS[d]} top-{k}" for d in datasets for k in cutoffs]
-    rows = [
-        [_label(name)] + [f"{result['accuracy'][d][f'top{k}']:.1f}" for d in datasets for k in cutoffs]
-        for name, result in engines.items()
+def first_hit_ranks(result: dict, dataset: str) -> list[int | None] | None:
+    """An engine's per-question first-hit ranks on ``dataset`` (``all``: every dataset in turn), or
+    None when the JSON kept only accuracies."""
+    stored = result.get("first_hit_ranks")
+    if stored is None:
+        return None
+    if dataset == "all":
+        return [rank for ranks in stored.values() for rank in ranks]
+    return stored.get(dataset)
+
+
+def _question_count(result: dict, dataset: str) -> int:
+    counts = result["questions"]
+    return int(sum(counts.values()) if dataset == "all" else counts[dataset])
+
+
+def accuracy_cell(result: dict, dataset: str, k: int) -> str:
+    """``63.8 [60.2, 67.5]``: top-k accuracy (%) with its bootstrap interval over questions, or with a
+    Wilson interval (marked ʷ) when the per-question ranks were not stored."""
+    ranks = first_hit_ranks(result, dataset)
+    if ranks is not None:
+        return interval_cell(bootstrap_interval(hits_at(ranks, k)).scaled(100))
+    accuracy = result["accuracy"][dataset][f"top{k}"] / 100
+    return interval_cell(wilson_interval(accuracy, _question_count(result, dataset)).scaled(100)) + WILSON_MARK
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One engine minus a reference engine at top-k on one question set, in points: the paired
+    bootstrap interval and McNemar's test when both kept per-question ranks, else only the estimate."""
+
+    estimate: float
+    difference: PairedDifference | None = None
+    test: McNemarResult | None = None
+
+    def cell(self) -> str:
+        """``+0.3 [-0.5, +1.1] —, p=0.51``, or ``+0.3 (not tested)``."""
+        if self.difference is None:
+            return f"{self.estimate:+.1f} (not tested)"
+        return difference_cell(self.difference, self.test)
+
+    def parity(self, tolerance: float = ACCURACY_TOLERANCE) -> str:
+        """Whether the engines agree within ``tolerance`` points: shown when the whole interval lies
+        within it, the estimate only when the interval reaches past it (or was not computed), else no."""
+        if abs(self.estimate) > tolerance + 1e-9:
+            return "**no**"
+        if self.difference is None:
+            return ESTIMATE_ONLY_UNTESTED
+        interval = self.difference.interval
+        return PARITY_SHOWN if -tolerance <= interval.low and interval.high <= tolerance else ESTIMATE_ONLY
+
+
+def compare(new: dict, reference: dict, dataset: str, k: int) -> Comparison:
+    """``new`` − ``reference`` top-k accuracy on ``dataset``, paired over the same questions."""
+    estimate = new["accuracy"][dataset][f"top{k}"] - reference["accuracy"][dataset][f"top{k}"]
+    ranks, reference_ranks = first_hit_ranks(new, dataset), first_hit_ranks(reference, dataset)
+    if ranks is None or reference_ranks is None:
+        return Comparison(estimate)
+    hits, reference_hits = hits_at(ranks, k), hits_at(reference_ranks, k)
+    difference = paired_bootstrap_difference(hits, reference_hits).scaled(100)
+    return Comparison(difference.interval.estimate, difference, mcnemar(hits, reference_hits))
+
+
+def _has_ranks(engines: dict[str, dict]) -> bool:
+    return all(result.get("first_hit_ranks") is not None for result in engines.values())
+
+
+def _accuracy_table(
+    engines: dict[str, dict], dataset: str, cutoffs: Sequence[int], reference: str | None, reference_label: str
+) -> list[str]:
+    """One question set: every engine's accuracy cells, then each engine minus ``reference``."""
+    header = ["engine"] + [f"top-{k}" for k in cutoffs]
+    rows = [[_label(name)] + [accuracy_cell(result, dataset, k) for k in cutoffs] for name, result in engines.items()]
+    if reference is not None:
+        rows += [
+            [f"{_label(name)} − {reference_label}"]
+            + [compare(result, engines[reference], dataset, k).cell() for k in cutoffs]
+            for name, result in engines.items()
+            if name != reference
+        ]
+    return markdown_table(header, rows, align="l" + "r" * len(cutoffs))
+
+
+def interval_notes(engines: dict[str, dict], reference_label: str) -> list[str]:
+    """The sentences that say what the brackets and the difference rows are."""
+    if _has_ranks(engines):
+        return [
+            f"Cells: top-k accuracy in percent with its {DEFAULT_CONFIDENCE:.0%} percentile-bootstrap interval "
+            f"over questions ({DEFAULT_RESAMPLES:,} resamples, seed 0). Rows *X − {reference_label}*: X minus "
+            f"{reference_label} on the same questions with its paired-bootstrap interval, *gain* or *loss* when "
+            "the interval excludes zero (— when it does not), and McNemar's exact p.",
+            "",
+        ]
+    return [
+        f"{WILSON_MARK} The JSON kept only the accuracies, not the per-question ranks: cells have a "
+        f"{DEFAULT_CONFIDENCE:.0%} Wilson score interval of the proportion (Wilson 1927) instead of a bootstrap "
+        f"over questions, and the differences from {reference_label} are not tested.",
+        "",
     ]
-    return markdown_table(header, rows, align="l" + "r" * (len(header) - 1))
+
+
+def _accuracy_section(
+    engines: dict[str, dict], datasets: Sequence[str], cutoffs: Sequence[int], reference: str | None, label: str
+) -> list[str]:
+    """The interval notes, then one accuracy table per question set (with a heading when several)."""
+    lines = interval_notes(engines, label)
+    for dataset in datasets:
+        if len(datasets) > 1:
+            questions = _question_count(next(iter(engines.values())), dataset)
+            lines += [f"### {DATASET_LABELS[dataset]} ({questions:,} questions)", ""]
+        lines += [*_accuracy_table(engines, dataset, cutoffs, reference, label), ""]
+    return lines
 
 
 def _cost_table(engines: dict[str, dict]) -> list[str]:
@@ -53,23 +180,24 @@ def _ratio_lines(ours: dict, other: dict, other_name: str) -> list[str]:
 
 
 def target_checks(report: dict) -> list[dict]:
-    """The acceptance targets: top-1/5/20 within 0.5 point of Lucene, and 5x its queries/s."""
+    """The acceptance targets: top-1/5/20 within 0.5 point of Lucene, and 5x its queries/s. An
+    accuracy target counts as met only when the paired interval of the difference lies within ±0.5."""
     full = report["full"]
     if "lucene" not in full:
         return []
     ours, lucene = full["ours"], full["lucene"]
     checks = []
     for dataset in ("nq", "squad"):
-        for k in (1, 5, 20):
-            a, b = ours["accuracy"][dataset][f"top{k}"], lucene["accuracy"][dataset][f"top{k}"]
+        for k in ACCURACY_TARGET_CUTOFFS:
+            comparison = compare(ours, lucene, dataset, k)
             checks.append(
                 {
                     "check": f"{DATASET_LABELS[dataset]} top-{k}",
-                    "ours": f"{a:.1f}",
-                    "lucene": f"{b:.1f}",
-                    "difference": f"{a - b:+.1f}",
-                    "target": f"within {ACCURACY_TOLERANCE} point",
-                    "met": abs(a - b) <= ACCURACY_TOLERANCE + 1e-9,
+                    "ours": accuracy_cell(ours, dataset, k),
+                    "lucene": accuracy_cell(lucene, dataset, k),
+                    "difference": comparison.cell(),
+                    "target": f"within ±{ACCURACY_TOLERANCE} point",
+                    "met": comparison.parity(),
                 }
             )
     ratio = ours["queries_per_second"] / lucene["queries_per_second"]
@@ -80,13 +208,55 @@ def target_checks(report: dict) -> list[dict]:
             "lucene": f"{lucene['queries_per_second']:,.0f}",
             "difference": f"{ratio:.1f}x",
             "target": f">= {SPEED_TARGET:.0f}x",
-            "met": ratio >= SPEED_TARGET,
+            "met": "yes" if ratio >= SPEED_TARGET else "**no**",
         }
     )
     return checks
 
 
-def render_markdown(report: dict) -> str:
+def parity_summary(checks: Sequence[dict]) -> list[str]:
+    """Which accuracy targets the intervals support, and which only their point estimates meet."""
+    accuracy = [c for c in checks if c["check"] != "queries/s"]
+    shown = [c["check"] for c in accuracy if c["met"] == PARITY_SHOWN]
+    estimate_only = [c["check"] for c in accuracy if c["met"] in (ESTIMATE_ONLY, ESTIMATE_ONLY_UNTESTED)]
+    missed = [c["check"] for c in accuracy if c["met"] == "**no**"]
+    tolerance = f"±{ACCURACY_TOLERANCE}"
+    sentences = [
+        f"An accuracy target is met (parity shown) only when the whole {DEFAULT_CONFIDENCE:.0%} paired interval "
+        f"of ours − Lucene lies within {tolerance} point; a point estimate within {tolerance} whose interval "
+        "reaches further does not show parity, it only fails to show a difference."
+    ]
+    if shown:
+        sentences.append(f"Parity within {tolerance} is shown by the interval for {', '.join(shown)}.")
+    if estimate_only:
+        sentences.append(
+            f"Only the point estimate lies within {tolerance} for {', '.join(estimate_only)}: parity within "
+            f"{tolerance} is not shown there."
+        )
+    if missed:
+        sentences.append(f"The point estimate lies outside {tolerance} for {', '.join(missed)}.")
+    return [" ".join(sentences), ""]
+
+
+def _run_conditions(report: dict) -> str:
+    """How the run was started (niceness, thread variables), when the JSON records it."""
+    environment = report.get("environment")
+    if not environment:
+        return ""
+    parts = []
+    if environment.get("nice"):
+        parts.append(f"`nice -n {environment['nice']}`")
+    parts += [f"`{name}={value}`" for name, value in environment.get("variables", {}).items()]
+    return f" It ran under {' and '.join(parts)}." if parts else ""
+
+
+def _rerendered(command: str | None) -> list[str]:
+    """The line naming a re-render from the JSON, when this is one."""
+    return [f"Re-rendered from `bm25.json`, nothing measured again, by `{command}`.", ""] if command else []
+
+
+def render_markdown(report: dict, rerendered_by: str | None = None) -> str:
+    """The whole report; ``rerendered_by`` names the command of a re-render from the JSON."""
     cutoffs = report["cutoffs"]
     full, subset = report["full"], report["subset"]
     ours_settings = full["ours"]["settings"]
@@ -99,11 +269,12 @@ def render_markdown(report: dict) -> str:
         report["command"].strip(),
         "```",
         "",
+        *_rerendered(rerendered_by),
         f"Run on {report['date']} on a {report['machine']['cpus']}-core CPU machine without GPU "
         f"({report['machine']['platform']}, Python {report['machine']['python']}). The machine is shared "
         "and noisy: absolute speeds move between runs, so compare the ratios, which come from one run. "
         f"1-minute load average at the start and end of the run: {report['machine'].get('load_average_start')} "
-        f"and {report['machine'].get('load_average_end')} (the benchmark itself adds about 1).",
+        f"and {report['machine'].get('load_average_end')} (the benchmark itself adds about 1).{_run_conditions(report)}",
         "",
         "## Setup",
         "",
@@ -133,8 +304,7 @@ def render_markdown(report: dict) -> str:
         "",
         "## Accuracy on the full pool (%)",
         "",
-        *_accuracy_table(full, ["nq", "squad"], cutoffs),
-        "",
+        *_accuracy_section(full, ["nq", "squad"], cutoffs, "lucene" if "lucene" in full else None, "Lucene"),
     ]
     checks = target_checks(report)
     if checks:
@@ -142,14 +312,12 @@ def render_markdown(report: dict) -> str:
             "## Targets",
             "",
             *markdown_table(
-                ["check", "ours", "Lucene", "difference", "target", "met"],
-                [
-                    [c["check"], c["ours"], c["lucene"], c["difference"], c["target"], "yes" if c["met"] else "**no**"]
-                    for c in checks
-                ],
+                ["check", "ours", "Lucene", "ours − Lucene", "target", "met"],
+                [[c["check"], c["ours"], c["lucene"], c["difference"], c["target"], c["met"]] for c in checks],
                 "lrrrll",
             ),
             "",
+            *parity_summary(checks),
         ]
     elif report["skipped"]["lucene"]:
         lines += ["Lucene was skipped (`--skip-lucene`), so the targets against it were not checked.", ""]
@@ -164,8 +332,7 @@ def render_markdown(report: dict) -> str:
             "Accuracy on a random subset is not comparable with the full-pool numbers (most gold passages are "
             "left out); it only compares the two engines with each other.",
             "",
-            *_accuracy_table(subset, ["all"], cutoffs),
-            "",
+            *_accuracy_section(subset, ["all"], cutoffs, "inmemory" if "inmemory" in subset else None, "InMemory"),
             *_cost_table(subset),
             "",
             *_ratio_lines(subset["ours"], subset["inmemory"], "InMemory"),

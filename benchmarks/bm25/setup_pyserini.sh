@@ -4,7 +4,7 @@
 # spacy, onnxruntime, pyjnius and more. Idempotent; run from the repository root.
 set -euo pipefail
 
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${PYSERINI_VENV:-$REPO_ROOT/.venv-pyserini}"
 PYTHON="${PYTHON:-python3}"
 
