@@ -35,6 +35,20 @@ def test_an_openvino_model_inside_our_encoder_makes_our_vectors(tiny_st_dir: Pat
     np.testing.assert_allclose(wrapped.encode_passages(TEXTS, TITLES), ours.encode_passages(TEXTS, TITLES), atol=1e-5)
 
 
+def test_openvino_streams_split_a_batch_and_give_the_same_vectors(tiny_st_dir: Path) -> None:
+    pytest.importorskip("openvino")
+    ours = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=3)
+    ours.load()
+    converted = convert_to_openvino(ours._model)
+    expected = ours.encode_passages(TEXTS * 3, TITLES * 3)
+    for streams in (1, 2):
+        model = OpenVINOEncoderModel(converted, ours._model.config, "f32", 2, streams=streams)
+        wrapped = with_model(model, 3, str(tiny_st_dir))
+        np.testing.assert_allclose(wrapped.encode_passages(TEXTS * 3, TITLES * 3), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="streams must be between 1 and the 2 threads, got 3"):
+        OpenVINOEncoderModel(converted, ours._model.config, "f32", 2, streams=3)
+
+
 def test_calibration_batches_cover_every_passage(tiny_st_dir: Path) -> None:
     encoder = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"))
     encoder.load()

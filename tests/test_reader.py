@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ from haystack import Document
 
 from dpr_components.readers.inputs import (
     InputSettings,
+    Row,
     build_rows,
     collate,
     tokenize_passage,
@@ -26,6 +28,7 @@ from dpr_components.readers.model import (
 from dpr_components.readers.predict import (
     ReadSettings,
     SpanPrediction,
+    length_batches,
     rank_weight,
     read,
     row_logits,
@@ -233,6 +236,49 @@ def test_rank_prior_weighs_passages_by_their_retrieval_rank(tokenizer) -> None:
         assert [key(a) for a in strong] == sorted((key(a) for a in strong), reverse=True)
 
 
+def test_score_prior_and_selection_weight_let_incoming_scores_choose(tokenizer) -> None:
+    """The selected passage has e^5 the probability of the others; an incoming score 6 higher with γ = 1
+    outweighs it, as does γ = 0.5 once the reader's selection counts at the power 0.5."""
+    fake = TargetReader(_id(tokenizer, "william"), _id(tokenizer, "shakespeare"), select_id=_id(tokenizer, "hamlet"))
+    passages = [
+        ("Sonnets", "The sonnets are by William Shakespeare too."),
+        ("Hamlet", "Hamlet was written by William Shakespeare."),
+    ]
+    scores = [6.0, 0.0]
+    for ranking in ("passage", "combined"):
+
+        def best(**settings: float) -> SpanPrediction:
+            options = ReadSettings(ranking=ranking, **settings)  # type: ignore[arg-type]
+            return read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), options, scores=scores)[0]
+
+        assert best().passage_index == 1 and best().score_weight == 1.0
+        assert best(score_prior=0.5).passage_index == 1  # e^3 < e^5
+        assert best(score_prior=1.0).passage_index == 0  # e^6 > e^5
+        assert best(score_prior=0.5, selection_weight=0.5).passage_index == 0  # e^3 > e^2.5
+        weights = {a.passage_index: a.score_weight for a in read(fake, tokenizer, "who wrote it", passages,
+                   InputSettings(**SMALL), ReadSettings(score_prior=0.5), scores=scores)}  # fmt: skip
+        assert weights == pytest.approx({0: 1.0, 1: math.exp(-3.0)})
+    with pytest.raises(ValueError, match="score_prior 0.5 needs each passage's incoming score"):
+        read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(score_prior=0.5))
+    for name in ("score_prior", "selection_weight"):
+        for bad in (-0.5, 11.0, float("nan"), "1", True):
+            with pytest.raises(ValueError, match=name):
+                ReadSettings(**{name: bad})  # type: ignore[arg-type]
+
+
+def test_span_reader_score_prior_needs_scores_and_round_trips(tiny_reader_dir: Path) -> None:
+    reader = SpanReader(model=str(tiny_reader_dir), score_prior=0.25, selection_weight=0.5)
+    data = reader.to_dict()["init_parameters"]
+    assert data["score_prior"] == 0.25 and data["selection_weight"] == 0.5
+    assert SpanReader.from_dict(reader.to_dict()).read_settings == reader.read_settings
+    with pytest.raises(ValueError, match="score_prior 0.25 needs each document's retrieval score; 1 have none"):
+        reader.run(query="who wrote hamlet", documents=[Document(content="Hamlet is a play.")])
+    scored = [Document(content="Hamlet is a play by Shakespeare.", score=2.0), Document(content="Paris.", score=1.0)]
+    answers = reader.run(query="who wrote hamlet", documents=scored)["answers"]
+    weights = {a.document.content: a.meta["score_weight"] for a in answers}
+    assert weights == pytest.approx({"Hamlet is a play by Shakespeare.": 1.0, "Paris.": math.exp(-0.25)})
+
+
 def test_rank_weight_and_ranked_at() -> None:
     assert rank_weight(1, 3.0) == 1.0 and rank_weight(4, 0.5) == pytest.approx(0.5) and rank_weight(7, 0.0) == 1.0
     with pytest.raises(ValueError, match="start at 1"):
@@ -246,6 +292,20 @@ def test_rank_weight_and_ranked_at() -> None:
             ReadSettings(rank_prior=bad)  # type: ignore[arg-type]
 
 
+def _rows_of_lengths(lengths: list[int]) -> list[Row]:
+    return [Row(i, 0, n - 1, [1] * n, 1) for i, n in enumerate(lengths)]
+
+
+def test_length_batches_sort_by_length_and_split_evenly() -> None:
+    rows = _rows_of_lengths([50, 10, 40, 20, 30, 60, 70, 80, 90, 15])
+    batches = length_batches(rows, None)  # 10 rows, at most 8 per batch: two batches of five
+    assert [len(b) for b in batches] == [5, 5]
+    assert [len(rows[i].input_ids) for b in batches for i in b] == sorted(len(r.input_ids) for r in rows)
+    assert sorted(i for b in batches for i in b) == list(range(10))
+    assert [len(b) for b in length_batches(rows, 3)] == [3, 3, 2, 2]
+    assert length_batches([], None) == []
+
+
 # ---- the real (tiny) model ---------------------------------------------------------------------
 
 
@@ -254,7 +314,7 @@ def test_batched_forward_equals_one_by_one(tiny_reader_dir: Path) -> None:
     texts = ["Short one.", "A much longer passage with many more words than the first one has, " * 3, "Middle length."]
     passages = [(f"T{i}", tokenize_passage(tokenizer, t)) for i, t in enumerate(texts)]
     rows = build_rows(tokenizer, "what is it", passages, InputSettings(max_length=128, stride=16))
-    batched = row_logits(reader, rows, tokenizer.pad_token_id, None, bf16=False)
+    batched = row_logits(reader, rows, tokenizer.pad_token_id, 100, bf16=False)
     single = row_logits(reader, rows, tokenizer.pad_token_id, 1, bf16=False)
     assert len(set(len(r.input_ids) for r in rows)) > 1  # padding really happens
     for (s1, e1, r1), (s2, e2, r2) in zip(batched, single):
@@ -357,7 +417,7 @@ def test_component_answers_with_offsets_and_meta(tiny_reader_dir: Path) -> None:
     assert {a.document.id for a in answers} <= {"a", "b"}
     for answer in answers:
         assert answer.data == answer.document.content[answer.document_offset.start : answer.document_offset.end]
-        assert set(answer.meta) == {"passage_score", "span_score", "span_probability", "rank_weight"}
+        assert set(answer.meta) == {"passage_score", "span_score", "span_probability", "rank_weight", "score_weight"}
         assert all(isinstance(v, float) for v in answer.meta.values())
     assert [a.score for a in answers] == sorted((a.score for a in answers), reverse=True)
     assert len(reader.run("who wrote hamlet", documents, top_k=1)["answers"]) == 1

@@ -111,7 +111,8 @@ def calibration_batches(encoder: TextEncoder, texts: list[str], titles: list[str
 
 
 def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: int) -> dict[str, OpenVINOEncoderModel]:
-    """OpenVINO fp32 and bf16, and NNCF int8 (all products; FFN output left in float)."""
+    """OpenVINO fp32 and bf16 (on all threads, and in one stream per thread), and NNCF int8 (all products;
+    FFN output left in float)."""
     import nncf
     import openvino as ov
 
@@ -133,6 +134,11 @@ def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: 
     systems = {"OpenVINO fp32": OpenVINOEncoderModel(converted, model.config, "f32", threads)}
     if bf16:
         systems["OpenVINO bf16"] = OpenVINOEncoderModel(converted, model.config, "bf16", threads)
+    if threads > 1:  # each batch cut in parts computed at once, one thread each
+        for label, hint in (("fp32", "f32"), ("bf16", "bf16")) if bf16 else (("fp32", "f32"),):
+            systems[f"OpenVINO {label}, {threads} streams"] = OpenVINOEncoderModel(
+                converted, model.config, hint, threads, streams=threads
+            )
     for name, ignored in (
         (f"OpenVINO int8 ({float_hint} elsewhere)", []),
         (f"OpenVINO int8, FFN output in {float_hint}", [FFN_OUTPUT]),

@@ -308,9 +308,27 @@ def render(summary: dict[str, Any], command: str) -> str:
             "",
             f"Goal: {s['clients']}-client p50 / 1-client p50 ≤ {CLIENTS_GOAL:g}× with the new behaviour. "
             f"Old and new answered the same: {'yes' if s['served']['same_answers_old_new'] else 'NO'}.",
+            "",
+            little_law_note(s["served"]["new"], s["clients"], s["cores"]),
         ]
     lines += ["", *produced_by(command)]
     return "\n".join(lines)
+
+
+def little_law_note(served: dict[str, Any], clients: int, cores: int) -> str:
+    """How close the served clients come to Little's law's floor: with ``clients`` closed-loop clients on
+    ``cores`` cores, each request's work on one core, the mean latency is at least clients / cores × the
+    mean work (the 1-client mean), whatever the server does short of sharing work between requests."""
+    floor = clients / cores
+    one, many = served["one_client"], served["clients"]
+    mean_ratio = many["mean_ms"] / one["mean_ms"]
+    p50_floor = floor * one["mean_ms"] / one["p50_ms"]
+    return (
+        f"Little's law, new behaviour: {clients} clients on {cores} cores cannot wait less on average than "
+        f"{floor:g}× the 1-client mean; measured {mean_ratio:.2f}× ({100 * (mean_ratio / floor - 1):+.1f}% over that "
+        f"floor). In p50 terms the floor is {p50_floor:.2f}× the 1-client p50 (the mean work over the median), "
+        f"so a p50 ratio of {floor:g}× would need requests to share work."
+    )
 
 
 def main() -> None:
@@ -323,7 +341,13 @@ def main() -> None:
     parser.add_argument("--store", help="an existing store indexed with pipelines/index.yml's passage encoder")
     parser.add_argument("--pool", action="store_true", help="the shared pool of $DPR_DATA_DIR (built on first use)")
     parser.add_argument("--out", default="docs/benchmarks/load", help="report path without suffix")
+    parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     args = parser.parse_args()
+    if args.from_json:
+        summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
+        command = summary.get("command", command_line("benchmarks.load.query_latency", []))
+        write_report(Path(args.out), summary, render(summary, command))
+        return
     if os.environ.get("OMP_NUM_THREADS"):
         log(f"note: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} sets torch's default, the old behaviour")
     import faiss
@@ -365,6 +389,7 @@ def main() -> None:
         "served": served_rows,
     }
     command = command_line("benchmarks.load.query_latency", sys.argv[1:])
+    summary["command"] = command
     write_report(Path(args.out), summary, render(summary, command))
     for name, row in summary["pipelines"].items():
         print(

@@ -6,7 +6,7 @@ the systems taking turns question by question, after a warm-up. Writes
 docs/benchmarks/ranker_latency.{md,json}.
 
     python -m benchmarks.reader.ranker_latency --store indexes/pool \\
-        --ranker bundled:reader-minilm:256 --ranker runs/ranker-minilm/export:192
+        --ranker bundled:reader-minilm:256 --ranker bundled:ranker-minilm:192 --backends torch,openvino --one-batch
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dpr_components.rankers.passage_ranker import PassageRanker
 
 MODULE = "benchmarks.reader.ranker_latency"
 SEARCH_RERANK = REPO_ROOT / "pipelines" / "search_rerank.yml"
+ONE_BATCH = 1000  # rows per forward pass above any question's: every passage in one padded batch
 
 
 def ranker_spec(value: str) -> tuple[str, int]:
@@ -67,6 +68,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--ranker", type=ranker_spec, action="append", required=True, metavar="MODEL:MAX_LENGTH")
+    parser.add_argument(
+        "--backends", default="torch", help="comma-separated back ends each ranker runs on (torch, openvino)"
+    )
+    parser.add_argument(
+        "--one-batch", action="store_true", help="also read each question's passages in one padded batch"
+    )
     parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
     args = parser.parse_args(argv)
     set_threads(1)
@@ -74,9 +81,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     hybrid = load_pipeline(SEARCH_RERANK, args.store, []).get_component("hybrid")
     hybrid.warm_up()
     cases = [(q, hybrid.run(query=q)["documents"]) for q in questions(Path(args.questions), args.limit)]
+    batchings = [("", None)] + ([(", one padded batch", ONE_BATCH)] if args.one_batch else [])
     rankers = {
-        f"{model}, {length} tokens": PassageRanker(model=model, max_length=length, top_k=10)
+        f"{model}, {length} tokens, {backend}{label}": PassageRanker(
+            model=model, max_length=length, top_k=10, backend=backend, batch_size=batch_size
+        )
         for model, length in args.ranker
+        for backend in args.backends.split(",")
+        for label, batch_size in batchings
     }
     for ranker in rankers.values():
         ranker.warm_up()
@@ -98,8 +110,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             "",
             f"{summary['questions']} questions of {args.questions} after {args.warmup} warm-up ones, "
             f"{summary['passages_per_question']:.0f} hybrid passages each (pipelines/search_rerank.yml's hybrid "
-            f"over {args.store}); {cpu_name()}, one torch thread, precision auto; measured on {summary['machine']['date']}. "
-            "Time of `PassageRanker.run` per question (tokenising and reading all passages), in ms.",
+            f"over {args.store}); {cpu_name()}, one thread, precision auto (bf16 where the CPU has it natively); measured on {summary['machine']['date']}. "
+            "Time of `PassageRanker.run` per question (tokenising and reading all passages), in ms. Passages "
+            "are read in length-sorted batches of at most 8 (the default); *one padded batch*: all at once.",
             "",
             *markdown_table(["ranker", "p50", "p95", "mean"], rows, "lrrr"),
             "",

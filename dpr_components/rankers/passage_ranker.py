@@ -10,7 +10,7 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 
-from dpr_components.encoders.text_encoder import Precision
+from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.predict import input_relevance
 from dpr_components.readers.reading_component import ReadingComponent
@@ -41,8 +41,10 @@ class PassageRanker(ReadingComponent):
     :param max_question_tokens: longer questions are cut to this many tokens.
     :param max_title_tokens: longer titles are cut to this many tokens.
     :param title_field: the ``meta`` field holding a document's title.
-    :param batch_size: rows per forward pass; ``None`` reads all passages at once.
+    :param batch_size: rows per forward pass, read shortest first; ``None``: 8.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+    :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
+        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
     :param retrieval_weight: w in ``logit + w * retrieval score``: 0 ranks by the model alone; a
         positive w keeps some of the retriever's judgement (every document then needs a score).
 
@@ -70,9 +72,10 @@ class PassageRanker(ReadingComponent):
         batch_size: int | None = None,
         precision: Precision = "auto",
         retrieval_weight: float = 0.0,
+        backend: Backend = "torch",
     ) -> None:
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
-        self._init_reading(model, top_k, title_field, precision, input_settings)
+        self._init_reading(model, top_k, title_field, precision, input_settings, backend)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
         if isinstance(retrieval_weight, bool) or not isinstance(retrieval_weight, (int, float)):
             raise TypeError(f"retrieval_weight must be a number, got {type(retrieval_weight).__name__}")
@@ -121,13 +124,8 @@ class PassageRanker(ReadingComponent):
         """``logit + retrieval_weight * incoming score`` per document (the logits alone at weight 0)."""
         if not self.retrieval_weight:
             return logits
-        missing = [d.id for d in readable if not isinstance(d.score, (int, float))]
-        if missing:
-            raise ValueError(
-                f"retrieval_weight {self.retrieval_weight} needs each document's retrieval score; "
-                f"{len(missing)} have none, e.g. {missing[:3]}"
-            )
-        return [logit + self.retrieval_weight * float(d.score) for logit, d in zip(logits, readable)]  # type: ignore[arg-type]
+        scores = self._incoming_scores(readable, "retrieval_weight", self.retrieval_weight)
+        return [logit + self.retrieval_weight * score for logit, score in zip(logits, scores)]
 
     def _score(self, query: str, readable: list[Document]) -> list[float]:
         prepared = self._reader_input(query, readable)

@@ -232,3 +232,20 @@ def shared_reader(model: str) -> tuple[torch.nn.Module, Any]:
         if model not in _SHARED:
             _SHARED[model] = load_reader(model)
         return _SHARED[model]
+
+
+_SHARED_OPENVINO: dict[tuple[str, bool, int], Any] = {}
+
+
+def shared_openvino_reader(model: str, bf16: bool) -> Any:
+    """The reader folder ``model`` converted for OpenVINO once per process, precision and thread count
+    (:class:`~dpr_components.readers.openvino_reader.OpenVINOReader`; needs the ``openvino`` extra)."""
+    from dpr_components.readers.openvino_reader import OpenVINOReader
+    from dpr_components.utils.threads import read_threads
+
+    key = (model, bf16, read_threads())
+    reader, _ = shared_reader(model)
+    with _SHARED_LOCK:
+        if key not in _SHARED_OPENVINO:
+            _SHARED_OPENVINO[key] = OpenVINOReader(reader, bf16, key[2])
+        return _SHARED_OPENVINO[key]

@@ -51,20 +51,32 @@ class SpanPrediction:
     span_probability: float
     passage_score: float
     rank_weight: float = 1.0  # r^-α of the passage's retrieval rank r (1.0 without a rank prior)
+    score_weight: float = 1.0  # e^(γ(s - s_max)) of the passage's incoming score s (1.0 without a score prior)
+    selection_weight: float = 1.0  # a, the power P(passage) is raised to
 
     @property
     def passage_rank_score(self) -> float:
-        """What ``ranking="passage"`` orders passages by: P(passage), times the rank weight."""
-        return self.passage_score * self.rank_weight
+        """What ``ranking="passage"`` orders passages by: P(passage)^a, times the rank and score weights."""
+        return self.passage_score**self.selection_weight * self.rank_weight * self.score_weight
 
     @property
     def score(self) -> float:
-        """What ``ranking="combined"`` orders answers by: P(passage)·P(span), times the rank weight."""
-        return self.passage_score * self.span_probability * self.rank_weight
+        """What ``ranking="combined"`` orders answers by: the passage's :attr:`passage_rank_score` times P(span)."""
+        return self.passage_rank_score * self.span_probability
 
     def ranked_at(self, rank: int, rank_prior: float) -> SpanPrediction:
         """This prediction with the rank weight of a passage retrieved at 1-based ``rank``."""
         return replace(self, rank_weight=rank_weight(rank, rank_prior))
+
+
+def score_weights(scores: Sequence[float] | None, score_prior: float) -> list[float] | None:
+    """``e^(γ(s - max s))`` for each incoming score s, γ = ``score_prior`` (``None`` without a score prior)."""
+    if not score_prior:
+        return None
+    if scores is None:
+        raise ValueError(f"score_prior {score_prior} needs each passage's incoming score")
+    top = max(scores)
+    return [math.exp(score_prior * (s - top)) for s in scores]
 
 
 def rank_weight(rank: int, rank_prior: float) -> float:
@@ -81,9 +93,11 @@ class ReadSettings:
     ``ranking="passage"`` is DPR's: passages by selection probability, then spans within each.
     ``ranking="combined"`` ranks all spans by P(passage)·P(span).
     ``rank_prior`` α > 0 multiplies either by r^-α, r = the passage's 1-based position in the
-    input (the retriever's order); 0 ignores the order, as DPR does. ``length_penalty`` β > 0
-    is a prior for short answers: a span of n tokens scores start + end logit − β(n−1), and its
-    probability is P(start)·P(end)·e^(−β(n−1)); 0 is DPR's decoding."""
+    input (the retriever's order); 0 ignores the order, as DPR does. ``score_prior`` γ > 0 multiplies
+    either by e^(γs), s = the passage's incoming score (e.g. a ``PassageRanker``'s). ``selection_weight``
+    a raises P(passage) to the power a (1: DPR's; 0: the reader's own selection ignored).
+    ``length_penalty`` β > 0 is a prior for short answers: a span of n tokens scores start + end
+    logit − β(n−1), and its probability is P(start)·P(end)·e^(−β(n−1)); 0 is DPR's decoding."""
 
     max_answer_length: int = 10
     spans_per_passage: int = 1
@@ -91,6 +105,8 @@ class ReadSettings:
     batch_size: int | None = None
     rank_prior: float = 0.0
     length_penalty: float = 0.0
+    score_prior: float = 0.0
+    selection_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.max_answer_length <= 0:
@@ -101,26 +117,38 @@ class ReadSettings:
             raise ValueError(f"ranking must be 'passage' or 'combined', got {self.ranking!r}")
         if self.batch_size is not None and self.batch_size <= 0:
             raise ValueError(f"batch_size must be positive or None, got {self.batch_size}")
-        if isinstance(self.rank_prior, bool) or not isinstance(self.rank_prior, (int, float)):
-            raise ValueError(f"rank_prior must be a number, got {self.rank_prior!r}")
-        if not 0 <= self.rank_prior <= 10:
-            raise ValueError(f"rank_prior must be between 0 and 10, got {self.rank_prior}")
-        if isinstance(self.length_penalty, bool) or not isinstance(self.length_penalty, (int, float)):
-            raise ValueError(f"length_penalty must be a number, got {self.length_penalty!r}")
-        if not 0 <= self.length_penalty <= 10:
-            raise ValueError(f"length_penalty must be between 0 and 10, got {self.length_penalty}")
+        for name in ("rank_prior", "length_penalty", "score_prior", "selection_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not 0 <= value <= 10:
+                raise ValueError(f"{name} must be between 0 and 10, got {value}")
+
+
+# Rows are read in batches of similar length: one padded batch of all a question's passages wastes about
+# a third of its tokens on padding, and 20 passages read in three length-sorted batches take a quarter
+# less time on one thread (docs/benchmarks/ranker_latency.md).
+ROWS_PER_BATCH = 8
+
+
+def length_batches(rows: Sequence[Row], batch_size: int | None) -> list[list[int]]:
+    """Indices of ``rows`` in batches of at most ``batch_size`` (default :data:`ROWS_PER_BATCH`), shortest
+    rows first and the batches as even in size as they can be."""
+    if not rows:
+        return []
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i].input_ids))
+    count = -(-len(rows) // (batch_size or ROWS_PER_BATCH))
+    return [part.tolist() for part in np.array_split(np.array(order), count)]
 
 
 @torch.inference_mode()
 def row_logits(
     reader: torch.nn.Module, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """(start logits, end logits) over each row's passage tokens, and its selection logit."""
-    out: list[tuple[np.ndarray, np.ndarray, float]] = []
-    size = batch_size or len(rows)
-    for first in range(0, len(rows), size):
-        chunk = rows[first : first + size]
-        batch = collate(chunk, pad_id)
+    """(start logits, end logits) over each row's passage tokens, and its selection logit, in the order of ``rows``."""
+    out: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(rows)
+    for indices in length_batches(rows, batch_size):
+        batch = collate([rows[i] for i in indices], pad_id)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             start_logits, end_logits, relevance_logits = reader_logits(
                 reader, batch["input_ids"], batch["attention_mask"]
@@ -128,10 +156,11 @@ def row_logits(
         start, end, relevance = start_logits.numpy(), end_logits.numpy(), relevance_logits.numpy()
         if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(relevance).all()):
             raise NonFiniteLogits()
-        for i, row in enumerate(chunk):
+        for position, i in enumerate(indices):
+            row = rows[i]
             window = slice(row.passage_offset, row.passage_offset + row.n_passage_tokens)
-            out.append((start[i, window], end[i, window], float(relevance[i])))
-    return out
+            out[i] = (start[position, window], end[position, window], float(relevance[position]))
+    return [logits for logits in out if logits is not None]
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -204,18 +233,26 @@ def read(
     settings: ReadSettings = ReadSettings(),
     bf16: bool = False,
     tokenized: Sequence[TokenizedPassage] | None = None,
+    scores: Sequence[float] | None = None,
 ) -> list[SpanPrediction]:
     """All candidate answers for ``question`` in ``(title, text)`` passages, best first.
 
-    Passages without tokens are never answered from; ``tokenized`` may give passages already tokenised."""
-    return read_input(reader, reader_input(tokenizer, question, passages, inputs, tokenized), settings, bf16)
+    Passages without tokens are never answered from; ``tokenized`` may give passages already tokenised;
+    ``scores`` are the passages' incoming scores (for a score prior)."""
+    return read_input(reader, reader_input(tokenizer, question, passages, inputs, tokenized), settings, bf16, scores)
 
 
 def read_input(
-    reader: torch.nn.Module, prepared: ReaderInput, settings: ReadSettings = ReadSettings(), bf16: bool = False
+    reader: torch.nn.Module,
+    prepared: ReaderInput,
+    settings: ReadSettings = ReadSettings(),
+    bf16: bool = False,
+    scores: Sequence[float] | None = None,
 ) -> list[SpanPrediction]:
-    """:func:`read` of an input already tokenised (no tokenizer needed)."""
+    """:func:`read` of an input already tokenised (no tokenizer needed); ``scores``: each passage's incoming
+    score, needed by a score prior."""
     rows, tokenized = prepared.rows, prepared.tokenized
+    weights_by_score = score_weights(scores, settings.score_prior)
     if not rows:
         return []
     logits = row_logits(reader, rows, prepared.pad_id, settings.batch_size, bf16)
@@ -248,11 +285,18 @@ def read_input(
                 ),
                 passage_score=passage_probability[row.passage_index],
                 rank_weight=rank_weight(row.passage_index + 1, settings.rank_prior),
+                score_weight=1.0 if weights_by_score is None else weights_by_score[row.passage_index],
+                selection_weight=settings.selection_weight,
             )
     per_passage = {i: _non_overlapping(list(c.values()), settings.spans_per_passage) for i, c in candidates.items()}
     if settings.ranking == "combined":
         return sorted((p for spans in per_passage.values() for p in spans), key=lambda p: -p.score)
-    weights = {i: passage_probability[i] * rank_weight(i + 1, settings.rank_prior) for i in indices}
+    weights = {
+        i: passage_probability[i] ** settings.selection_weight
+        * rank_weight(i + 1, settings.rank_prior)
+        * (1.0 if weights_by_score is None else weights_by_score[i])
+        for i in indices
+    }
     ordered_passages = sorted(indices, key=lambda i: -weights[i])
     return [p for i in ordered_passages for p in per_passage[i]]
 

@@ -10,9 +10,9 @@ from typing import Any
 from haystack import Document
 
 from dpr_components.encoders.model_locks import model_lock
-from dpr_components.encoders.text_encoder import Precision, bf16_enabled
+from dpr_components.encoders.text_encoder import Backend, Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
-from dpr_components.readers.model import shared_reader
+from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.validation import check_positive_int, check_query
@@ -22,11 +22,20 @@ class ReadingComponent:
     """Base of the components that run a DPR reader folder over a question's documents."""
 
     def _init_reading(
-        self, model: str, top_k: int, title_field: str, precision: Precision, input_settings: InputSettings
+        self,
+        model: str,
+        top_k: int,
+        title_field: str,
+        precision: Precision,
+        input_settings: InputSettings,
+        backend: Backend = "torch",
     ) -> None:
         """Keep and check the settings every reading component takes (the model loads on warm-up)."""
         if precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        if backend not in ("torch", "openvino"):
+            raise ValueError(f"backend must be torch or openvino, got {backend!r}")
+        self.backend = backend
         self.model = str(model)
         self.top_k = check_positive_int("top_k", top_k)
         self.title_field = title_field
@@ -36,7 +45,7 @@ class ReadingComponent:
         self._tokenizer: Any = None
 
     def warm_up(self) -> None:
-        """Load the model once; components of the same folder in one process share it."""
+        """Load the model once; components of the same folder (and back end) in one process share it."""
         if self._reader is not None:
             return
         reader, tokenizer = shared_reader(self.model)
@@ -46,11 +55,13 @@ class ReadingComponent:
                 f"max_length {self.input_settings.max_length} exceeds the {positions} positions "
                 f"of the reader {self.model}"
             )
+        if self.backend == "openvino":
+            reader = shared_openvino_reader(self.model, self.uses_bf16)
         self._reader, self._tokenizer = reader, tokenizer
 
     def _reading_parameters(self) -> dict[str, Any]:
         """The init parameters every reading component writes to its pipeline data."""
-        return {**init_parameters(self, "model top_k title_field precision"), **asdict(self.input_settings)}
+        return {**init_parameters(self, "model top_k title_field precision backend"), **asdict(self.input_settings)}
 
     @property
     def uses_bf16(self) -> bool:
@@ -69,3 +80,13 @@ class ReadingComponent:
         passages = [(document_title(d, self.title_field), d.content or "") for d in readable]
         with model_lock(("reader", self.model)):
             return reader_input(self._tokenizer, query, passages, self.input_settings)
+
+    @staticmethod
+    def _incoming_scores(readable: list[Document], setting: str, value: float) -> list[float]:
+        """The documents' scores, which the setting ``setting`` = ``value`` needs (each document must have one)."""
+        missing = [d.id for d in readable if not isinstance(d.score, (int, float))]
+        if missing:
+            raise ValueError(
+                f"{setting} {value} needs each document's retrieval score; {len(missing)} have none, e.g. {missing[:3]}"
+            )
+        return [float(d.score) for d in readable]  # type: ignore[arg-type]

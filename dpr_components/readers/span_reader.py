@@ -10,7 +10,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
 
-from dpr_components.encoders.text_encoder import Precision
+from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import trained_objective
 from dpr_components.readers.predict import (
@@ -40,7 +40,8 @@ class SpanReader(ReadingComponent):
     selection logits; the answer is the best span (at most ``max_answer_length`` tokens) of the
     best-selected passage. Returns ``ExtractedAnswer``s, best first, with character offsets into
     ``document.content`` and ``meta`` holding ``passage_score`` (selection probability),
-    ``span_score`` (start + end logit), ``span_probability`` and ``rank_weight`` (r^-rank_prior).
+    ``span_score`` (start + end logit), ``span_probability``, ``rank_weight`` (r^-rank_prior) and
+    ``score_weight`` (e^(score_prior·(s − the best s)) of the document's incoming score s).
 
     :param model: a ``DPRReader`` folder (facebook/dpr-reader-* or one made by training/train_reader.py).
     :param top_k: answers returned.
@@ -49,6 +50,10 @@ class SpanReader(ReadingComponent):
     :param rank_prior: α ≥ 0; weighs the document at 1-based position r of ``documents`` (the
         retriever's order) by r^-α in either ranking. 0 (default) ignores the order, as DPR does;
         ``pipelines/qa.yml`` uses 1 (docs/benchmarks/reader.md).
+    :param score_prior: γ ≥ 0; weighs each document by e^(γ·s), s = its incoming ``score`` (after a
+        ``PassageRanker``: its score), in either ranking; 0 (default) ignores the scores.
+    :param selection_weight: a ≥ 0; the reader's passage probability counts as P(passage)^a: 1 (default)
+        as DPR, 0 leaves passage selection to the priors (``pipelines/qa_rerank.yml`` uses 0.5).
     :param length_penalty: β ≥ 0, a prior for short answers: a span of n tokens scores start + end
         logit − β(n−1) and its ``span_probability`` is P(start)·P(end)·e^(−β(n−1)). 0 (default)
         is DPR's decoding.
@@ -59,8 +64,10 @@ class SpanReader(ReadingComponent):
     :param max_question_tokens: longer questions are cut to this many tokens.
     :param max_title_tokens: longer titles are cut to this many tokens.
     :param title_field: the ``meta`` field holding a document's title.
-    :param batch_size: rows per forward pass; ``None`` reads all windows of all documents at once.
+    :param batch_size: rows per forward pass, read shortest first; ``None``: 8.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
+    :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
+        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
 
     Usage example (after any retriever, as in ``pipelines/qa.yml``):
 
@@ -82,6 +89,8 @@ class SpanReader(ReadingComponent):
         ranking: Ranking = "passage",
         rank_prior: float = 0.0,
         length_penalty: float = 0.0,
+        score_prior: float = 0.0,
+        selection_weight: float = 1.0,
         spans_per_passage: int = 1,
         max_answer_length: int = 10,
         max_length: int = 256,
@@ -91,9 +100,10 @@ class SpanReader(ReadingComponent):
         title_field: str = "title",
         batch_size: int | None = None,
         precision: Precision = "auto",
+        backend: Backend = "torch",
     ) -> None:
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
-        self._init_reading(model, top_k, title_field, precision, input_settings)
+        self._init_reading(model, top_k, title_field, precision, input_settings, backend)
         self.read_settings = ReadSettings(
             max_answer_length=max_answer_length,
             spans_per_passage=spans_per_passage,
@@ -101,6 +111,8 @@ class SpanReader(ReadingComponent):
             batch_size=batch_size,
             rank_prior=rank_prior,
             length_penalty=length_penalty,
+            score_prior=score_prior,
+            selection_weight=selection_weight,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,10 +162,12 @@ class SpanReader(ReadingComponent):
 
     def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
+        prior = self.read_settings.score_prior
+        scores = self._incoming_scores(readable, "score_prior", prior) if prior else None
         prepared = self._reader_input(query, readable)
         with torch_threads(read_threads()):
             try:
-                return read_input(self._reader, prepared, self.read_settings, self.uses_bf16)
+                return read_input(self._reader, prepared, self.read_settings, self.uses_bf16, scores)
             except NonFiniteLogits:
                 raise NonFiniteLogits(self.model) from None
 
@@ -176,6 +190,7 @@ class SpanReader(ReadingComponent):
                         "span_score": float(p.span_score),
                         "span_probability": float(p.span_probability),
                         "rank_weight": float(p.rank_weight),
+                        "score_weight": float(p.score_weight),
                     },
                 )
             )

@@ -1,0 +1,66 @@
+"""A ``DPRReader`` compiled by OpenVINO: the ``openvino`` back end of ``SpanReader`` and ``PassageRanker``.
+
+The loaded torch reader is converted once; OpenVINO then computes its three logits with its own CPU
+kernels, in bf16 where the CPU has native bf16 and in fp32 elsewhere (docs/benchmarks/ranker_latency.md
+measures it against torch). Each concurrent request gets its own stream of ``DPR_READ_THREADS`` threads,
+so requests do not share threads any more than torch's readers do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpr_components.encoders.openvino_model import compile_for_cpu, convert_module, native_precision
+from dpr_components.utils.threads import read_threads, usable_cores
+
+READER_INPUTS = ("input_ids", "attention_mask")
+
+
+@dataclass
+class ReaderLogits:
+    """What :func:`dpr_components.readers.model.reader_logits` reads from a reader's output."""
+
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor
+    relevance_logits: torch.Tensor
+
+
+class _LogitsOf(torch.nn.Module):
+    """The reader as a function of its two input tensors, returning its three logits (what OpenVINO traces)."""
+
+    def __init__(self, reader: torch.nn.Module) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+        output = self.reader(input_ids=input_ids, attention_mask=attention_mask, return_dict=True)
+        return output.start_logits, output.end_logits, output.relevance_logits
+
+
+class OpenVINOReader:
+    """Called like a transformers ``DPRReader`` (``reader(input_ids=..., attention_mask=...)``), run by OpenVINO.
+
+    :param reader: the loaded torch reader (converted here; it is not changed).
+    :param bf16: compute in bf16 when this CPU does natively (else fp32).
+    :param threads: threads per request (default: ``DPR_READ_THREADS``, else the query count).
+    """
+
+    def __init__(self, reader: torch.nn.Module, bf16: bool, threads: int | None = None) -> None:
+        self.config = reader.config
+        self.precision = native_precision(bf16)
+        self.threads = threads or read_threads()
+        streams = max(1, usable_cores() // self.threads)
+        converted = convert_module(_LogitsOf(reader.float()), READER_INPUTS)
+        self._compiled = compile_for_cpu(converted, self.precision, self.threads * streams, streams)
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: Any) -> ReaderLogits:
+        # One infer request per call: requests are not safe to share between threads.
+        outputs = self._compiled.create_infer_request().infer(
+            {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()}
+        )
+        start, end, relevance = (torch.from_numpy(np.asarray(outputs[i], dtype=np.float32)) for i in range(3))
+        return ReaderLogits(start, end, relevance)

@@ -1,0 +1,278 @@
+"""Choose how ``pipelines/qa_rerank.yml`` turns re-ranked passages into an answer, on the selection
+splits, by exact match end to end.
+
+    python -m training.fit_qa_rerank \\
+        --questions data/selection/squad-train-selection.jsonl,data/selection/nq-train-selection.jsonl \\
+        --store indexes/pool --out docs/training/selection/qa-rerank
+
+For each question the hybrid's top 20 (``pipelines/qa_rerank.yml``'s settings) are read once by each
+candidate reader (every passage: its selection probability and its best span), and once by the
+ranker; every decoding is then scored from those numbers without reading again. NQ train's answers
+are long-answer spans: only its questions with an answer of at most five words are scored (NQ-open's
+own rule for short answers), against those answers.
+
+A decoding reads the best ``k`` passages of the re-ranked order and scores each passage's best span as
+``a·log P_reader(passage) + log P(span) + γ·(ranker score) − α·log(rank)``; the one with the best mean
+exact match over the splits (each weighted equally) wins. Reports every split with 95% bootstrap
+intervals and paired differences from ``pipelines/qa.yml``'s decoding (the hybrid's top 10 read by
+the reader with its rank prior)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpr_components.evaluation.answer_metrics import exact_match
+from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
+from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
+from dpr_components.evaluation.questions import load_questions
+from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.readers.span_reader import SpanReader
+from dpr_components.utils.atomic_files import atomic_write_text
+
+QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"
+CANDIDATES = 20
+SHORT_ANSWER_WORDS = 5
+# the settings pipelines/qa.yml and qa_rerank.yml ship with
+QA_LENGTH_PENALTY = 0.3
+RERANK_WEIGHT = 0.75
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Which passages are read and how a passage's best span is scored (see the module docstring)."""
+
+    reader: str
+    order: str  # "hybrid" or "reranked"
+    passages: int
+    selection_weight: float  # a
+    ranker_weight: float  # γ
+    rank_prior: float  # α
+
+    def label(self) -> str:
+        return (
+            f"{self.reader}, {self.order} top {self.passages}, a={self.selection_weight:g}, "
+            f"γ={self.ranker_weight:g}, α={self.rank_prior:g}"
+        )
+
+
+QA_DEFAULT = Decoding("reader", "hybrid", 10, 1.0, 0.0, 1.0)
+QA_RERANK_SHIPPED = Decoding("reader", "reranked", 10, 1.0, 0.0, 1.0)
+# where a gain comes from: qa.yml's decoding with the ranker's folder reading (no re-ranking)
+QA_RANKER_READING = Decoding("ranker", "hybrid", 10, 1.0, 0.0, 1.0)
+
+
+def short_answers(answers: list[str], limit: int | None) -> list[str]:
+    """The answers of at most ``limit`` words (all of them without a limit)."""
+    return [a for a in answers if limit is None or len(a.split()) <= limit]
+
+
+def read_all(reader: SpanReader, question: str, documents: list[Any], golds: list[str]) -> list[dict[str, Any]]:
+    """Each document's selection probability (over all ``documents``, as a log) and its best span's log
+    probability and exact match; ``None`` logs for a document without a span. The span's text is not
+    kept: the reports hold numbers only."""
+    answers = reader.run(query=question, documents=documents, top_k=len(documents))["answers"]
+    by_id = {a.document.id: a for a in answers}
+    out: list[dict[str, Any]] = []
+    for d in documents:
+        a = by_id.get(d.id)
+        if a is None or not a.data:
+            out.append({"log_p": None, "log_span": None, "em": 0.0})
+            continue
+        out.append(
+            {
+                "log_p": round(math.log(max(a.meta["passage_score"], 1e-300)), 5),
+                "log_span": round(math.log(max(a.meta["span_probability"], 1e-300)), 5),
+                "em": exact_match(a.data, golds),
+            }
+        )
+    return out
+
+
+def collect_split(
+    path: str, limit: int | None, hybrid: Any, readers: dict[str, SpanReader], most: int | None = None
+) -> dict[str, Any]:
+    """Per question of ``path`` with a short enough answer (the first ``most``): the hybrid's top 20
+    (scores) and every reader's reading of each passage, with each span's exact match."""
+    rows: list[dict[str, Any]] = []
+    for q in tqdm(load_questions(path), desc=f"reading {Path(path).name}", unit="q"):
+        golds = short_answers(list(q.answers), limit)
+        if not golds:
+            continue
+        if most is not None and len(rows) == most:
+            break
+        documents = hybrid.run(query=q.question)["documents"][:CANDIDATES]
+        row: dict[str, Any] = {"retrieval": [round(float(d.score), 5) for d in documents]}
+        for name, reader in readers.items():
+            row[name] = read_all(reader, q.question, documents, golds)
+        rows.append(row)
+    return {"file": path, "answer_word_limit": limit, "questions": rows}
+
+
+def _log(value: float | None) -> float:
+    """A stored log probability; ``None`` (no span in the passage) is log 0."""
+    return -math.inf if value is None else value
+
+
+def reranked_order(row: dict[str, Any]) -> list[int]:
+    """The hybrid's top 20 ordered by ranker logit + 0.75 × hybrid score (as ``qa_rerank.yml``); ties keep
+    the hybrid's order."""
+    fused = [_log(p["log_p"]) + RERANK_WEIGHT * s for p, s in zip(row["ranker"], row["retrieval"])]
+    return sorted(range(len(fused)), key=lambda i: -fused[i])
+
+
+def decoded_em(rows: list[dict[str, Any]], decoding: Decoding) -> np.ndarray:
+    """Exact match of each question's best answer under ``decoding``."""
+    out = np.zeros(len(rows))
+    for n, row in enumerate(rows):
+        order = reranked_order(row) if decoding.order == "reranked" else list(range(len(row["retrieval"])))
+        read = order[: decoding.passages]
+        readings, ranker = row[decoding.reader], row["ranker"]
+        best, best_em = -math.inf, 0.0
+        for rank, i in enumerate(read, start=1):
+            r = readings[i]
+            if r["log_span"] is None:
+                continue
+            fused = _log(ranker[i]["log_p"]) + RERANK_WEIGHT * row["retrieval"][i]
+            score = (
+                decoding.selection_weight * r["log_p"]
+                + r["log_span"]
+                + decoding.ranker_weight * fused
+                - decoding.rank_prior * math.log(rank)
+            )
+            if score > best:
+                best, best_em = score, r["em"]
+        out[n] = best_em
+    return out
+
+
+def first_passage_em(rows: list[dict[str, Any]], reader: str, order: str) -> float:
+    """Exact match of the best span of the passage ranked first (``hybrid`` or ``reranked``), in percent."""
+    first = [reranked_order(row)[0] if order == "reranked" else 0 for row in rows]
+    return 100 * float(np.mean([row[reader][i]["em"] for row, i in zip(rows, first)]))
+
+
+def oracle_em(rows: list[dict[str, Any]], reader: str, passages: int) -> float:
+    """Exact match when the best of the hybrid's first ``passages`` passages' best spans is always picked (%)."""
+    return 100 * float(np.mean([max(r["em"] for r in row[reader][:passages]) for row in rows]))
+
+
+def grid(readers: list[str]) -> list[Decoding]:
+    return [
+        Decoding(reader, "reranked", k, a, g, alpha)
+        for reader, k, a, g, alpha in itertools.product(
+            readers, (1, 3, 5, 10, 20), (0.0, 0.5, 1.0), (0.0, 0.25, 0.5, 1.0, 2.0, 4.0), (0.0, 0.5, 1.0, 2.0)
+        )
+    ]
+
+
+def choose(splits: list[dict[str, Any]], decodings: list[Decoding]) -> tuple[Decoding, dict[Decoding, float]]:
+    """The decoding with the best mean exact match over the splits (the first of the grid on ties)."""
+    means = {d: float(np.mean([decoded_em(s["questions"], d).mean() for s in splits])) for d in decodings}
+    best = max(means.values())
+    return next(d for d in decodings if means[d] == best), means
+
+
+def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, float], command: str) -> str:
+    lines = [
+        "# Question answering after re-ranking: the decoding chosen on the selection splits",
+        "",
+        f"The hybrid's top {CANDIDATES} on `{summary['store']}` (pipelines/qa_rerank.yml), re-ranked by ranker "
+        f"logit + {RERANK_WEIGHT:g} × hybrid score. A decoding reads the best k passages and scores each "
+        "passage's best span by a·log P_reader(passage) + log P(span) + γ·(ranker score) − α·log(rank). "
+        f"Exact match (SQuAD normalisation); NQ train questions only with an answer of at most "
+        f"{SHORT_ANSWER_WORDS} words, scored against those. Cells: EM with its 95% bootstrap interval; "
+        "differences are paired, against pipelines/qa.yml's decoding. *reader*: bundled:reader-minilm (256 "
+        "tokens); *ranker*: the ranker's folder read as a span reader (192 tokens).",
+        "",
+        f"Chosen (best mean EM over the splits, {len(means)} decodings): **{chosen.label()}**.",
+        "",
+    ]
+    shown = [
+        ("qa.yml (hybrid top 10, reader)", QA_DEFAULT),
+        ("qa.yml read by the ranker's folder", QA_RANKER_READING),
+        ("qa_rerank.yml before", QA_RERANK_SHIPPED),
+        ("chosen", chosen),
+    ]
+    for split in summary["splits"]:
+        rows = split["questions"]
+        reference = decoded_em(rows, QA_DEFAULT) * 100
+        body = []
+        for label, decoding in shown:
+            em = decoded_em(rows, decoding) * 100
+            diff = "" if decoding == QA_DEFAULT else difference_cell(paired_bootstrap_difference(em, reference))
+            body.append([label, decoding.label(), interval_cell(bootstrap_interval(em)), diff])
+        lines += [f"## {split['file']} ({len(rows)} questions)", ""]
+        lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa.yml"], body, "llrr"), ""]
+        lines += [
+            "Ceilings and where the answer comes from (EM, %): the best span of the passage ranked first, "
+            f"in the hybrid's order {first_passage_em(rows, 'reader', 'hybrid'):.1f}, re-ranked "
+            f"{first_passage_em(rows, 'reader', 'reranked'):.1f} (reader; ranker's folder "
+            f"{first_passage_em(rows, 'ranker', 'hybrid'):.1f} and {first_passage_em(rows, 'ranker', 'reranked'):.1f}); "
+            "always the right one of the best spans of the hybrid's top 10 (an oracle) "
+            f"{oracle_em(rows, 'reader', 10):.1f} (ranker's folder {oracle_em(rows, 'ranker', 10):.1f}).",
+            "",
+        ]
+    top = sorted(means.items(), key=lambda item: -item[1])[:15]
+    lines += [
+        "## The best decodings (mean EM over the splits)",
+        "",
+        "Reading more passages of the re-ranked order changes nothing once the priors favour its first ones: "
+        "such decodings tie, and the grid's first (the fewest passages) is chosen.",
+        "",
+    ]
+    lines += [*markdown_table(["settings", "mean EM"], [[d.label(), f"{100 * m:.1f}"] for d, m in top], "lr"), ""]
+    lines += produced_by(command)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", required=True, help="comma-separated selection files")
+    parser.add_argument("--store", default="indexes/pool")
+    parser.add_argument("--reader", default="bundled:reader-minilm", help="the span reader (256 tokens)")
+    parser.add_argument("--ranker", default="bundled:ranker-minilm", help="the ranker, also tried as reader (192)")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
+    parser.add_argument("--out", required=True, help="report folder (report.md, report.json)")
+    parser.add_argument("--from-json", action="store_true", help="re-choose and render from the folder's report.json")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    command = "python -m training.fit_qa_rerank " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.from_json:
+        summary = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    else:
+        common = {"top_k": CANDIDATES, "ranking": "combined", "length_penalty": QA_LENGTH_PENALTY}
+        readers = {
+            "reader": SpanReader(model=args.reader, max_length=256, **common),
+            "ranker": SpanReader(model=args.ranker, max_length=192, **common),
+        }
+        hybrid = load_pipeline(QA_RERANK, args.store, []).get_component("hybrid")
+        hybrid.warm_up()
+        splits = []
+        for path in args.questions.split(","):
+            limit = SHORT_ANSWER_WORDS if "nq" in Path(path).name else None
+            splits.append(collect_split(path, limit, hybrid, readers, args.limit))
+        summary = {"reader": args.reader, "ranker": args.ranker, "store": args.store, "splits": splits}
+        summary["command"] = command
+    chosen, means = choose(summary["splits"], grid(["reader", "ranker"]))
+    summary["chosen"] = asdict(chosen)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "report.json", json.dumps(summary) + "\n")
+    markdown = render(summary, chosen, means, summary.get("command", command))
+    atomic_write_text(out / "report.md", markdown)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
