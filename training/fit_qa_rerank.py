@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import sys
 from dataclasses import asdict, dataclass
@@ -38,7 +37,7 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.span_reader import SpanReader
-from dpr_components.utils.atomic_files import atomic_write_text
+from training.report_folder import add_report_options, measured_summary, write_report_folder
 
 QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"
 CANDIDATES = 20
@@ -243,14 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reader", default="bundled:reader-minilm", help="the span reader (256 tokens)")
     parser.add_argument("--ranker", default="bundled:ranker-minilm", help="the ranker, also tried as reader (192)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
-    parser.add_argument("--out", required=True, help="report folder (report.md, report.json)")
-    parser.add_argument("--from-json", action="store_true", help="re-choose and render from the folder's report.json")
+    add_report_options(parser)
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    command = "python -m training.fit_qa_rerank " + " ".join(sys.argv[1:] if argv is None else argv)
-    if args.from_json:
-        summary = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    else:
+
+    def measure() -> dict[str, Any]:
         common = {"top_k": CANDIDATES, "ranking": "combined", "length_penalty": QA_LENGTH_PENALTY}
         readers = {
             "reader": SpanReader(model=args.reader, max_length=256, **common),
@@ -262,15 +257,12 @@ def main(argv: list[str] | None = None) -> int:
         for path in args.questions.split(","):
             limit = SHORT_ANSWER_WORDS if "nq" in Path(path).name else None
             splits.append(collect_split(path, limit, hybrid, readers, args.limit))
-        summary = {"reader": args.reader, "ranker": args.ranker, "store": args.store, "splits": splits}
-        summary["command"] = command
+        return {"reader": args.reader, "ranker": args.ranker, "store": args.store, "splits": splits}
+
+    summary = measured_summary(args, "training.fit_qa_rerank", argv, measure)
     chosen, means = choose(summary["splits"], grid(["reader", "ranker"]))
     summary["chosen"] = asdict(chosen)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "report.json", json.dumps(summary) + "\n")
-    markdown = render(summary, chosen, means, summary.get("command", command))
-    atomic_write_text(out / "report.md", markdown)
-    print(markdown)
+    write_report_folder(args.out, summary, render(summary, chosen, means, summary["command"]))
     return 0
 
 

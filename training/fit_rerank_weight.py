@@ -13,7 +13,6 @@ paired difference from the hybrid's own order."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.rankers.passage_ranker import PassageRanker
-from dpr_components.utils.atomic_files import atomic_write_text
+from training.report_folder import add_report_options, measured_summary, write_report_folder
 
 SEARCH_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "search_rerank.yml"
 WEIGHTS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
@@ -124,28 +123,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--questions", required=True, help="comma-separated selection files (with gold_ids)")
     parser.add_argument("--store", default="indexes/pool")
-    parser.add_argument("--out", required=True, help="report folder (report.md, report.json)")
-    parser.add_argument("--from-json", action="store_true", help="re-choose and render from the folder's report.json")
+    add_report_options(parser)
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    command = "python -m training.fit_rerank_weight " + " ".join(sys.argv[1:] if argv is None else argv)
-    if args.from_json:
-        summary = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    else:
+
+    def measure() -> dict[str, Any]:
         ranker = PassageRanker(model=args.ranker, max_length=args.max_length, top_k=20)
         ranker.warm_up()
         hybrid = load_pipeline(SEARCH_RERANK, args.store, []).get_component("hybrid")
         hybrid.warm_up()
         splits = [scored_split(path, hybrid, ranker) for path in args.questions.split(",")]
-        summary = {"ranker": args.ranker, "max_length": args.max_length, "store": args.store, "splits": splits}
-        summary["command"] = command
+        return {"ranker": args.ranker, "max_length": args.max_length, "store": args.store, "splits": splits}
+
+    summary = measured_summary(args, "training.fit_rerank_weight", argv, measure)
     summary["weights"] = list(WEIGHTS)
     summary["chosen_weight"] = choose(summary["splits"], WEIGHTS)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "report.json", json.dumps(summary) + "\n")
-    markdown = render(summary, summary.get("command", command))  # the measuring command, also when re-rendered
-    atomic_write_text(out / "report.md", markdown)
-    print(markdown)
+    write_report_folder(args.out, summary, render(summary, summary["command"]))
     return 0
 
 
