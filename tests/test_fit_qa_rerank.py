@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
+
+import yaml
 
 from training.fit_qa_rerank import (
+    QA_LENGTH_PENALTY,
+    RERANK_WEIGHT,
     Decoding,
     choose,
     decoded_em,
@@ -14,17 +20,13 @@ from training.fit_qa_rerank import (
     short_answers,
 )
 
-
-def _reading(log_p: float | None, log_span: float | None, em: float) -> dict[str, object]:
-    return {"log_p": log_p, "log_span": log_span, "em": em}
-
-
 # The hybrid ranks passage 0 first; the ranker prefers passage 1 (a logit 2 higher outweighs 0.75 x 1).
-# The reader's own selection likes passage 0; the ranker's folder, read as a reader, finds the answer in 1.
+# The reader's own selection likes passage 0; the ranker's folder, read as a reader, finds the answer in 1
+# and has no span in passage 2.
 ROW = {
     "retrieval": [11.0, 10.0, 2.0],
-    "ranker": [_reading(-2.5, -1.0, 0.0), _reading(-0.5, -0.2, 1.0), _reading(None, None, 0.0)],  # 2: no span
-    "reader": [_reading(-0.1, -0.5, 0.0), _reading(-3.0, -0.1, 1.0), _reading(-4.0, -1.0, 0.0)],
+    "ranker": {"log_p": [-2.5, -0.5, None], "log_span": [-1.0, -0.2, None], "em": [0.0, 1.0, 0.0]},
+    "reader": {"log_p": [-0.1, -3.0, -4.0], "log_span": [-0.5, -0.1, -1.0], "em": [0.0, 1.0, 0.0]},
 }
 
 
@@ -60,3 +62,21 @@ def test_ceilings_read_the_first_passage_or_the_best_of_the_first_ten() -> None:
     assert first_passage_em([ROW], "reader", "hybrid") == 0.0
     assert first_passage_em([ROW], "reader", "reranked") == 100.0
     assert oracle_em([ROW], "reader", 1) == 0.0 and oracle_em([ROW], "reader", 10) == 100.0
+
+
+def test_the_pipelines_ship_the_settings_the_choice_assumed_and_chose() -> None:
+    """qa_rerank.yml's reranker weight and qa.yml's length prior are the script's constants, and
+    qa_rerank.yml reads as the chosen decoding (docs/training/selection/qa-rerank/report.json)."""
+    root = Path(__file__).resolve().parents[1]
+    qa = yaml.safe_load((root / "pipelines" / "qa.yml").read_text(encoding="utf-8"))["components"]
+    rerank = yaml.safe_load((root / "pipelines" / "qa_rerank.yml").read_text(encoding="utf-8"))["components"]
+    chosen = json.loads((root / "docs/training/selection/qa-rerank/report.json").read_text(encoding="utf-8"))["chosen"]
+    assert rerank["reranker"]["init_parameters"]["retrieval_weight"] == RERANK_WEIGHT
+    assert qa["reader"]["init_parameters"]["length_penalty"] == QA_LENGTH_PENALTY
+    reader = rerank["reader"]["init_parameters"]
+    assert chosen["reader"] == "ranker" and reader["model"] == rerank["reranker"]["init_parameters"]["model"]
+    assert chosen["order"] == "reranked" and rerank["reranker"]["init_parameters"]["top_k"] == chosen["passages"]
+    assert (reader["selection_weight"], reader["score_prior"], reader["rank_prior"]) == (
+        chosen["selection_weight"], chosen["ranker_weight"], chosen["rank_prior"],
+    )  # fmt: skip
+    assert reader["length_penalty"] == QA_LENGTH_PENALTY and reader["ranking"] == "combined"

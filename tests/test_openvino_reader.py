@@ -83,3 +83,15 @@ def test_bundled_ranker_on_openvino_keeps_the_order() -> None:
     difference = np.abs(np.array([logits["openvino"][i] for i in ids]) - np.array([logits["torch"][i] for i in ids]))
     assert difference.max() < 0.1, difference.max()
     assert list(logits["openvino"])[:5] == ids[:5]
+
+
+def test_the_accuracy_check_pipeline_is_search_rerank_on_openvino() -> None:
+    """docs/training/selection/rerank-openvino's pipeline differs from pipelines/search_rerank.yml only in the
+    ranker's back end, so its report measures the back end alone."""
+    import yaml
+
+    shipped = yaml.safe_load((ROOT / "pipelines" / "search_rerank.yml").read_text(encoding="utf-8"))
+    variant_file = ROOT / "docs" / "training" / "selection" / "rerank-openvino" / "search_rerank_openvino.yml"
+    variant = yaml.safe_load(variant_file.read_text(encoding="utf-8"))
+    assert variant["components"]["reranker"]["init_parameters"].pop("backend") == "openvino"
+    assert variant == shipped

@@ -76,26 +76,20 @@ def short_answers(answers: list[str], limit: int | None) -> list[str]:
     return [a for a in answers if limit is None or len(a.split()) <= limit]
 
 
-def read_all(reader: SpanReader, question: str, documents: list[Any], golds: list[str]) -> list[dict[str, Any]]:
-    """Each document's selection probability (over all ``documents``, as a log) and its best span's log
-    probability and exact match; ``None`` logs for a document without a span. The span's text is not
-    kept: the reports hold numbers only."""
+def read_all(reader: SpanReader, question: str, documents: list[Any], golds: list[str]) -> dict[str, list[Any]]:
+    """Per document, in columns: its selection probability (over all ``documents``, as a log), its best
+    span's log probability and that span's exact match; ``None`` logs for a document without a span.
+    The span's text is not kept: the reports hold numbers only."""
     answers = reader.run(query=question, documents=documents, top_k=len(documents))["answers"]
     by_id = {a.document.id: a for a in answers}
-    out: list[dict[str, Any]] = []
+    columns: dict[str, list[Any]] = {"log_p": [], "log_span": [], "em": []}
     for d in documents:
         a = by_id.get(d.id)
-        if a is None or not a.data:
-            out.append({"log_p": None, "log_span": None, "em": 0.0})
-            continue
-        out.append(
-            {
-                "log_p": round(math.log(max(a.meta["passage_score"], 1e-300)), 5),
-                "log_span": round(math.log(max(a.meta["span_probability"], 1e-300)), 5),
-                "em": exact_match(a.data, golds),
-            }
-        )
-    return out
+        found = a is not None and bool(a.data)
+        columns["log_p"].append(round(math.log(max(a.meta["passage_score"], 1e-300)), 5) if found else None)
+        columns["log_span"].append(round(math.log(max(a.meta["span_probability"], 1e-300)), 5) if found else None)
+        columns["em"].append(exact_match(a.data, golds) if found else 0.0)
+    return columns
 
 
 def collect_split(
@@ -126,7 +120,7 @@ def _log(value: float | None) -> float:
 def reranked_order(row: dict[str, Any]) -> list[int]:
     """The hybrid's top 20 ordered by ranker logit + 0.75 × hybrid score (as ``qa_rerank.yml``); ties keep
     the hybrid's order."""
-    fused = [_log(p["log_p"]) + RERANK_WEIGHT * s for p, s in zip(row["ranker"], row["retrieval"])]
+    fused = [_log(p) + RERANK_WEIGHT * s for p, s in zip(row["ranker"]["log_p"], row["retrieval"])]
     return sorted(range(len(fused)), key=lambda i: -fused[i])
 
 
@@ -139,18 +133,18 @@ def decoded_em(rows: list[dict[str, Any]], decoding: Decoding) -> np.ndarray:
         readings, ranker = row[decoding.reader], row["ranker"]
         best, best_em = -math.inf, 0.0
         for rank, i in enumerate(read, start=1):
-            r = readings[i]
-            if r["log_span"] is None:
+            log_p, log_span = readings["log_p"][i], readings["log_span"][i]
+            if log_span is None:
                 continue
-            fused = _log(ranker[i]["log_p"]) + RERANK_WEIGHT * row["retrieval"][i]
+            fused = _log(ranker["log_p"][i]) + RERANK_WEIGHT * row["retrieval"][i]
             score = (
-                decoding.selection_weight * r["log_p"]
-                + r["log_span"]
+                decoding.selection_weight * log_p
+                + log_span
                 + decoding.ranker_weight * fused
                 - decoding.rank_prior * math.log(rank)
             )
             if score > best:
-                best, best_em = score, r["em"]
+                best, best_em = score, readings["em"][i]
         out[n] = best_em
     return out
 
@@ -158,12 +152,12 @@ def decoded_em(rows: list[dict[str, Any]], decoding: Decoding) -> np.ndarray:
 def first_passage_em(rows: list[dict[str, Any]], reader: str, order: str) -> float:
     """Exact match of the best span of the passage ranked first (``hybrid`` or ``reranked``), in percent."""
     first = [reranked_order(row)[0] if order == "reranked" else 0 for row in rows]
-    return 100 * float(np.mean([row[reader][i]["em"] for row, i in zip(rows, first)]))
+    return 100 * float(np.mean([row[reader]["em"][i] for row, i in zip(rows, first)]))
 
 
 def oracle_em(rows: list[dict[str, Any]], reader: str, passages: int) -> float:
     """Exact match when the best of the hybrid's first ``passages`` passages' best spans is always picked (%)."""
-    return 100 * float(np.mean([max(r["em"] for r in row[reader][:passages]) for row in rows]))
+    return 100 * float(np.mean([max(row[reader]["em"][:passages]) for row in rows]))
 
 
 def grid(readers: list[str]) -> list[Decoding]:

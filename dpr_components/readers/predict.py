@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -160,7 +160,7 @@ def row_logits(
             row = rows[i]
             window = slice(row.passage_offset, row.passage_offset + row.n_passage_tokens)
             out[i] = (start[position, window], end[position, window], float(relevance[position]))
-    return [logits for logits in out if logits is not None]
+    return cast(list[tuple[np.ndarray, np.ndarray, float]], out)  # every row belongs to one batch
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
