@@ -2,12 +2,16 @@
 question's work on ``DPR_QUERY_THREADS`` threads (the new one), in the same run.
 
 (a) quiet and (b) beside a background load (processes encoding passages on 2 threads in a loop):
-the p50/p95 per question of pipelines/dense.yml, search.yml and qa.yml, run in this process, the
-two behaviours alternating question by question. (c) ``haystack serve`` answering qa.yml for 1 client,
-then for 8 clients at once, once per behaviour (``--query-threads``). Ratios: p50 under load / quiet
-(goal ≤ 2×) and 8-client p50 / 1-client p50 (goal ≤ 4×); the results of the two behaviours and of
-the clients are compared. The store is examples/corpus.jsonl indexed in a temporary folder, or the
-shared pool (``--pool``, from ``$DPR_DATA_DIR``), or a given store (``--store``).
+the p50/p95 per question of pipelines/dense.yml, search.yml and qa.yml, the two behaviours
+alternating question by question in one process. That process is run twice: with OpenMP's default
+wait policy (idle threads spin for a while after each parallel region) and with idle threads
+sleeping (``OMP_WAIT_POLICY=PASSIVE``, ``haystack serve``'s default): the old behaviour's idle threads
+are in the same process as the new behaviour's questions, as batch work is beside questions in a
+server. (c) ``haystack serve`` answering qa.yml for 1 client, then for 8 clients at once, once per
+behaviour (``--query-threads``). Ratios: p50 under load / quiet (goal ≤ 2×) and 8-client p50 /
+1-client p50 (goal ≤ 4×); the results of the two behaviours and of the clients are compared. The
+store is examples/corpus.jsonl indexed in a temporary folder, or the shared pool (``--pool``, from
+``$DPR_DATA_DIR``), or a given store (``--store``).
 
     python -m benchmarks.load.query_latency
     python -m benchmarks.load.query_latency --questions 5   # a short check
@@ -31,7 +35,8 @@ from typing import Any
 from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, log, timed, write_report
 from benchmarks.load.served_clients import bursts, clients, running_server, write_served_pipelines
 from dpr_components.evaluation.tables import markdown_table, produced_by
-from dpr_components.utils.threads import QUERY_THREADS_ENV
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.threads import QUERY_THREADS_ENV, WAIT_POLICY_ENV
 
 PIPELINE_NAMES = ["dense", "search", "qa"]
 SERVED = "qa"
@@ -39,6 +44,13 @@ BURST_ROUNDS = 5
 CORPUS = REPO_ROOT / "examples" / "corpus.jsonl"
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"
 LOAD_GOAL, CLIENTS_GOAL = 2.0, 4.0
+MODULE = "benchmarks.load.query_latency"
+# OMP_WAIT_POLICY of the process measuring (a) and (b); None keeps OpenMP's default
+WAIT_POLICIES: dict[str, str | None] = {"spin": None, "passive": "PASSIVE"}
+WAIT_POLICY_LABELS = {
+    "spin": "OpenMP's default (idle threads spin)",
+    "passive": "`OMP_WAIT_POLICY=PASSIVE` (idle threads sleep; `haystack serve`'s default)",
+}
 
 
 def questions(count: int) -> list[str]:
@@ -109,29 +121,43 @@ def query_threads(count: int) -> Iterator[None]:
             os.environ[QUERY_THREADS_ENV] = before
 
 
-def measure(runners: dict[str, Runner], asked: list[str], behaviours: dict[str, int]) -> dict[str, Any]:
-    """Per pipeline and behaviour: the seconds and outputs of every question, behaviours alternating."""
+def measure(
+    runners: dict[str, Runner], asked: list[str], behaviours: dict[str, int], min_seconds: float = 0.0
+) -> dict[str, Any]:
+    """Per pipeline and behaviour: the seconds and outputs of every question, behaviours alternating.
+    The questions are asked again, in whole rounds, until a pipeline has run for ``min_seconds``: a
+    question of a few milliseconds would otherwise sample the background load over a second or so."""
     out: dict[str, Any] = {}
     for name, runner in runners.items():
         out[name] = {b: {"seconds": [], "outputs": []} for b in behaviours}
         for b, count in behaviours.items():  # warm: first-call costs out of the timings
             with query_threads(count):
                 runner.run(asked[0])
-        for i, question in enumerate(asked):
-            order = list(behaviours) if i % 2 == 0 else list(reversed(behaviours))
-            for b in order:
-                with query_threads(behaviours[b]):
-                    seconds, found = timed(partial(runner.run, question))
-                out[name][b]["seconds"].append(seconds)
-                out[name][b]["outputs"].append(found)
+        start = time.perf_counter()
+        rounds = 0
+        while rounds == 0 or time.perf_counter() - start < min_seconds:
+            _ask_round(runner, asked, behaviours, out[name])
+            rounds += 1
     return out
+
+
+def _ask_round(runner: Runner, asked: list[str], behaviours: dict[str, int], out: dict[str, Any]) -> None:
+    """Every question once per behaviour, the behaviours taking turns."""
+    for i, question in enumerate(asked):
+        order = list(behaviours) if i % 2 == 0 else list(reversed(behaviours))
+        for b in order:
+            with query_threads(behaviours[b]):
+                seconds, found = timed(partial(runner.run, question))
+            out[b]["seconds"].append(seconds)
+            out[b]["outputs"].append(found)
 
 
 @contextmanager
 def background_load(processes: int, threads: int) -> Iterator[None]:
     """``processes`` processes encoding passages on ``threads`` torch threads each, until the block ends."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DPR_ENCODE_THREADS": str(threads)}
-    env.pop("OMP_NUM_THREADS", None)
+    for name in ("OMP_NUM_THREADS", WAIT_POLICY_ENV):  # the load keeps OpenMP's defaults: a fixed load
+        env.pop(name, None)
     command = [sys.executable, "-m", "benchmarks.load.background_load", "--threads", str(threads)]
     started = [
         subprocess.Popen([*command, "--corpus", str(CORPUS)], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True)
@@ -201,6 +227,7 @@ def summarise(conditions: dict[str, Any], behaviours: dict[str, int]) -> dict[st
         for b in behaviours:
             quiet, loaded = conditions["quiet"][name][b]["seconds"], conditions["loaded"][name][b]["seconds"]
             rows[name][b] = {
+                "asked": {"quiet": len(quiet), "loaded": len(loaded)},
                 "quiet": latency_ms(quiet),
                 "loaded": latency_ms(loaded),
                 "loaded_over_quiet_p50": statistics_ratio(loaded, quiet),
@@ -233,45 +260,72 @@ def render(summary: dict[str, Any], command: str) -> str:
         f"## (a) quiet and (b) beside {s['load']['processes']} process(es) encoding passages on "
         f"{s['load']['threads']} threads",
         "",
-        "Per question, in this process, the behaviours alternating question by question (ms).",
+        "Per question (ms), the behaviours alternating question by question in one process, so the old "
+        "behaviour's idle OpenMP threads are beside the new behaviour's questions, as batch work is beside "
+        "questions in a server (training jobs, indexing). That process ran twice, once per OpenMP wait "
+        "policy (*idle threads*): "
+        + "; ".join(f"*{policy}*: {WAIT_POLICY_LABELS[policy]}" for policy in s["wait_policies"])
+        + ". The background load keeps OpenMP's defaults. A pipeline asks the questions again, in whole "
+        f"rounds, until it has run for {s.get('min_seconds', 0):g} s in each condition (*asked*: questions "
+        "per behaviour, quiet / loaded), so a question of a few milliseconds samples the background load "
+        "over as long a time as a question that reads.",
         "",
     ]
     table = []
-    for name, row in s["pipelines"].items():
-        for b in behaviours:
-            r = row[b]
-            table.append(
-                [
-                    name,
-                    b,
-                    f"{r['quiet']['p50_ms']:.1f}",
-                    f"{r['quiet']['p95_ms']:.1f}",
-                    f"{r['loaded']['p50_ms']:.1f}",
-                    f"{r['loaded']['p95_ms']:.1f}",
-                    f"{r['loaded_over_quiet_p50']:.2f}×",
-                ]
-            )
-    columns = ["pipeline", "threads", "quiet p50", "quiet p95", "loaded p50", "loaded p95", "loaded / quiet p50"]
-    lines += markdown_table(columns, table, "llrrrrr")
+    for policy, pipelines in s["wait_policies"].items():
+        for name, row in pipelines.items():
+            for b in behaviours:
+                r = row[b]
+                table.append(
+                    [
+                        name,
+                        b,
+                        policy,
+                        f"{r['quiet']['p50_ms']:.1f}",
+                        f"{r['quiet']['p95_ms']:.1f}",
+                        f"{r['loaded']['p50_ms']:.1f}",
+                        f"{r['loaded']['p95_ms']:.1f}",
+                        f"{r['loaded_over_quiet_p50']:.2f}×",
+                        f"{r['asked']['quiet']} / {r['asked']['loaded']}",
+                    ]
+                )
+    columns = [
+        "pipeline",
+        "threads",
+        "idle threads",
+        "quiet p50",
+        "quiet p95",
+        "loaded p50",
+        "loaded p95",
+        "loaded / quiet p50",
+        "asked",
+    ]
+    lines += markdown_table(columns, table, "lllrrrrrr")
     lines += [
         "",
-        f"Goal: loaded / quiet p50 ≤ {LOAD_GOAL:g}× with the new behaviour.",
+        f"Goal: loaded / quiet p50 ≤ {LOAD_GOAL:g}× with the new behaviour. Spinning idle threads take the "
+        "core a question needs: with the old behaviour's threads spinning beside them, the new behaviour's "
+        "questions wait for the load and for those threads; sleeping, they wait for the load alone.",
         "",
         "Same results, old against new:",
         "",
     ]
     check = [
-        [name, c, "yes" if r["same_ranking"] else "NO", f"{r['max_score_gap']:.2e}"]
-        for name, row in s["pipelines"].items()
+        [name, policy, c, "yes" if r["same_ranking"] else "NO", f"{r['max_score_gap']:.2e}"]
+        for policy, pipelines in s["wait_policies"].items()
+        for name, row in pipelines.items()
         for c, r in row["results"].items()
     ]
     lines += markdown_table(
-        ["pipeline", "condition", "same ids / answers, same order", "largest score gap"], check, "llll"
+        ["pipeline", "idle threads", "condition", "same ids / answers, same order", "largest score gap"],
+        check,
+        "lllll",
     )
     if s.get("served"):
         lines += ["", f"## (c) `haystack serve`, {SERVED}.yml: 1 client, then {s['clients']} at once", ""]
         lines += [
-            "Per request (ms), quiet apart from the clients. The old server runs every request at once "
+            "Per request (ms), quiet apart from the clients; each server with `haystack serve`'s default wait "
+            "policy (idle threads sleep). The old server runs every request at once "
             f"(`--concurrent-runs {s['clients']}`); the new one its default, the cores divided by the query "
             "threads, the other requests waiting their turn. *clients*: each client asks the next question "
             f"as soon as it has an answer, so {s['clients']} requests are always waiting; *burst*: "
@@ -333,9 +387,54 @@ def little_law_note(served: dict[str, Any], clients: int, cores: int) -> str:
     )
 
 
+def in_process(args: argparse.Namespace, store: Path, asked: list[str]) -> dict[str, Any]:
+    """(a) and (b) in this process: both behaviours on every pipeline, quiet and beside the load."""
+    import faiss
+    import torch
+
+    behaviours = {"old": torch.get_num_threads(), "new": args.query_threads}
+    runners = {name: Runner(name, store) for name in PIPELINE_NAMES}
+    policy = os.environ.get(WAIT_POLICY_ENV, "OpenMP's default")
+    log(f"(a) quiet, wait policy {policy}: {len(asked)} questions x {len(runners)} pipelines x 2 behaviours")
+    conditions = {"quiet": measure(runners, asked, behaviours, args.min_seconds)}
+    log(f"(b) beside {args.load_processes} process(es) encoding on {args.load_threads} threads")
+    with background_load(args.load_processes, args.load_threads):
+        conditions["loaded"] = measure(runners, asked, behaviours, args.min_seconds)
+    return {
+        "behaviours": behaviours,
+        "torch_default_threads": behaviours["old"],
+        "faiss_default_threads": faiss.omp_get_max_threads(),
+        "passages": runners["dense"].pipeline.get_component("dense").document_store.count_documents(),
+        "pipelines": summarise(conditions, behaviours),
+    }
+
+
+def in_child(args: argparse.Namespace, store: Path, policy: str) -> dict[str, Any]:
+    """:func:`in_process` in a new process whose OpenMP wait policy is ``policy`` (read once, when torch
+    loads OpenMP, so each policy needs its own process)."""
+    env = {k: v for k, v in os.environ.items() if k != WAIT_POLICY_ENV}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    if WAIT_POLICIES[policy] is not None:
+        env[WAIT_POLICY_ENV] = str(WAIT_POLICIES[policy])
+    with tempfile.TemporaryDirectory(prefix="load-in-process-") as folder:
+        out = Path(folder) / "in_process.json"
+        command = [sys.executable, "-m", MODULE, "--in-process-json", str(out), "--store", str(store)]
+        command += ["--questions", str(args.questions), "--query-threads", str(args.query_threads)]
+        command += ["--min-seconds", str(args.min_seconds)]
+        command += ["--load-processes", str(args.load_processes), "--load-threads", str(args.load_threads)]
+        subprocess.run(command, cwd=REPO_ROOT, env=env, check=True)
+        return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=20, help="questions per measurement (default: 20)")
+    parser.add_argument(
+        "--min-seconds",
+        type=float,
+        default=20.0,
+        help="ask the questions again until each pipeline has run this long per condition (default: 20)",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients of the server (default: 8)")
     parser.add_argument("--query-threads", type=int, default=1, help="the new behaviour's threads (default: 1)")
     parser.add_argument("--load-processes", type=int, default=1, help="background encoding processes (default: 1)")
@@ -344,61 +443,57 @@ def main() -> None:
     parser.add_argument("--pool", action="store_true", help="the shared pool of $DPR_DATA_DIR (built on first use)")
     parser.add_argument("--out", default="docs/benchmarks/load", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
+    parser.add_argument("--in-process-json", type=Path, help=argparse.SUPPRESS)  # a child's (a) and (b)
     args = parser.parse_args()
     if args.from_json:
         summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
-        command = summary.get("command", command_line("benchmarks.load.query_latency", []))
+        command = summary.get("command", command_line(MODULE, []))
         write_report(Path(args.out), summary, render(summary, command))
+        return
+    asked = questions(args.questions)
+    if args.in_process_json:
+        atomic_write_text(args.in_process_json, json.dumps(in_process(args, Path(args.store), asked)))
         return
     if os.environ.get("OMP_NUM_THREADS"):
         log(f"note: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} sets torch's default, the old behaviour")
-    import faiss
-    import torch
-
-    behaviours = {"old": torch.get_num_threads(), "new": args.query_threads}
     start_load = os.getloadavg()[0]
-    asked = questions(args.questions)
     with tempfile.TemporaryDirectory(prefix="load-benchmark-") as folder:
         work = Path(folder)
         store = build_store(args, work)
-        runners = {name: Runner(name, store) for name in PIPELINE_NAMES}
-        passages = runners["dense"].pipeline.get_component("dense").document_store.count_documents()
-        log(f"(a) quiet: {len(asked)} questions x {len(runners)} pipelines x 2 behaviours")
-        conditions = {"quiet": measure(runners, asked, behaviours)}
-        log(f"(b) beside {args.load_processes} process(es) encoding on {args.load_threads} threads")
-        with background_load(args.load_processes, args.load_threads):
-            conditions["loaded"] = measure(runners, asked, behaviours)
-        del runners
-        time.sleep(1)
+        measured = {policy: in_child(args, store, policy) for policy in WAIT_POLICIES}
+        first = next(iter(measured.values()))
+        behaviours = first["behaviours"]
         served_rows = served(store, work, asked, behaviours, args.clients)
     texts = {b: [[text for text, _ in found] for found in served_rows[b]["answers"]] for b in behaviours}
     served_rows["same_answers_old_new"] = texts["old"] == texts["new"]
     summary = {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
-        "torch_default_threads": behaviours["old"],
-        "faiss_default_threads": faiss.omp_get_max_threads(),
+        "torch_default_threads": first["torch_default_threads"],
+        "faiss_default_threads": first["faiss_default_threads"],
         "load_average": [start_load, os.getloadavg()[0]],
         "store": "examples/corpus.jsonl"
         if not (args.store or args.pool)
         else ("the pool" if args.pool else args.store),
-        "passages": passages,
+        "passages": first["passages"],
         "questions": len(asked),
+        "min_seconds": args.min_seconds,
         "behaviours": behaviours,
         "load": {"processes": args.load_processes, "threads": args.load_threads},
         "clients": args.clients,
-        "pipelines": summarise(conditions, behaviours),
+        "wait_policies": {policy: m["pipelines"] for policy, m in measured.items()},
         "served": served_rows,
     }
-    command = command_line("benchmarks.load.query_latency", sys.argv[1:])
+    command = command_line(MODULE, sys.argv[1:])
     summary["command"] = command
     write_report(Path(args.out), summary, render(summary, command))
-    for name, row in summary["pipelines"].items():
-        print(
-            f"{name}: loaded/quiet p50 old {row['old']['loaded_over_quiet_p50']:.2f}x, "
-            f"new {row['new']['loaded_over_quiet_p50']:.2f}x; quiet p50 old {row['old']['quiet']['p50_ms']:.1f} ms, "
-            f"new {row['new']['quiet']['p50_ms']:.1f} ms; same results: {row['results']}"
-        )
+    for policy, pipelines in summary["wait_policies"].items():
+        for name, row in pipelines.items():
+            print(
+                f"{name}, {policy}: loaded/quiet p50 old {row['old']['loaded_over_quiet_p50']:.2f}x, "
+                f"new {row['new']['loaded_over_quiet_p50']:.2f}x; quiet p50 old {row['old']['quiet']['p50_ms']:.1f} "
+                f"ms, new {row['new']['quiet']['p50_ms']:.1f} ms; same results: {row['results']}"
+            )
     for b in behaviours:
         r = served_rows[b]
         print(

@@ -46,7 +46,8 @@ def running_server(
     """``haystack serve`` on ``pipelines`` with ``--query-threads`` (and ``--concurrent-runs`` when given),
     torch's default threads otherwise; its URL."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "DPR_QUERY_THREADS")}
+    # the server sets its own thread and wait-policy defaults
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "DPR_QUERY_THREADS", "OMP_WAIT_POLICY")}
     env["PYTHONPATH"] = str(REPO_ROOT)
     log_path = work / f"server-{query_threads}.log"
     command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(pipelines)]

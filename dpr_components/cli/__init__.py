@@ -1,4 +1,4 @@
-"""The ``haystack`` command line (``dpr_components.cli.main:main``). The library never imports this package."""
+"""The ``haystack`` command line (``dpr_components.cli.launch:main``). The library never imports this package."""
 
 import os
 

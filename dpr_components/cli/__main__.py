@@ -2,6 +2,6 @@
 
 import sys
 
-from dpr_components.cli.main import main
+from dpr_components.cli.launch import main
 
 sys.exit(main())

@@ -21,7 +21,8 @@ process-wide count: there torch's setting is left alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from functools import cache
 
@@ -30,6 +31,9 @@ ENCODE_THREADS_ENV = "DPR_ENCODE_THREADS"
 READ_THREADS_ENV = "DPR_READ_THREADS"
 DEFAULT_QUERY_THREADS = 1
 SMALL_BATCH = 8  # at most this many texts or queries count as a question's work
+WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
+# the libraries that load OpenMP, which reads its wait policy once, when it is loaded
+OPENMP_MODULES = ("torch", "faiss")
 
 
 def parse_threads(name: str, value: str | None) -> int | None:
@@ -56,6 +60,20 @@ def encode_threads() -> int | None:
 def read_threads() -> int:
     """Threads for reading one question's passages: ``$DPR_READ_THREADS``, default the query count."""
     return parse_threads(READ_THREADS_ENV, os.environ.get(READ_THREADS_ENV)) or query_threads()
+
+
+def prefer_passive_waiting(
+    environ: MutableMapping[str, str] = os.environ, loaded: Mapping[str, object] = sys.modules
+) -> bool:
+    """Let idle OpenMP threads sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``) unless the user
+    chose a policy. OpenMP (GNU libgomp, under torch and FAISS) spins a thread for milliseconds after
+    each parallel region by default; beside batch work in the same process (a training job in a
+    server) those spinning threads take the core a question needs (docs/threads.md). Effective only
+    before torch or FAISS is imported; returns whether the policy was set."""
+    if WAIT_POLICY_ENV in environ or any(name in loaded for name in OPENMP_MODULES):
+        return False
+    environ[WAIT_POLICY_ENV] = "PASSIVE"
+    return True
 
 
 def usable_cores() -> int:
