@@ -122,7 +122,7 @@ def query_threads(count: int) -> Iterator[None]:
 
 
 def measure(
-    runners: dict[str, Runner], asked: list[str], behaviours: dict[str, int], min_seconds: float = 0.0
+    runners: dict[str, Runner], asked: list[str], behaviours: dict[str, int], min_seconds: float
 ) -> dict[str, Any]:
     """Per pipeline and behaviour: the seconds and outputs of every question, behaviours alternating.
     The questions are asked again, in whole rounds, until a pipeline has run for ``min_seconds``: a
@@ -266,7 +266,7 @@ def render(summary: dict[str, Any], command: str) -> str:
         "policy (*idle threads*): "
         + "; ".join(f"*{policy}*: {WAIT_POLICY_LABELS[policy]}" for policy in s["wait_policies"])
         + ". The background load keeps OpenMP's defaults. A pipeline asks the questions again, in whole "
-        f"rounds, until it has run for {s.get('min_seconds', 0):g} s in each condition (*asked*: questions "
+        f"rounds, until it has run for {s['min_seconds']:g} s in each condition (*asked*: questions "
         "per behaviour, quiet / loaded), so a question of a few milliseconds samples the background load "
         "over as long a time as a question that reads.",
         "",
@@ -402,7 +402,6 @@ def in_process(args: argparse.Namespace, store: Path, asked: list[str]) -> dict[
         conditions["loaded"] = measure(runners, asked, behaviours, args.min_seconds)
     return {
         "behaviours": behaviours,
-        "torch_default_threads": behaviours["old"],
         "faiss_default_threads": faiss.omp_get_max_threads(),
         "passages": runners["dense"].pipeline.get_component("dense").document_store.count_documents(),
         "pipelines": summarise(conditions, behaviours),
@@ -469,7 +468,7 @@ def main() -> None:
     summary = {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
-        "torch_default_threads": first["torch_default_threads"],
+        "torch_default_threads": behaviours["old"],
         "faiss_default_threads": first["faiss_default_threads"],
         "load_average": [start_load, os.getloadavg()[0]],
         "store": "examples/corpus.jsonl"

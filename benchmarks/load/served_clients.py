@@ -19,6 +19,7 @@ import yaml
 
 from benchmarks.common import REPO_ROOT
 from dpr_components.store_access.serialization import replace_store_paths
+from dpr_components.utils.threads import QUERY_THREADS_ENV, WAIT_POLICY_ENV
 
 STARTUP_SECONDS = 180
 
@@ -47,7 +48,7 @@ def running_server(
     torch's default threads otherwise; its URL."""
     port = free_port()
     # the server sets its own thread and wait-policy defaults
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "DPR_QUERY_THREADS", "OMP_WAIT_POLICY")}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", QUERY_THREADS_ENV, WAIT_POLICY_ENV)}
     env["PYTHONPATH"] = str(REPO_ROOT)
     log_path = work / f"server-{query_threads}.log"
     command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(pipelines)]

@@ -2,7 +2,8 @@
 
 ``haystack serve`` answers questions while other work (training jobs, indexing pipelines) may run in
 the same process, so it lets idle OpenMP threads sleep (docs/threads.md, "Idle threads"). The other
-commands are batch work and keep OpenMP's default, a few percent faster there."""
+commands are batch work and keep OpenMP's default, which spares their threads a wake-up at each
+parallel region."""
 
 from __future__ import annotations
 
