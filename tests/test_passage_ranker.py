@@ -110,3 +110,20 @@ def test_retrieval_weight_is_checked(tiny_reader_dir: Path) -> None:
     ranker = PassageRanker(model=str(tiny_reader_dir), retrieval_weight=0.5)
     with pytest.raises(ValueError, match="needs each document's retrieval score"):
         ranker.run(query="who wrote hamlet", documents=unscored)
+
+
+def test_the_bf16_copy_scores_exactly_as_autocast_over_float32_weights(tiny_reader_dir: Path) -> None:
+    import torch
+
+    float32_reader, tokenizer = shared_reader(str(tiny_reader_dir))
+    bf16_reader, _ = shared_reader(str(tiny_reader_dir), bf16_linear=True)
+    assert bf16_reader is not float32_reader
+    linear_dtypes = {m.weight.dtype for m in bf16_reader.modules() if isinstance(m, torch.nn.Linear)}
+    assert linear_dtypes == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in float32_reader.parameters())  # the float32 copy is untouched
+    passages = [(d.meta["title"], d.content or "") for d in _documents()]
+    prepared = reader_input(tokenizer, "who wrote hamlet", passages, InputSettings())
+    assert input_relevance(bf16_reader, prepared, bf16=True) == input_relevance(float32_reader, prepared, bf16=True)
+    ranker = PassageRanker(model=str(tiny_reader_dir), precision="bf16")
+    ranker.warm_up()
+    assert ranker._reader is bf16_reader

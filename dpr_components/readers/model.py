@@ -221,17 +221,32 @@ def reader_logits(
     return output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float()
 
 
-_SHARED: dict[str, tuple[torch.nn.Module, Any]] = {}
+_SHARED: dict[tuple[str, bool], tuple[torch.nn.Module, Any]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_reader(model: str) -> tuple[torch.nn.Module, Any]:
+def cast_linear_weights(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """``module`` with the weights and biases of its linear layers in ``dtype`` (in place; embeddings
+    and layer norms keep theirs)."""
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            layer.to(dtype)
+    return module
+
+
+def shared_reader(model: str, bf16_linear: bool = False) -> tuple[torch.nn.Module, Any]:
     """The reader folder ``model`` loaded once per process (``load_reader``), shared by every component
-    that reads with it (``SpanReader``, ``PassageRanker``)."""
+    that reads with it (``SpanReader``, ``PassageRanker``).
+
+    ``bf16_linear``: the copy for bf16 autocast, its linear layers' weights already in bfloat16.
+    Autocast would cast them to bfloat16 at every call anyway, so the logits are the same, bit for
+    bit, without that cast."""
+    key = (model, bf16_linear)
     with _SHARED_LOCK:
-        if model not in _SHARED:
-            _SHARED[model] = load_reader(model)
-        return _SHARED[model]
+        if key not in _SHARED:
+            reader, tokenizer = load_reader(model)
+            _SHARED[key] = (cast_linear_weights(reader, torch.bfloat16) if bf16_linear else reader, tokenizer)
+        return _SHARED[key]
 
 
 _SHARED_OPENVINO: dict[tuple[str, bool, int], Any] = {}

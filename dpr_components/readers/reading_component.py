@@ -45,10 +45,10 @@ class ReadingComponent:
         self._tokenizer: Any = None
 
     def warm_up(self) -> None:
-        """Load the model once; components of the same folder (and back end) in one process share it."""
+        """Load the model once; components of the same folder (back end and precision) in one process share it."""
         if self._reader is not None:
             return
-        reader, tokenizer = shared_reader(self.model)
+        reader, tokenizer = shared_reader(self.model, bf16_linear=self.backend == "torch" and self.uses_bf16)
         positions = getattr(reader.config, "max_position_embeddings", None)
         if positions is not None and self.input_settings.max_length > positions:
             raise ValueError(
