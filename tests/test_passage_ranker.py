@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from haystack import Document, Pipeline
 
 from dpr_components.rankers.passage_ranker import PassageRanker
-from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.inputs import InputSettings, build_rows, tokenize_passage
 from dpr_components.readers.model import shared_reader
-from dpr_components.readers.predict import input_relevance, reader_input
+from dpr_components.readers.predict import input_relevance, reader_input, row_logits, row_relevance
 from tests.helpers.corpora import SMALL_CORPUS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -127,3 +128,48 @@ def test_the_bf16_copy_scores_exactly_as_autocast_over_float32_weights(tiny_read
     ranker = PassageRanker(model=str(tiny_reader_dir), precision="bf16")
     ranker.warm_up()
     assert ranker._reader is bf16_reader
+
+
+def _rows(tokenizer: Any, max_length: int = 128) -> list[Any]:
+    texts = ["Short one.", "A much longer passage with many more words than the first one has, " * 6, "Middle length."]
+    passages = [(f"T{i}", tokenize_passage(tokenizer, t)) for i, t in enumerate(texts)]
+    return build_rows(tokenizer, "what is it", passages, InputSettings(max_length=max_length, stride=16))
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_selection_logit_alone_equals_the_full_forwards(tiny_reader_dir: Path, bf16: bool) -> None:
+    reader, tokenizer = shared_reader(str(tiny_reader_dir), bf16_linear=bf16)
+    rows = _rows(tokenizer)
+    assert len({len(r.input_ids) for r in rows}) > 1  # padded rows and several windows
+    full = [relevance for _, _, relevance in row_logits(reader, rows, tokenizer.pad_token_id, 3, bf16)]
+    alone = row_relevance(reader, rows, tokenizer.pad_token_id, 3, bf16)
+    assert alone == pytest.approx(full, abs=1e-5 if not bf16 else 2e-2)
+    assert len(reader.span_predictor.encoder.bert_model.encoder.layer) == reader.config.num_hidden_layers  # untouched
+
+
+def test_the_bundled_ranker_orders_as_its_full_forward() -> None:
+    reader, tokenizer = shared_reader("bundled:ranker-minilm", bf16_linear=True)
+    passages = [(d.meta["title"], d.content or "") for d in _documents()]
+    prepared = reader_input(tokenizer, "who wrote hamlet", passages, InputSettings(max_length=192))
+    full = [r for _, _, r in row_logits(reader, prepared.rows, prepared.pad_id, None, bf16=True)]
+    alone = row_relevance(reader, prepared.rows, prepared.pad_id, None, bf16=True)
+    assert alone == pytest.approx(full, abs=0.05)
+    assert sorted(range(len(full)), key=lambda i: -full[i]) == sorted(range(len(alone)), key=lambda i: -alone[i])
+
+
+def test_a_reader_that_is_not_a_dpr_reader_runs_its_full_forward(tiny_reader_dir: Path) -> None:
+    import torch
+
+    reader, tokenizer = shared_reader(str(tiny_reader_dir))
+
+    class Wrapped(torch.nn.Module):  # like the OpenVINO reader: callable, no DPRReader inside
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = reader
+
+        def forward(self, **inputs: Any) -> Any:
+            return self.inner(**inputs)
+
+    rows = _rows(tokenizer)
+    full = [relevance for _, _, relevance in row_logits(reader, rows, tokenizer.pad_token_id, None, False)]
+    assert row_relevance(Wrapped(), rows, tokenizer.pad_token_id, None, False) == pytest.approx(full, abs=1e-6)

@@ -221,13 +221,13 @@ def test_a_question_s_passages_are_read_on_the_read_threads(
     from dpr_components.readers.span_reader import SpanReader
 
     counts: list[int] = []
-    row_logits = predict.row_logits
+    batched_forward = predict.batched_forward
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         counts.append(torch.get_num_threads())
-        return row_logits(*args, **kwargs)
+        return batched_forward(*args, **kwargs)
 
-    monkeypatch.setattr(predict, "row_logits", counting)
+    monkeypatch.setattr(predict, "batched_forward", counting)
     instance: Any = (
         SpanReader(model=str(tiny_reader_dir)) if component == "reader" else PassageRanker(model=str(tiny_reader_dir))
     )

@@ -6,13 +6,14 @@ the systems taking turns question by question, after a warm-up. Writes
 docs/benchmarks/ranker_latency.{md,json}.
 
     python -m benchmarks.reader.ranker_latency --store indexes/pool \\
-        --ranker bundled:reader-minilm:256 --ranker bundled:ranker-minilm:192 --backends torch,openvino --one-batch
+        --ranker bundled:reader-minilm:256 --ranker bundled:ranker-minilm:192 --backends torch,openvino --one-batch --full-forward
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -26,6 +27,8 @@ from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, set
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.rankers.passage_ranker import PassageRanker
+from dpr_components.readers.predict import best_relevance, row_logits
+from dpr_components.utils.threads import read_threads, torch_threads
 
 MODULE = "benchmarks.reader.ranker_latency"
 SEARCH_RERANK = REPO_ROOT / "pipelines" / "search_rerank.yml"
@@ -38,6 +41,18 @@ def ranker_spec(value: str) -> tuple[str, int]:
     if not model or not length.isdigit():
         raise argparse.ArgumentTypeError(f"--ranker takes MODEL:MAX_LENGTH, got {value!r}")
     return model, int(length)
+
+
+class FullForwardRanker(PassageRanker):
+    """``PassageRanker`` running the reader's whole forward (the span logits computed and dropped), as it
+    did before it computed the last layer for [CLS] alone: the peer of ``--full-forward``."""
+
+    def _score(self, query: str, readable: list[Any]) -> list[float]:
+        prepared = self._reader_input(query, readable)
+        with torch_threads(read_threads()):
+            logits = row_logits(self._reader, prepared.rows, prepared.pad_id, self.batch_size, self.uses_bf16)
+        best = best_relevance(prepared.rows, logits)
+        return [best.get(i, -math.inf) for i in range(prepared.passages)]
 
 
 def questions(path: Path, limit: int) -> list[str]:
@@ -74,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--one-batch", action="store_true", help="also read each question's passages in one padded batch"
     )
+    parser.add_argument(
+        "--full-forward",
+        action="store_true",
+        help="also time each torch ranker running the reader's whole forward instead of [CLS] alone in its last layer",
+    )
     parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
     args = parser.parse_args(argv)
     set_threads(1)
@@ -82,14 +102,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     hybrid.warm_up()
     cases = [(q, hybrid.run(query=q)["documents"]) for q in questions(Path(args.questions), args.limit)]
     batchings = [("", None)] + ([(", one padded batch", ONE_BATCH)] if args.one_batch else [])
-    rankers = {
-        f"{model}, {length} tokens, {backend}{label}": PassageRanker(
-            model=model, max_length=length, top_k=10, backend=backend, batch_size=batch_size
-        )
-        for model, length in args.ranker
-        for backend in args.backends.split(",")
-        for label, batch_size in batchings
-    }
+    rankers: dict[str, PassageRanker] = {}
+    for model, length in args.ranker:
+        for backend in args.backends.split(","):
+            name = f"{model}, {length} tokens, {backend}"
+            for label, batch_size in batchings:
+                rankers[name + label] = PassageRanker(
+                    model=model, max_length=length, top_k=10, backend=backend, batch_size=batch_size
+                )
+            if args.full_forward and backend == "torch":
+                rankers[name + ", whole forward"] = FullForwardRanker(model=model, max_length=length, top_k=10)
     for ranker in rankers.values():
         ranker.warm_up()
     timings = measure(rankers, cases, args.warmup)
@@ -112,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{summary['passages_per_question']:.0f} hybrid passages each (pipelines/search_rerank.yml's hybrid "
             f"over {args.store}); {cpu_name()}, one thread, precision auto (bf16 where the CPU has it natively); measured on {summary['machine']['date']}. "
             "Time of `PassageRanker.run` per question (tokenising and reading all passages), in ms. Passages "
-            "are read in length-sorted batches of at most 8 (the default); *one padded batch*: all at once.",
+            "are read in length-sorted batches of at most 8 (the default); *one padded batch*: all at once. "
+            "Both back ends compute the reader's last layer for [CLS] alone (all the selection head reads); "
+            "*whole forward*: torch computing every token's, the span logits computed and dropped.",
             "",
             *markdown_table(["ranker", "p50", "p95", "mean"], rows, "lrrr"),
             "",

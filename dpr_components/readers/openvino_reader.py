@@ -8,6 +8,7 @@ so requests do not share threads any more than torch's readers do.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import torch
 
 from dpr_components.encoders.openvino_model import compile_for_cpu, convert_module, native_precision
+from dpr_components.readers.selection import selection_logits
 from dpr_components.utils.threads import read_threads, usable_cores
 
 READER_INPUTS = ("input_ids", "attention_mask")
@@ -41,6 +43,18 @@ class _LogitsOf(torch.nn.Module):
         return output.start_logits, output.end_logits, output.relevance_logits
 
 
+class _SelectionOf(torch.nn.Module):
+    """The reader's passage-selection logit alone, its last layer computed for [CLS] only (what OpenVINO
+    traces for re-ranking; :func:`~dpr_components.readers.selection.selection_logits`)."""
+
+    def __init__(self, reader: torch.nn.Module) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+        return selection_logits(self.reader, input_ids, attention_mask)
+
+
 class OpenVINOReader:
     """Called like a transformers ``DPRReader`` (``reader(input_ids=..., attention_mask=...)``), run by OpenVINO.
 
@@ -53,9 +67,29 @@ class OpenVINOReader:
         self.config = reader.config
         self.precision = native_precision(bf16)
         self.threads = threads or read_threads()
-        streams = max(1, usable_cores() // self.threads)
-        converted = convert_module(_LogitsOf(reader.float()), READER_INPUTS)
-        self._compiled = compile_for_cpu(converted, self.precision, self.threads * streams, streams)
+        self._streams = max(1, usable_cores() // self.threads)
+        self._reader = reader.float()
+        self._compiled = self._compile(_LogitsOf(self._reader))
+        self._selection: Any = None
+        self._selection_lock = threading.Lock()
+
+    def _compile(self, module: torch.nn.Module) -> Any:
+        converted = convert_module(module, READER_INPUTS)
+        return compile_for_cpu(converted, self.precision, self.threads * self._streams, self._streams)
+
+    def compile_selection(self) -> None:
+        """Convert the selection-only model once (a ranker's warm-up; the first call would otherwise)."""
+        with self._selection_lock:
+            if self._selection is None:
+                self._selection = self._compile(_SelectionOf(self._reader))
+
+    def selection_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The passage-selection logit of each row, from the model whose last layer reads [CLS] alone."""
+        self.compile_selection()
+        outputs = self._selection.create_infer_request().infer(
+            {"input_ids": input_ids.numpy(), "attention_mask": attention_mask.numpy()}
+        )
+        return torch.from_numpy(np.asarray(outputs[0], dtype=np.float32)).view(-1)
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: Any) -> ReaderLogits:
         # One infer request per call: requests are not safe to share between threads.

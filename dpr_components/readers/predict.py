@@ -10,7 +10,7 @@ less well than the retriever ranked them (docs/benchmarks/reader.md measures it)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -26,6 +26,7 @@ from dpr_components.readers.inputs import (
     tokenize_passage,
 )
 from dpr_components.readers.model import reader_logits
+from dpr_components.readers.selection import selection_logits
 from dpr_components.readers.spans import best_spans, char_span, extend_to_words
 
 Ranking = Literal["passage", "combined"]
@@ -142,17 +143,26 @@ def length_batches(rows: Sequence[Row], batch_size: int | None) -> list[list[int
 
 
 @torch.inference_mode()
+def batched_forward(
+    rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool, forward: Callable[[Any, Any], Any]
+) -> list[Any]:
+    """``forward(input_ids, attention_mask)`` over ``rows`` in length-sorted batches: one result per batch,
+    in the order of :func:`length_batches` (which gives each batch's rows)."""
+    results = []
+    for indices in length_batches(rows, batch_size):
+        batch = collate([rows[i] for i in indices], pad_id)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            results.append(forward(batch["input_ids"], batch["attention_mask"]))
+    return results
+
+
 def row_logits(
     reader: torch.nn.Module, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """(start logits, end logits) over each row's passage tokens, and its selection logit, in the order of ``rows``."""
     out: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(rows)
-    for indices in length_batches(rows, batch_size):
-        batch = collate([rows[i] for i in indices], pad_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            start_logits, end_logits, relevance_logits = reader_logits(
-                reader, batch["input_ids"], batch["attention_mask"]
-            )
+    batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: reader_logits(reader, ids, mask))
+    for indices, (start_logits, end_logits, relevance_logits) in zip(length_batches(rows, batch_size), batches):
         start, end, relevance = start_logits.numpy(), end_logits.numpy(), relevance_logits.numpy()
         if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(relevance).all()):
             raise NonFiniteLogits()
@@ -161,6 +171,20 @@ def row_logits(
             window = slice(row.passage_offset, row.passage_offset + row.n_passage_tokens)
             out[i] = (start[position, window], end[position, window], float(relevance[position]))
     return cast(list[tuple[np.ndarray, np.ndarray, float]], out)  # every row belongs to one batch
+
+
+def row_relevance(reader: Any, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool) -> list[float]:
+    """Each row's selection logit alone (:func:`~dpr_components.readers.selection.selection_logits`), in the
+    order of ``rows``."""
+    out = [0.0] * len(rows)
+    batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: selection_logits(reader, ids, mask))
+    for indices, logits in zip(length_batches(rows, batch_size), batches):
+        relevance = logits.numpy()
+        if not np.isfinite(relevance).all():
+            raise NonFiniteLogits()
+        for position, i in enumerate(indices):
+            out[i] = float(relevance[position])
+    return out
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -219,8 +243,11 @@ def input_relevance(
     reader: torch.nn.Module, prepared: ReaderInput, batch_size: int | None = None, bf16: bool = False
 ) -> list[float]:
     """The selection head's logit for each passage of ``prepared`` (the best of its windows): how relevant
-    the reader finds it read with the question. A passage without tokens gets ``-inf``."""
-    best = best_relevance(prepared.rows, row_logits(reader, prepared.rows, prepared.pad_id, batch_size, bf16))
+    the reader finds it read with the question, computed without the span logits (:func:`row_relevance`).
+    A passage without tokens gets ``-inf``."""
+    best: dict[int, float] = {}
+    for row, logit in zip(prepared.rows, row_relevance(reader, prepared.rows, prepared.pad_id, batch_size, bf16)):
+        best[row.passage_index] = max(logit, best.get(row.passage_index, -math.inf))
     return [best.get(i, -math.inf) for i in range(prepared.passages)]
 
 
