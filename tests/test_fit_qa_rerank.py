@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
 
+import pytest
 import yaml
 
+from dpr_components.readers.model import resolve_reader_path
 from training.fit_qa_rerank import (
     QA_LENGTH_PENALTY,
     RERANK_WEIGHT,
@@ -15,7 +18,10 @@ from training.fit_qa_rerank import (
     choose,
     decoded_em,
     first_passage_em,
+    grid,
     oracle_em,
+    reader_spec,
+    render,
     reranked_order,
     short_answers,
 )
@@ -70,13 +76,37 @@ def test_the_pipelines_ship_the_settings_the_choice_assumed_and_chose() -> None:
     root = Path(__file__).resolve().parents[1]
     qa = yaml.safe_load((root / "pipelines" / "qa.yml").read_text(encoding="utf-8"))["components"]
     rerank = yaml.safe_load((root / "pipelines" / "qa_rerank.yml").read_text(encoding="utf-8"))["components"]
-    chosen = json.loads((root / "docs/training/selection/qa-rerank/report.json").read_text(encoding="utf-8"))["chosen"]
+    report = json.loads((root / "docs/training/selection/qa-rerank/report.json").read_text(encoding="utf-8"))
+    chosen = report["chosen"]
     assert rerank["reranker"]["init_parameters"]["retrieval_weight"] == RERANK_WEIGHT
     assert qa["reader"]["init_parameters"]["length_penalty"] == QA_LENGTH_PENALTY
     reader = rerank["reader"]["init_parameters"]
-    assert chosen["reader"] == "ranker" and reader["model"] == rerank["reranker"]["init_parameters"]["model"]
+    if chosen["reader"] == "ranker":
+        assert reader["model"] == rerank["reranker"]["init_parameters"]["model"]
+    else:  # the candidate reader, shipped as a bundled folder whose training record names the run it came from
+        assert chosen["reader"] == "candidate" and reader["model"].startswith("bundled:")
+        assert reader["max_length"] == report["candidate_length"]
+        record = json.loads((resolve_reader_path(reader["model"]) / "reader_info.json").read_text(encoding="utf-8"))
+        assert str(Path(record["training"]["output_dir"]) / "export") == report["candidate"]
     assert chosen["order"] == "reranked" and rerank["reranker"]["init_parameters"]["top_k"] == chosen["passages"]
     assert (reader["selection_weight"], reader["score_prior"], reader["rank_prior"]) == (
         chosen["selection_weight"], chosen["ranker_weight"], chosen["rank_prior"],
     )  # fmt: skip
     assert reader["length_penalty"] == QA_LENGTH_PENALTY and reader["ranking"] == "combined"
+
+
+def test_a_candidate_reader_joins_the_grid_and_the_report() -> None:
+    # the candidate reads passage 1 (the answer) as the best span of the re-ranked first passage
+    row = {**ROW, "candidate": {"log_p": [-1.0, -0.5, -3.0], "log_span": [-0.3, -0.1, -1.0], "em": [0.0, 1.0, 0.0]}}
+    summary = {"store": "s", "candidate": "runs/span/export", "candidate_length": 192}
+    summary["splits"] = [{"file": "squad.jsonl", "questions": [row]}]
+    decodings = grid(["reader", "ranker", "candidate"])
+    assert {d.reader for d in decodings} == {"reader", "ranker", "candidate"} and len(decodings) == 3 * 360
+    chosen, means = choose(summary["splits"], decodings)
+    report = render(summary, chosen, means, "python -m training.fit_qa_rerank ...")
+    assert "*candidate*: runs/span/export (192 tokens)" in report
+    assert "the best with the candidate reading | candidate, reranked top 1" in report
+    assert "candidate: re-ranked first 100.0, oracle 100.0" in report
+    with pytest.raises(argparse.ArgumentTypeError, match="MODEL:MAX_LENGTH"):
+        reader_spec("runs/span/export")
+    assert reader_spec("bundled:reader-minilm:256") == ("bundled:reader-minilm", 256)

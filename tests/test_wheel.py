@@ -88,6 +88,7 @@ def test_wheel_holds_the_pipelines_models_and_faces(archives: dict[str, Path]) -
     assert "dpr_components/pipelines/qa.yml" in names and "dpr_components/py.typed" in names
     assert "dpr_components/models/reader-minilm/model.safetensors" in names
     assert "dpr_components/models/ranker-minilm/model.safetensors" in names
+    assert "dpr_components/models/rerank-reader-minilm/model.safetensors" in names
     assert "dpr_components/models/dpr-minilm-multi/question_encoder/model.safetensors" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names

@@ -7,7 +7,10 @@ splits, by exact match end to end.
 
 For each question the hybrid's top 20 (``pipelines/qa_rerank.yml``'s settings) are read once by each
 candidate reader (every passage: its selection probability and its best span), and once by the
-ranker; every decoding is then scored from those numbers without reading again. NQ train's answers
+ranker; every decoding is then scored from those numbers without reading again. ``--candidate
+FOLDER:MAX_LENGTH`` adds a third span reader to the grid (e.g. one trained to read after the ranker):
+
+    python -m training.fit_qa_rerank --questions ... --candidate runs/span/export:192 --out runs/span/qa-rerank NQ train's answers
 are long-answer spans: only its questions with an answer of at most five words are scored (NQ-open's
 own rule for short answers), against those answers.
 
@@ -160,6 +163,14 @@ def oracle_em(rows: list[dict[str, Any]], reader: str, passages: int) -> float:
     return 100 * float(np.mean([max(row[reader]["em"][:passages]) for row in rows]))
 
 
+def reader_spec(value: str) -> tuple[str, int]:
+    """``MODEL:MAX_LENGTH`` (the model may hold colons, e.g. ``bundled:reader-minilm:256``)."""
+    model, _, length = value.rpartition(":")
+    if not model or not length.isdigit() or int(length) <= 0:
+        raise argparse.ArgumentTypeError(f"--candidate takes MODEL:MAX_LENGTH, got {value!r}")
+    return model, int(length)
+
+
 def grid(readers: list[str]) -> list[Decoding]:
     return [
         Decoding(reader, "reranked", k, a, g, alpha)
@@ -177,6 +188,7 @@ def choose(splits: list[dict[str, Any]], decodings: list[Decoding]) -> tuple[Dec
 
 
 def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, float], command: str) -> str:
+    candidate = summary.get("candidate") is not None
     lines = [
         "# Question answering after re-ranking: the decoding chosen on the selection splits",
         "",
@@ -186,7 +198,8 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
         f"Exact match (SQuAD normalisation); NQ train questions only with an answer of at most "
         f"{SHORT_ANSWER_WORDS} words, scored against those. Cells: EM with its 95% bootstrap interval; "
         "differences are paired, against pipelines/qa.yml's decoding. *reader*: bundled:reader-minilm (256 "
-        "tokens); *ranker*: the ranker's folder read as a span reader (192 tokens).",
+        "tokens); *ranker*: the ranker's folder read as a span reader (192 tokens)"
+        + (f"; *candidate*: {summary['candidate']} ({summary['candidate_length']} tokens)." if candidate else "."),
         "",
         f"Chosen (best mean EM over the splits, {len(means)} decodings): **{chosen.label()}**.",
         "",
@@ -195,8 +208,11 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
         ("qa.yml (hybrid top 10, reader)", QA_DEFAULT),
         ("qa.yml read by the ranker's folder", QA_RANKER_READING),
         ("qa_rerank.yml before", QA_RERANK_SHIPPED),
-        ("chosen", chosen),
     ]
+    for reader in ("ranker", "candidate") if candidate else ():
+        best = max((d for d in means if d.reader == reader), key=lambda d: means[d])
+        shown.append((f"the best with the {reader} reading", best))
+    shown.append(("chosen", chosen))
     for split in summary["splits"]:
         rows = split["questions"]
         reference = decoded_em(rows, QA_DEFAULT) * 100
@@ -213,7 +229,13 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
             f"{first_passage_em(rows, 'reader', 'reranked'):.1f} (reader; ranker's folder "
             f"{first_passage_em(rows, 'ranker', 'hybrid'):.1f} and {first_passage_em(rows, 'ranker', 'reranked'):.1f}); "
             "always the right one of the best spans of the hybrid's top 10 (an oracle) "
-            f"{oracle_em(rows, 'reader', 10):.1f} (ranker's folder {oracle_em(rows, 'ranker', 10):.1f}).",
+            f"{oracle_em(rows, 'reader', 10):.1f} (ranker's folder {oracle_em(rows, 'ranker', 10):.1f}"
+            + (
+                f"; candidate: re-ranked first {first_passage_em(rows, 'candidate', 'reranked'):.1f}, "
+                f"oracle {oracle_em(rows, 'candidate', 10):.1f})."
+                if candidate
+                else ")."
+            ),
             "",
         ]
     top = sorted(means.items(), key=lambda item: -item[1])[:15]
@@ -235,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--reader", default="bundled:reader-minilm", help="the span reader (256 tokens)")
     parser.add_argument("--ranker", default="bundled:ranker-minilm", help="the ranker, also tried as reader (192)")
+    parser.add_argument(
+        "--candidate", type=reader_spec, default=None, metavar="MODEL:MAX_LENGTH", help="a third span reader to try"
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
     add_report_options(parser)
     args = parser.parse_args(argv)
@@ -245,16 +270,27 @@ def main(argv: list[str] | None = None) -> int:
             "reader": SpanReader(model=args.reader, max_length=256, **common),
             "ranker": SpanReader(model=args.ranker, max_length=192, **common),
         }
+        if args.candidate is not None:
+            readers["candidate"] = SpanReader(model=args.candidate[0], max_length=args.candidate[1], **common)
         hybrid = load_pipeline(QA_RERANK, args.store, []).get_component("hybrid")
         hybrid.warm_up()
         splits = []
         for path in args.questions.split(","):
             limit = SHORT_ANSWER_WORDS if "nq" in Path(path).name else None
             splits.append(collect_split(path, limit, hybrid, readers, args.limit))
-        return {"reader": args.reader, "ranker": args.ranker, "store": args.store, "splits": splits}
+        candidate, length = args.candidate or (None, None)
+        return {
+            "reader": args.reader,
+            "ranker": args.ranker,
+            "candidate": candidate,
+            "candidate_length": length,
+            "store": args.store,
+            "splits": splits,
+        }
 
     summary = measured_summary(args, "training.fit_qa_rerank", argv, measure)
-    chosen, means = choose(summary["splits"], grid(["reader", "ranker"]))
+    readers = ["reader", "ranker"] + (["candidate"] if summary.get("candidate") is not None else [])
+    chosen, means = choose(summary["splits"], grid(readers))
     summary["chosen"] = asdict(chosen)
     write_report_folder(args.out, summary, render(summary, chosen, means, summary["command"]))
     return 0

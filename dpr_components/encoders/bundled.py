@@ -4,10 +4,11 @@
 - ``bundled:dpr-minilm-multi/question_encoder``: the default question encoder (E_Q trained on NQ + SQuAD
   against MiniLM's passage vectors), shipped inside this package (``dpr_components/models``);
 - ``bundled:reader-minilm``: the default span reader, shipped inside this package;
-- ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default).
+- ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default);
+- ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa_rerank.yml``, trained on from the ranker.
 
-The three trained models (45 MB each in float16) ship as package data rather than as a separate
-download: nothing is ever fetched at run time, and they add about 135 MB to an installation whose
+The four trained models (45 MB each in float16) ship as package data rather than as a separate
+download: nothing is ever fetched at run time, and they add about 180 MB to an installation whose
 required dependencies (torch, transformers, the MiniLM package) already weigh well over 1 GB."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ BUNDLED_PREFIX = "bundled:"
 MINILM_NAME = "all-MiniLM-L6-v2"
 BUNDLED_MINILM = BUNDLED_PREFIX + MINILM_NAME
 PACKAGED_ENCODERS = ("dpr-minilm-multi",)
-PACKAGED_READERS = ("reader-minilm", "ranker-minilm")
+PACKAGED_READERS = ("reader-minilm", "ranker-minilm", "rerank-reader-minilm")
 PACKAGED_MODELS = PACKAGED_ENCODERS + PACKAGED_READERS
 PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
