@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from dpr_components.readers.model import resolve_reader_path
+from dpr_components.utils.validation import model_and_max_length
 from training.fit_qa_rerank import (
     QA_LENGTH_PENALTY,
     RERANK_WEIGHT,
@@ -20,7 +21,6 @@ from training.fit_qa_rerank import (
     first_passage_em,
     grid,
     oracle_em,
-    reader_spec,
     render,
     reranked_order,
     short_answers,
@@ -107,6 +107,7 @@ def test_a_candidate_reader_joins_the_grid_and_the_report() -> None:
     assert "*candidate*: runs/span/export (192 tokens)" in report
     assert "the best with the candidate reading | candidate, reranked top 1" in report
     assert "candidate: re-ranked first 100.0, oracle 100.0" in report
-    with pytest.raises(argparse.ArgumentTypeError, match="MODEL:MAX_LENGTH"):
-        reader_spec("runs/span/export")
-    assert reader_spec("bundled:reader-minilm:256") == ("bundled:reader-minilm", 256)
+    for bad in ("runs/span/export", "runs/span/export:0", ":192"):
+        with pytest.raises(argparse.ArgumentTypeError, match="MODEL:MAX_LENGTH"):
+            model_and_max_length(bad)
+    assert model_and_max_length("bundled:reader-minilm:256") == ("bundled:reader-minilm", 256)

@@ -7,12 +7,14 @@ splits, by exact match end to end.
 
 For each question the hybrid's top 20 (``pipelines/qa_rerank.yml``'s settings) are read once by each
 candidate reader (every passage: its selection probability and its best span), and once by the
-ranker; every decoding is then scored from those numbers without reading again. ``--candidate
-FOLDER:MAX_LENGTH`` adds a third span reader to the grid (e.g. one trained to read after the ranker):
-
-    python -m training.fit_qa_rerank --questions ... --candidate runs/span/export:192 --out runs/span/qa-rerank NQ train's answers
+ranker; every decoding is then scored from those numbers without reading again. NQ train's answers
 are long-answer spans: only its questions with an answer of at most five words are scored (NQ-open's
 own rule for short answers), against those answers.
+
+``--candidate FOLDER:MAX_LENGTH`` adds a third span reader to the grid (e.g. one trained to read after
+the ranker):
+
+    python -m training.fit_qa_rerank --questions ... --candidate runs/span/export:192 --out runs/span/qa-rerank
 
 A decoding reads the best ``k`` passages of the re-ranked order and scores each passage's best span as
 ``a·log P_reader(passage) + log P(span) + γ·(ranker score) − α·log(rank)``; the one with the best mean
@@ -40,6 +42,7 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.span_reader import SpanReader
+from dpr_components.utils.validation import model_and_max_length
 from training.report_folder import add_report_options, measured_summary, write_report_folder
 
 QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"
@@ -163,14 +166,6 @@ def oracle_em(rows: list[dict[str, Any]], reader: str, passages: int) -> float:
     return 100 * float(np.mean([max(row[reader]["em"][:passages]) for row in rows]))
 
 
-def reader_spec(value: str) -> tuple[str, int]:
-    """``MODEL:MAX_LENGTH`` (the model may hold colons, e.g. ``bundled:reader-minilm:256``)."""
-    model, _, length = value.rpartition(":")
-    if not model or not length.isdigit() or int(length) <= 0:
-        raise argparse.ArgumentTypeError(f"--candidate takes MODEL:MAX_LENGTH, got {value!r}")
-    return model, int(length)
-
-
 def grid(readers: list[str]) -> list[Decoding]:
     return [
         Decoding(reader, "reranked", k, a, g, alpha)
@@ -258,7 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reader", default="bundled:reader-minilm", help="the span reader (256 tokens)")
     parser.add_argument("--ranker", default="bundled:ranker-minilm", help="the ranker, also tried as reader (192)")
     parser.add_argument(
-        "--candidate", type=reader_spec, default=None, metavar="MODEL:MAX_LENGTH", help="a third span reader to try"
+        "--candidate",
+        type=model_and_max_length,
+        default=None,
+        metavar="MODEL:MAX_LENGTH",
+        help="a third span reader to try",
     )
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each file")
     add_report_options(parser)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -27,20 +26,13 @@ from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, set
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.rankers.passage_ranker import PassageRanker
-from dpr_components.readers.predict import best_relevance, row_logits
+from dpr_components.readers.predict import passage_relevance, row_logits
 from dpr_components.utils.threads import read_threads, torch_threads
+from dpr_components.utils.validation import model_and_max_length
 
 MODULE = "benchmarks.reader.ranker_latency"
 SEARCH_RERANK = REPO_ROOT / "pipelines" / "search_rerank.yml"
 ONE_BATCH = 1000  # rows per forward pass above any question's: every passage in one padded batch
-
-
-def ranker_spec(value: str) -> tuple[str, int]:
-    """``MODEL:MAX_LENGTH`` (the model may hold colons, e.g. ``bundled:reader-minilm:256``)."""
-    model, _, length = value.rpartition(":")
-    if not model or not length.isdigit():
-        raise argparse.ArgumentTypeError(f"--ranker takes MODEL:MAX_LENGTH, got {value!r}")
-    return model, int(length)
 
 
 class FullForwardRanker(PassageRanker):
@@ -51,8 +43,7 @@ class FullForwardRanker(PassageRanker):
         prepared = self._reader_input(query, readable)
         with torch_threads(read_threads()):
             logits = row_logits(self._reader, prepared.rows, prepared.pad_id, self.batch_size, self.uses_bf16)
-        best = best_relevance(prepared.rows, logits)
-        return [best.get(i, -math.inf) for i in range(prepared.passages)]
+        return passage_relevance(prepared, [relevance for _, _, relevance in logits])
 
 
 def questions(path: Path, limit: int) -> list[str]:
@@ -82,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--questions", default="data/selection/nq-train-selection.jsonl")
     parser.add_argument("--limit", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--ranker", type=ranker_spec, action="append", required=True, metavar="MODEL:MAX_LENGTH")
+    parser.add_argument(
+        "--ranker", type=model_and_max_length, action="append", required=True, metavar="MODEL:MAX_LENGTH"
+    )
     parser.add_argument(
         "--backends", default="torch", help="comma-separated back ends each ranker runs on (torch, openvino)"
     )

@@ -79,6 +79,8 @@ class OpenVINOReader:
 
     def compile_selection(self) -> None:
         """Convert the selection-only model once (a ranker's warm-up; the first call would otherwise)."""
+        if self._selection is not None:
+            return
         with self._selection_lock:
             if self._selection is None:
                 self._selection = self._compile(_SelectionOf(self._reader))

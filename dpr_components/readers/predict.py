@@ -192,12 +192,19 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum())
 
 
-def best_relevance(rows: Sequence[Row], logits: Sequence[tuple[np.ndarray, np.ndarray, float]]) -> dict[int, float]:
-    """Each passage's selection logit: the best over the rows of its windows (``passage index -> logit``)."""
+def best_relevance(rows: Sequence[Row], relevance: Sequence[float]) -> dict[int, float]:
+    """Each passage's selection logit: the best of its windows' rows (``passage index -> logit``);
+    ``relevance`` holds each row's logit."""
     best: dict[int, float] = {}
-    for row, (_, _, relevance) in zip(rows, logits):
-        best[row.passage_index] = max(float(relevance), best.get(row.passage_index, -math.inf))
+    for row, logit in zip(rows, relevance):
+        best[row.passage_index] = max(float(logit), best.get(row.passage_index, -math.inf))
     return best
+
+
+def passage_relevance(prepared: ReaderInput, relevance: Sequence[float]) -> list[float]:
+    """Each passage's selection logit from its rows' ``relevance`` (``-inf`` for a passage without tokens)."""
+    best = best_relevance(prepared.rows, relevance)
+    return [best.get(i, -math.inf) for i in range(prepared.passages)]
 
 
 def passage_probabilities(
@@ -205,7 +212,7 @@ def passage_probabilities(
 ) -> dict[int, float]:
     """The selection head's probability of each passage (softmax over the passages of the rows of its
     best window): ``passage index -> probability``."""
-    selection = best_relevance(rows, logits)
+    selection = best_relevance(rows, [relevance for _, _, relevance in logits])
     indices = sorted(selection)
     probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
     return dict(zip(indices, probabilities.tolist()))
@@ -245,10 +252,7 @@ def input_relevance(
     """The selection head's logit for each passage of ``prepared`` (the best of its windows): how relevant
     the reader finds it read with the question, computed without the span logits (:func:`row_relevance`).
     A passage without tokens gets ``-inf``."""
-    best: dict[int, float] = {}
-    for row, logit in zip(prepared.rows, row_relevance(reader, prepared.rows, prepared.pad_id, batch_size, bf16)):
-        best[row.passage_index] = max(logit, best.get(row.passage_index, -math.inf))
-    return [best.get(i, -math.inf) for i in range(prepared.passages)]
+    return passage_relevance(prepared, row_relevance(reader, prepared.rows, prepared.pad_id, batch_size, bf16))
 
 
 def read(

@@ -5,6 +5,7 @@ print it as one line."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -126,3 +127,11 @@ def short_repr(value: Any, limit: int = 60) -> str:
     """``repr`` clipped to ``limit`` characters, for error messages."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def model_and_max_length(value: str) -> tuple[str, int]:
+    """A command-line ``MODEL:MAX_LENGTH`` (the model may hold colons: ``bundled:reader-minilm:256``)."""
+    model, _, length = value.rpartition(":")
+    if not model or not length.isdigit() or int(length) <= 0:
+        raise argparse.ArgumentTypeError(f"expected MODEL:MAX_LENGTH with a positive length, got {value!r}")
+    return model, int(length)
