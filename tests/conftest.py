@@ -16,10 +16,25 @@ for _name, _value in {
     os.environ.setdefault(_name, _value)
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 from dpr_components.utils.settings import data_dir  # noqa: E402
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl  # noqa: E402
 from tests.helpers.models import TINY_BERT, bundled_tokenizer, one_torch_thread, save_tiny_bert  # noqa: E402
+
+# Property tests (hypothesis) run a fixed, reproducible budget: few examples, the same ones on every run,
+# no per-example deadline (a first request warms the models); HYPOTHESIS_PROFILE=dev explores more.
+settings.register_profile(
+    "ci",
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture()

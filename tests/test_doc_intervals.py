@@ -29,15 +29,16 @@ def _accuracy(ranks: list[int | None]) -> dict[str, float]:
     return {str(k): 100 * sum(r is not None and r <= k for r in ranks) / len(ranks) for k in (1, 5, 20, 100)}
 
 
-def _result(fold_ranks: bool) -> dict:
-    """One dataset of retrieval_quality.json, as the benchmark stores it."""
-    systems = {"bm25": BM25, "dense": DENSE, "rrf": BM25, "hybrid (pipeline default λ=31.6228)": HYBRID}
+def _result(fold_ranks: bool, copies: int = 1) -> dict:
+    """One dataset of retrieval_quality.json, as the benchmark stores it (its questions ``copies`` times)."""
+    bm25, dense, hybrid = BM25 * copies, DENSE * copies, HYBRID * copies
+    systems = {"bm25": bm25, "dense": dense, "rrf": bm25, "hybrid (pipeline default λ=31.6228)": hybrid}
     full = {name: RetrievalResult.from_ranks(ranks, max_k=100).to_dict() for name, ranks in systems.items()}
     folds = []
-    halves = fold_halves(len(DENSE))
+    halves = fold_halves(len(dense))
     for fit_half in (0, 1):
         test = halves[1 - fit_half]
-        ranks = {"bm25": BM25, "dense": DENSE, "hybrid": HYBRID, "rrf": BM25}
+        ranks = {"bm25": bm25, "dense": dense, "hybrid": hybrid, "rrf": bm25}
         fold_systems = {system: [values[i] for i in test] for system, values in ranks.items()}
         fold = {"fit_half": fit_half, "weight": 10.0, "n_test": len(test)}
         fold.update({system: _accuracy(r) for system, r in fold_systems.items()})
@@ -46,7 +47,7 @@ def _result(fold_ranks: bool) -> dict:
         folds.append(fold)
     return {
         "dataset": "nq/dev.jsonl",
-        "n_questions": len(DENSE),
+        "n_questions": len(dense),
         "candidates_per_retriever": 2000,
         "full": full,
         "weight_fitted_on_all": 10.0,
@@ -114,7 +115,8 @@ def test_older_json_without_fold_ranks_takes_them_from_all_questions_except_the_
 
 
 def test_from_json_rerenders_without_retrieving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "retrieval_quality.json").write_text(json.dumps([_result(fold_ranks=False)]), encoding="utf-8")
+    # Three copies of the ten questions: the per-dataset report's intervals need at least 30.
+    (tmp_path / "retrieval_quality.json").write_text(json.dumps([_result(False, copies=3)]), encoding="utf-8")
     stored = (tmp_path / "retrieval_quality.json").read_text(encoding="utf-8")
     monkeypatch.setattr(retrieval_quality, "pool_store", lambda *a, **k: pytest.fail("a re-render opened the pool"))
     argv = ["--model", "models/x/question_encoder", "--out", str(tmp_path), "--from-json"]

@@ -360,7 +360,7 @@ def test_a_writer_catches_up_with_another_handle_of_the_folder(tmp_path: Path) -
     first.write_documents(_docs(4, seed=1))
     second = EmbeddedDocumentStore(path=str(tmp_path / "s"))
     second._backend = StoreBackend(second._config)  # a backend of its own, like another process
-    second.write_documents([Document(id=f"x{i}", content="other", embedding=[float(i)] * 8) for i in range(3)])
+    second.write_documents([Document(id=f"x{i}", content="other", embedding=[float(i + 1)] * 8) for i in range(3)])
     first.write_documents([Document(id="late", content="late", embedding=[9.0] * 8)])
     assert len(first.embedding_retrieval([1.0] * 8, top_k=100)) == 8
     saved = DenseIndex.load(tmp_path / "s" / "dense_index")

@@ -12,15 +12,19 @@ import pytest
 
 from dpr_components.cli.main import main
 from dpr_components.evaluation.intervals import (
+    MIN_QUESTIONS,
     Interval,
     bootstrap_interval,
+    check_question_count,
     mcnemar,
     paired_bootstrap_difference,
+    score_interval,
     supported_gain,
     wilson_interval,
 )
 from dpr_components.evaluation.metric_intervals import (
     IntervalSettings,
+    interval_cell,
     per_question_values,
     report_intervals,
 )
@@ -31,6 +35,12 @@ QUESTIONS = (
     '{"id": "2", "question": "highest mountain on earth", "answers": ["Everest"]}\n'
     '{"id": "3", "question": "what is the capital of atlantis", "answers": ["Poseidonia"]}\n'
 )
+
+
+def _questions(copies: int) -> str:
+    """``copies`` copies of the three QUESTIONS, each with an id of its own."""
+    lines = [json.loads(line) for line in QUESTIONS.splitlines()]
+    return "".join(json.dumps({**line, "id": f"{line['id']}-{i}"}) + "\n" for i in range(copies) for line in lines)
 
 
 def _bernoulli(p: float, n: int, seed: int) -> np.ndarray:
@@ -164,8 +174,8 @@ def test_wilson_interval_refuses_bad_input(call: object, message: str) -> None:
 
 
 def test_report_intervals_from_ranks_and_answer_scores() -> None:
-    first = per_question_values([1, None, 3, 2], 5, {"exact_match": [1, 0, 0, 1]}, (1, 5, 20))
-    second = per_question_values([1, 1, 1, None], 5, {"exact_match": [1, 1, 0, 1]}, (1, 5, 20))
+    first = per_question_values([1, None, 3, 2] * 10, 5, {"exact_match": [1, 0, 0, 1] * 10}, (1, 5, 20))
+    second = per_question_values([1, 1, 1, None] * 10, 5, {"exact_match": [1, 1, 0, 1] * 10}, (1, 5, 20))
     assert sorted(metric.key for metric in first) == ["exact_match", "mrr", "top_1", "top_5"]
     found = report_intervals({"a": first, "b": second}, IntervalSettings(resamples=500))
     assert found.systems["a"]["top_5"].estimate == 75.0
@@ -174,7 +184,7 @@ def test_report_intervals_from_ranks_and_answer_scores() -> None:
     assert found.reference == "a" and set(found.differences["b"]) == {"top_1", "top_5", "mrr", "exact_match"}
     top_1 = found.differences["b"]["top_1"]
     assert top_1.difference.interval.estimate == 50.0 and top_1.mcnemar is not None
-    assert (top_1.mcnemar.b01, top_1.mcnemar.b10) == (2, 0)
+    assert (top_1.mcnemar.b01, top_1.mcnemar.b10) == (20, 0)
     assert found.differences["b"]["mrr"].mcnemar is None
     assert json.loads(json.dumps(found.to_dict()))["differences"]["reference"] == "a"
 
@@ -184,7 +194,7 @@ def test_haystack_eval_with_intervals(
     indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     questions = tmp_path / "q.jsonl"
-    questions.write_text(QUESTIONS, encoding="utf-8")
+    questions.write_text(_questions(10), encoding="utf-8")
     out = tmp_path / "report"
     systems = [str(PIPELINES / name) for name in ("bm25.yml", "dense.yml")]
     args = [
@@ -233,3 +243,45 @@ def test_interval_options_need_the_flag(tmp_path: Path, capsys: pytest.CaptureFi
     assert "apply only with --intervals" in capsys.readouterr().err
     assert main([*base, "--intervals", "--confidence", "1.5"]) == 2
     assert "strictly between 0 and 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("outcome", [0.0, 1.0], ids=["all-missed", "all-hit"])
+def test_all_hits_or_all_misses_get_a_wilson_interval(outcome: float) -> None:
+    interval = score_interval([outcome] * 40, resamples=200)
+    assert interval == wilson_interval(outcome, 40)
+    assert interval.method == "wilson" and interval.high - interval.low > 0.05
+    assert interval.to_dict()["method"] == "wilson"
+    assert bootstrap_interval([outcome] * 40, resamples=200).high == bootstrap_interval([outcome] * 40).low
+
+
+def test_mixed_or_fractional_scores_keep_the_bootstrap() -> None:
+    assert score_interval(_bernoulli(0.7, 50, seed=3), resamples=200).method == "bootstrap"
+    assert score_interval([0.5] * 40, resamples=200).method == "bootstrap"  # not 0/1 outcomes
+
+
+def test_report_marks_wilson_cells_among_bootstrap_ones() -> None:
+    values = per_question_values([1] * 20 + [3] * 20, 5, {}, (1, 5))
+    found = report_intervals({"a": values}, IntervalSettings(resamples=200))
+    assert found.cell("a", "top_1") is not None and "(Wilson)" not in found.cell("a", "top_1")
+    assert found.cell("a", "top_5") == interval_cell(wilson_interval(1.0, 40).scaled(100)) + " (Wilson)"
+    assert "Cells marked (Wilson)" in found.note()
+    assert found.to_dict()["systems"]["a"]["top_5"]["method"] == "wilson"
+
+
+@pytest.mark.parametrize("questions", [1, MIN_QUESTIONS - 1])
+def test_report_intervals_refuse_fewer_than_the_minimum(questions: int) -> None:
+    values = per_question_values([1] * questions, 5, {}, (1,))
+    with pytest.raises(ValueError, match=rf"needs at least {MIN_QUESTIONS} questions, got {questions}"):
+        report_intervals({"a": values}, IntervalSettings(resamples=200))
+    check_question_count(MIN_QUESTIONS)
+
+
+def test_haystack_eval_refuses_intervals_on_too_few_questions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(QUESTIONS, encoding="utf-8")
+    args = ["eval", str(PIPELINES / "bm25.yml"), "--questions", str(questions), "--out", str(tmp_path / "r")]
+    assert main([*args, "--intervals"]) == 2
+    assert f"error: --intervals needs at least {MIN_QUESTIONS} questions, got 3" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "report.md").exists()

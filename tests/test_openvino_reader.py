@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -71,7 +72,8 @@ def test_openvino_ranker_async_equals_sync_also_concurrently(tiny_reader_dir: Pa
 @pytest.mark.integration
 def test_bundled_ranker_on_openvino_keeps_the_order() -> None:
     """The kept setting (precision auto: bf16 where the CPU has it) orders the example corpus's passages as torch
-    fp32 does, with logits within 0.1."""
+    fp32 does, with logits within 0.1: of torch's top 5, every two passages whose logits differ by more than
+    that keep their order (closer ones may swap with bf16 rounding, which differs between CPUs)."""
     with open(ROOT / "examples" / "corpus.jsonl", encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle][:20]
     documents = [Document(content=r["text"], meta={"title": r.get("title")}) for r in records]
@@ -83,7 +85,11 @@ def test_bundled_ranker_on_openvino_keeps_the_order() -> None:
     ids = list(logits["torch"])
     difference = np.abs(np.array([logits["openvino"][i] for i in ids]) - np.array([logits["torch"][i] for i in ids]))
     assert difference.max() < 0.1, difference.max()
-    assert list(logits["openvino"])[:5] == ids[:5]
+    top = ids[:5]
+    for better, worse in itertools.combinations(top, 2):
+        if logits["torch"][better] - logits["torch"][worse] > 0.1:
+            assert logits["openvino"][better] > logits["openvino"][worse], (better, worse, logits)
+    assert set(list(logits["openvino"])[:5]) <= set(ids[:6])  # the same passages on top, but for a near tie at 5
 
 
 def test_the_accuracy_check_pipeline_is_search_rerank_on_openvino() -> None:

@@ -104,7 +104,7 @@ def test_table_output_and_batch_file(indexed_store: Path, tmp_path: Path, capsys
     "args, message",
     [
         (["-q", "   "], "the query is empty"),
-        (["-q", "x", "--top-k", "0"], "--top-k must be positive"),
+        (["-q", "x", "--top-k", "0"], "--top-k 0: must be a whole number from 1"),
         (["--input", "nonsense=1", "-q", "x"], "no input named 'nonsense'"),
         ([], "no inputs"),
         (["-q", "x", "--set", "nocomp.top_k=3"], "no component 'nocomp'"),

@@ -161,7 +161,7 @@ def test_a_shard_that_keeps_failing_is_named_and_the_others_finish(
 def test_index_ray_refuses_bad_options(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["index-ray", INDEX_YML, "--shard-dir", str(tmp_path / "s")]
     assert main([*base, "--input", f"path={corpus}", "--shards", "0"]) == 2
-    assert "--shards must be at least 1" in capsys.readouterr().err
+    assert "--shards 0: must be a whole number from 1" in capsys.readouterr().err
     assert main([*base, "--input", f"path={corpus}", "--shards", "37"]) == 2
     assert "has 36 lines; give N at most its line count" in capsys.readouterr().err
     assert main([*base, "--shards", "2"]) == 2

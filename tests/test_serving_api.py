@@ -84,7 +84,7 @@ def test_openapi_has_the_typed_models(client: TestClient) -> None:
     )
     assert set(_body_model(schema, "/index/run")["properties"]) == {"path", "records"}
     assert set(_result_model(schema, "/index/run")["properties"]) == {"documents_written"}
-    assert set(_body_model(schema, "/train_dpr/run")["properties"]) == {"data", "dev_data", "corpus"}
+    assert set(_body_model(schema, "/train_dpr/run")["properties"]) == {"data", "dev_data", "corpus", "output"}
     job = _result_model(schema, "/train_dpr/run", status="202")
     assert {"id", "status", "checkpoint", "metrics"} <= set(job["properties"])
     for path in ("/bm25/run", "/qa/run", "/index/run", "/eval_nq/run", "/train_dpr/run"):
@@ -183,3 +183,19 @@ def test_training_is_a_background_job(client: TestClient, tmp_path: Path) -> Non
     assert client.post("/train_dpr/run", json={}).json()["detail"] == "body.data: Field required"
     unknown = client.get("/jobs/0123456789abcdef")
     assert unknown.status_code == 404 and "no training job" in unknown.json()["detail"]
+
+
+def test_requests_are_strict_and_search_results_go_back_as_they_came(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    for path in ("/bm25/run", "/qa/run", "/index/run", "/eval_nq/run", "/train_dpr/run"):
+        assert _body_model(schema, path)["additionalProperties"] is False, path
+    found = client.post("/dense/run", json={"query": "who wrote hamlet", "top_k": 2, "include_embeddings": True})
+    documents = found.json()["result"]["documents"]
+    assert documents and all("embedding" in d for d in documents)
+    scored = client.post(
+        "/eval_nq/run", json={"ground_truth_answers": [["Shakespeare"]], "retrieved_documents": [documents]}
+    )
+    assert scored.status_code == 200, scored.text
+    lax = {"ground_truth_answers": [["x"]], "retrieved_documents": [[{**documents[0], "rank": 1}]]}
+    refused = client.post("/eval_nq/run", json=lax)
+    assert refused.status_code == 422 and refused.json()["detail"].startswith("body.retrieved_documents.0.0.rank: ")

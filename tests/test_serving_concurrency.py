@@ -73,5 +73,5 @@ def test_default_concurrency_fills_the_cores_at_the_query_threads(monkeypatch: p
     assert default_concurrent_runs() == 8
     monkeypatch.setenv(QUERY_THREADS_ENV, "2")
     assert default_concurrent_runs() == 4
-    monkeypatch.setenv(QUERY_THREADS_ENV, "16")
+    monkeypatch.setenv(QUERY_THREADS_ENV, "8")  # the most the cores allow
     assert default_concurrent_runs() == 1

@@ -447,6 +447,24 @@ def test_each_vector_is_checked(tmp_path: Path, value: float) -> None:
         list(shard_passages(folder, read_manifest(folder)))
 
 
+def test_an_all_zero_vector_is_refused_even_with_matching_digests(tmp_path: Path) -> None:
+    folder = _hand_made_shard(tmp_path)
+    (folder / VECTORS).write_bytes(bytes((folder / VECTORS).stat().st_size))
+    rehash(folder)  # the digests match the zeroed file: only the check of the values catches it
+    with pytest.raises(ShardError, match=r"vectors.f32 row 1 \(passage 'a#0'\) is all zeros, which no search"):
+        list(shard_passages(folder, read_manifest(folder)))
+
+
+@pytest.mark.parametrize(("vector", "problem"), [([0.0, 0.0], "is all zeros"), ([0.5, float("nan")], "has NaN")])
+def test_a_shard_run_refuses_unusable_vectors(tmp_path: Path, vector: list[float], problem: str) -> None:
+    writer = ShardFolderWriter(tmp_path)
+    good = Document(id="a#0", content="x", embedding=[0.5, 0.25])
+    with pytest.raises(ShardError, match=rf"passage 'b#0': the encoder returned a vector that {problem}"):
+        writer.write([good, Document(id="b#0", content="y", embedding=vector)])
+    writer.close()
+    assert writer.passages == 0 and (tmp_path / VECTORS).stat().st_size == 0
+
+
 def test_passage_id_twice_is_refused_before_any_write(two_shards: Path, tmp_path: Path) -> None:
     _edit_passage(two_shards / ShardSpec(2, 2).folder_name, 1, "jupiter#0", "jupiter")
     with pytest.raises(

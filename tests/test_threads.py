@@ -70,6 +70,7 @@ def test_settings_default_to_one_query_thread_and_torch_s_own_encode_count() -> 
 
 
 def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     monkeypatch.setenv(QUERY_THREADS_ENV, " 2 ")
     monkeypatch.setenv(ENCODE_THREADS_ENV, "3")
     assert query_threads() == 2 and encode_threads() == 3
@@ -81,14 +82,33 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_threads() == 1
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "²", "1e3"])
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two", "²", "1e3", "3", "10000"])
 def test_bad_values_are_refused_on_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    with pytest.raises(ValueError, match=f"^{QUERY_THREADS_ENV} must be a positive integer") as error:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    expected = f"{QUERY_THREADS_ENV}=" + (value if value.lstrip("-").isdigit() and value.isascii() else repr(value))
+    with pytest.raises(ValueError) as error:
         parse_threads(QUERY_THREADS_ENV, value)
-    assert "\n" not in str(error.value)
+    assert str(error.value) == (
+        f"{expected}: must be a whole number from 1 to 2 (the usable cores); unset it or choose a value in that range"
+    )
     monkeypatch.setenv(ENCODE_THREADS_ENV, value)
-    with pytest.raises(ValueError, match=ENCODE_THREADS_ENV):
+    with pytest.raises(ValueError, match=f"^{ENCODE_THREADS_ENV}="):
         encoding_threads(100)
+
+
+def test_a_count_up_to_the_usable_cores_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 3)
+    assert parse_threads(READ_THREADS_ENV, "3") == 3 and parse_threads(READ_THREADS_ENV, " ") is None
+    monkeypatch.setenv(READ_THREADS_ENV, "4")
+    with pytest.raises(ValueError, match=r"^DPR_READ_THREADS=4: must be a whole number from 1 to 3 \(the usable"):
+        read_threads()
+
+
+@pytest.mark.parametrize("name", [QUERY_THREADS_ENV, ENCODE_THREADS_ENV, READ_THREADS_ENV])
+def test_every_thread_variable_is_checked_at_once(name: str) -> None:
+    threads.check_thread_variables({})
+    with pytest.raises(ValueError, match=f"^{name}=0: "):
+        threads.check_thread_variables({name: "0"})
 
 
 # ---- what the libraries do per thread -----------------------------------------------------------
@@ -308,6 +328,7 @@ def test_dense_retriever_finds_the_same_documents(
 
 
 def test_serve_option_reaches_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     parser = _build_parser()
     assert apply_thread_settings(parser.parse_args(["serve"])) == 1
     monkeypatch.setenv(QUERY_THREADS_ENV, "2")
@@ -315,14 +336,15 @@ def test_serve_option_reaches_the_setting(monkeypatch: pytest.MonkeyPatch) -> No
     assert apply_thread_settings(parser.parse_args(["serve", "--query-threads", "3"])) == 3
     assert query_threads() == 3 and threads.os.environ[QUERY_THREADS_ENV] == "3"
     monkeypatch.setenv(ENCODE_THREADS_ENV, "many")
-    with pytest.raises(ValueError, match=f"^{ENCODE_THREADS_ENV} must be a positive integer"):
+    with pytest.raises(ValueError, match=f"^{ENCODE_THREADS_ENV}='many': must be a whole number from 1 to 4"):
         apply_thread_settings(parser.parse_args(["serve"]))
 
 
-@pytest.mark.parametrize("value", ["0", "x"])
-def test_serve_option_refuses_bad_counts(value: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        _build_parser().parse_args(["serve", "--query-threads", value])
-    assert f"argument --query-threads: must be a positive integer (a thread count), got '{value}'" in (
-        capsys.readouterr().err
+@pytest.mark.parametrize(("value", "shown"), [("0", "0"), ("x", "'x'"), ("5", "5")])
+def test_serve_option_refuses_bad_counts(value: str, shown: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
+    with pytest.raises(ValueError) as error:
+        apply_thread_settings(_build_parser().parse_args(["serve", "--query-threads", value]))
+    assert str(error.value) == (
+        f"--query-threads {shown}: must be a whole number from 1 to 4 (the usable cores); choose a value in that range"
     )

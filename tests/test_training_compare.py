@@ -29,7 +29,8 @@ def test_a_clear_gain_is_supported_and_a_tie_is_not(tmp_path: Path) -> None:
     text = out.read_text()
     assert text.startswith("# T\n\nProduced by: `python -m training.compare ")
     assert "## q.jsonl (100 questions, gold passage hits)" in text
-    assert "| ref | 40.0 [" in text and "| better | 100.0 [100.0, 100.0] |" in text
+    # Every question a hit: the Wilson interval of 100 of 100, not the bootstrap's zero-width one.
+    assert "| ref | 40.0 [" in text and "| better | 100.0 [96.3, 100.0] (Wilson) |" in text
     assert "| better − ref | +60.0 [" in text and "] gain, p=" in text
     assert "| same − ref | +0.0 [+0.0, +0.0] —, p=1 |" in text
 

@@ -14,20 +14,29 @@ import argparse
 import sys
 
 from dpr_components.training.averaging import AveragingError, average_models
+from dpr_components.utils.output_folders import OutputFolderError
 from training.command import print_outcome
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="two or more training outputs or encoder folders")
-    parser.add_argument("--out", required=True, help="folder to write (replaced atomically)")
+    parser.add_argument(
+        "--out", required=True, help="folder to write: new, empty or an earlier average (replaced atomically)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace --out whatever it holds (never a source, a file or .)"
+    )
     parser.add_argument("--weights", help="comma-separated relative weights (default: equal)")
     args = parser.parse_args(argv)
     try:
         weights = [float(w) for w in args.weights.split(",")] if args.weights else None
     except ValueError:
         parser.error(f"--weights must be comma-separated numbers, got {args.weights!r}")
-    return print_outcome(lambda: average_models(args.sources, args.out, weights), (AveragingError,))
+    return print_outcome(
+        lambda: average_models(args.sources, args.out, weights, overwrite=args.overwrite),
+        (AveragingError, OutputFolderError),
+    )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dpr_components.evaluation.intervals import bootstrap_interval, mcnemar, paired_bootstrap_difference
+from dpr_components.evaluation.intervals import mcnemar, paired_bootstrap_difference, score_interval
 from dpr_components.evaluation.metric_intervals import difference_cell, hits_at, interval_cell
 from dpr_components.utils.atomic_files import atomic_write_text
 
@@ -41,7 +41,7 @@ def dataset_table(names: Sequence[str], ranks: Sequence[Sequence[int | None]], k
     """Markdown rows: every system's top-k with intervals, then each later system minus the first."""
     lines = ["| system | " + " | ".join(f"top-{k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
     for name, system in zip(names, ranks):
-        cells = [interval_cell(bootstrap_interval(hits_at(system, k)).scaled(100)) for k in ks]
+        cells = [interval_cell(score_interval(hits_at(system, k)).scaled(100), name_method=True) for k in ks]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for name, system in zip(names[1:], ranks[1:]):
         cells = []

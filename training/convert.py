@@ -50,16 +50,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     for sub in commands.choices.values():
         sub.add_argument("--fp16", action="store_true", help="store float16 weights")
+        sub.add_argument(
+            "--overwrite", action="store_true", help="replace OUT whatever it holds (never a source, a file or .)"
+        )
     args = parser.parse_args(argv)
 
     def convert() -> object:
         if args.command == "to-dpr":
-            return to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16)
+            return to_dpr(args.source, args.out, passage_source=args.passage, fp16=args.fp16, overwrite=args.overwrite)
         if args.command == "question-only":
-            return question_encoder_only(args.source, args.out, args.paired_with, fp16=args.fp16)
+            return question_encoder_only(
+                args.source, args.out, args.paired_with, fp16=args.fp16, overwrite=args.overwrite
+            )
         if args.command == "to-st":
-            return to_sentence_transformers(args.source, args.out, fp16=args.fp16)
-        return to_bert(args.source, args.out, fp16=args.fp16)
+            return to_sentence_transformers(args.source, args.out, fp16=args.fp16, overwrite=args.overwrite)
+        return to_bert(args.source, args.out, fp16=args.fp16, overwrite=args.overwrite)
 
     return print_outcome(convert, (ValueError, EncoderLoadError, FileNotFoundError))
 

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
-from dpr_components.evaluation.intervals import bootstrap_interval
+from dpr_components.evaluation.intervals import score_interval
 from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import (
@@ -142,10 +142,11 @@ def hit_ranks(
 
 
 def accuracy_intervals(ranks: Sequence[int | None]) -> dict[str, list[float]]:
-    """95% percentile-bootstrap interval of each top-k accuracy, over questions."""
+    """95% percentile-bootstrap interval of each top-k accuracy, over questions (the Wilson score
+    interval where every question hits or every one misses, see ``score_interval``)."""
     intervals = {}
     for k in KS:
-        interval = bootstrap_interval([100.0 if r is not None and r <= k else 0.0 for r in ranks])
+        interval = score_interval([1.0 if r is not None and r <= k else 0.0 for r in ranks]).scaled(100)
         intervals[str(k)] = [interval.low, interval.high]
     return intervals
 

@@ -36,7 +36,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_metrics import exact_match
-from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
+from dpr_components.evaluation.intervals import paired_bootstrap_difference, score_interval
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
@@ -213,9 +213,12 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
         reference = decoded_em(rows, QA_DEFAULT) * 100
         body = []
         for label, decoding in shown:
-            em = decoded_em(rows, decoding) * 100
+            hits = decoded_em(rows, decoding)
+            em = hits * 100
             diff = "" if decoding == QA_DEFAULT else difference_cell(paired_bootstrap_difference(em, reference))
-            body.append([label, decoding.label(), interval_cell(bootstrap_interval(em)), diff])
+            body.append(
+                [label, decoding.label(), interval_cell(score_interval(hits).scaled(100), name_method=True), diff]
+            )
         lines += [f"## {split['file']} ({len(rows)} questions)", ""]
         lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa.yml"], body, "llrr"), ""]
         lines += [

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpr_components.evaluation.intervals import bootstrap_interval, paired_bootstrap_difference
+from dpr_components.evaluation.intervals import paired_bootstrap_difference, score_interval
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
@@ -76,7 +76,7 @@ def choose(splits: list[dict[str, Any]], weights: tuple[float, ...]) -> float:
 
 
 def _cell(values: np.ndarray) -> str:
-    return interval_cell(bootstrap_interval(values * 100))
+    return interval_cell(score_interval(values).scaled(100), name_method=True)
 
 
 def _difference(values: np.ndarray, reference: np.ndarray) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dpr_components.evaluation.tables import table_header
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.threads import thread_count_option
 
 
 def _one(args: argparse.Namespace) -> None:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--negatives", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=thread_count_option, default=1)
     parser.add_argument("--variants", default="plain,grad_cache:4")
     parser.add_argument("--out", default="runs/speed")
     parser.add_argument("--one", help=argparse.SUPPRESS)

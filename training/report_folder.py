@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.output_folders import check_report_folder
 
 
 def add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +35,7 @@ def measured_summary(
 
 def write_report_folder(out: str | Path, summary: dict[str, Any], markdown: str) -> None:
     """Write ``report.json`` and ``report.md`` (each atomically) and print the markdown."""
-    folder = Path(out)
+    folder = check_report_folder(out)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / "report.json", json.dumps(summary) + "\n")
     atomic_write_text(folder / "report.md", markdown)

@@ -33,6 +33,7 @@ from dpr_components.training.validation import (
 )
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.sources import resolve_data_source
+from dpr_components.utils.threads import thread_count_option
 from training.evaluate import POOL
 
 DEV = "runs/dpr-nq/data/nq-dev-bm25.jsonl"
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--similarity", default="cosine", choices=["dot", "cosine", "l2"])
     parser.add_argument("--corpus", default=POOL, help="the passage pool to sample from")
     parser.add_argument("--pool-size", type=int, default=POOL_SIZE)
-    parser.add_argument("--threads", type=int)
+    parser.add_argument("--threads", type=thread_count_option)
     parser.add_argument("--out", required=True, help="JSON result file")
     args = parser.parse_args(argv)
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from dpr_components.pipeline_files.loading import parse_value
 from dpr_components.training.config import TrainingConfig
 from dpr_components.training.launch import TrainingInputs, train_from_files
+from dpr_components.utils.output_folders import DPR_RUN, check_output_folder
 from dpr_components.utils.validation import strict_json_loads
 
 
@@ -49,7 +50,9 @@ def parse_settings(config_file: str | None, assignments: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, action="append", help="training data (repeat to concatenate)")
-    parser.add_argument("--out", required=True, help="run folder")
+    parser.add_argument(
+        "--out", required=True, help="run folder: new, empty, or a run of this command to resume (nothing else)"
+    )
     parser.add_argument("--dev", help="validation examples (DPR format; hard negatives used for the average rank)")
     parser.add_argument(
         "--corpus", help="corpus for random negatives and the validation pool (e.g. wiki/documents.jsonl)"
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.skip_nonfinite_steps is not None:
             settings["max_nonfinite_steps"] = args.skip_nonfinite_steps
         config = TrainingConfig.from_dict(settings)
+        check_output_folder(args.out, DPR_RUN, replace=False, hint="choose another folder for the run")
         inputs = TrainingInputs(args.data, args.dev, args.corpus, args.subset)
         result = train_from_files(config, inputs, args.out, processes=args.processes)
     except (ValueError, FileNotFoundError) as error:

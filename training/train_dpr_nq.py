@@ -47,6 +47,7 @@ from dpr_components.training.negatives import NegativeMiningSettings
 from dpr_components.training.selection_split import NQ_SELECTION, split_for_source
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.threads import thread_count_option
 from training import evaluate as pool_eval
 from training import report, sampled_pool_eval
 from training.mine_negatives import mine
@@ -414,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)",
     )
-    parser.add_argument("--threads", type=int, default=Variant.threads)
+    parser.add_argument("--threads", type=thread_count_option, default=Variant.threads)
     parser.add_argument(
         "--ablation",
         action="store_true",

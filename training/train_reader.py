@@ -57,7 +57,9 @@ from dpr_components.training.gold_documents import POOL, gold_ids, pool_ids
 from dpr_components.training.selection_split import partition, split_for_source
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.output_folders import READER, READER_RUN, check_output_folder, claim_folder
 from dpr_components.utils.settings import cache_dir, data_dir
+from dpr_components.utils.threads import thread_count_option
 from dpr_components.utils.validation import MAX_QUERY_CHARS
 from training.reader_record import earlier_record, record_provenance
 
@@ -191,7 +193,14 @@ def without_selection(name: str, mined: list[MinedQuestion]) -> list[MinedQuesti
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default="runs/reader-minilm", help="run folder (checkpoints, log, best, export)")
-    parser.add_argument("--export-to", help="copy the fp16 export here at the end (e.g. models/reader-minilm)")
+    parser.add_argument(
+        "--export-to",
+        help="copy the fp16 export here at the end (e.g. models/reader-minilm): a new or empty folder or an "
+        "earlier reader export, replaced once the copy is complete",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="let --export-to replace a folder whatever it holds (never a file)"
+    )
     parser.add_argument(
         "--train",
         default="squad/train-v1.1.json,nq/train.jsonl",
@@ -273,7 +282,7 @@ def _parser() -> argparse.ArgumentParser:
         help="export/ holds the reader with the best dev EM, or the last step's (e.g. when a larger "
         "evaluation than --dev-limit prefers it); a finished run re-exports on a second call",
     )
-    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--threads", type=thread_count_option, help="torch threads (default: torch's choice)")
     parser.add_argument(
         "--skip-nonfinite-steps",
         type=int,
@@ -303,6 +312,9 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     earlier_record(args.init_model)  # a damaged record of the starting reader stops the run before any work
+    check_output_folder(args.output, READER_RUN, replace=False, hint="choose another folder for the run")
+    if args.export_to:
+        check_output_folder(args.export_to, READER, inputs=[args.output], overwrite=args.overwrite)
     if args.objective == "selection" and args.dev and args.export == "best":
         print("note: dev EM cannot choose a selection-only model (untrained span head); consider --export last")
     names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
@@ -354,7 +366,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         bf16=bf16_enabled(args.precision),
         max_nonfinite_steps=args.skip_nonfinite_steps,
     )
-    Path(args.output).mkdir(parents=True, exist_ok=True)
+    claim_folder(args.output, READER_RUN)
     command = "python -m training.train_reader " + " ".join(sys.argv[1:] if argv is None else argv)
     (Path(args.output) / "command.txt").write_text(command + "\n")
     # Training questions per file (after sampling and mining): the model card reports them.

@@ -13,9 +13,9 @@ from dpr_components.evaluation.intervals import (
     DEFAULT_RESAMPLES,
     McNemarResult,
     PairedDifference,
-    bootstrap_interval,
     mcnemar,
     paired_bootstrap_difference,
+    score_interval,
     wilson_interval,
 )
 from dpr_components.evaluation.metric_intervals import difference_cell, hits_at, interval_cell
@@ -62,7 +62,7 @@ def accuracy_cell(result: dict, dataset: str, k: int) -> str:
     Wilson interval (marked ʷ) when the per-question ranks were not stored."""
     ranks = first_hit_ranks(result, dataset)
     if ranks is not None:
-        return interval_cell(bootstrap_interval(hits_at(ranks, k)).scaled(100))
+        return interval_cell(score_interval(hits_at(ranks, k)).scaled(100), name_method=True)
     accuracy = result["accuracy"][dataset][f"top{k}"] / 100
     return interval_cell(wilson_interval(accuracy, _question_count(result, dataset)).scaled(100)) + WILSON_MARK
 

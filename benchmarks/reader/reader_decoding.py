@@ -29,8 +29,8 @@ from dpr_components.evaluation.intervals import (
     DEFAULT_RESAMPLES,
     Interval,
     PairedDifference,
-    bootstrap_interval,
     paired_bootstrap_difference,
+    score_interval,
     wilson_interval,
 )
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
@@ -126,7 +126,7 @@ def _scores(hits: dict[float, list[bool]], current: float) -> dict[str, Any]:
     if not n:
         return {"n": 0}
     values = {b: np.asarray(v, dtype=float) * 100 for b, v in hits.items()}
-    intervals = {str(b): bootstrap_interval(v) for b, v in values.items()}
+    intervals = {str(b): score_interval(v / 100).scaled(100) for b, v in values.items()}
     differences = {
         str(b): paired_bootstrap_difference(v, values[current]) for b, v in values.items() if current in values
     }

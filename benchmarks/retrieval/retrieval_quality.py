@@ -39,20 +39,22 @@ from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.evaluation.eval_report import differences_table
 from dpr_components.evaluation.intervals import (
-    bootstrap_interval,
     mcnemar,
     paired_bootstrap_difference,
+    score_interval,
     supported_gain,
     supported_loss,
     wilson_interval,
 )
 from dpr_components.evaluation.metric_intervals import (
+    WILSON_SUFFIX,
     IntervalSettings,
     difference_cell,
     hits_at,
     interval_cell,
     per_question_values,
     report_intervals,
+    wilson_cells_note,
 )
 from dpr_components.evaluation.pool import pool_store
 from dpr_components.evaluation.questions import load_questions
@@ -306,7 +308,7 @@ def interval_table(
     lines = _header()
     for row in rows:
         if row.ranks is not None:
-            cells = [interval_cell(bootstrap_interval(hits_at(row.ranks, k)).scaled(100)) for k in KS]
+            cells = [interval_cell(score_interval(hits_at(row.ranks, k)).scaled(100), name_method=True) for k in KS]
         else:
             cells = [interval_cell(wilson_interval(row.accuracy[k] / 100, row.n).scaled(100)) + WILSON_MARK for k in KS]
         lines.append(table_row([row.label, *cells]))
@@ -469,6 +471,8 @@ def render(
             "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items()),
         ]
         lines += ["", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
+    if any(WILSON_SUFFIX in line for line in lines):  # a top-k every question hit: its cell says Wilson
+        lines[lines.index(INTERVALS_NOTE)] = f"{INTERVALS_NOTE} {wilson_cells_note()}"
     return "\n".join(lines) + "\n"
 
 

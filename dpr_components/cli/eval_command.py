@@ -25,6 +25,7 @@ from dpr_components.evaluation.eval_spec import (
     is_evaluation_spec,
 )
 from dpr_components.evaluation.interval_options import interval_options
+from dpr_components.evaluation.intervals import check_question_count
 from dpr_components.evaluation.metric_intervals import IntervalSettings
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems, with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions
@@ -141,6 +142,8 @@ def command_eval(args: Any) -> int:
     questions = load_questions(resolve_data_source(questions_source), split=args.split or spec.split, limit=args.limit)
     if gold_documents:
         questions = with_gold_ids(questions)
+    if intervals is not None:  # refused before any system runs
+        check_question_count(len(questions), "--intervals")
     _check_patterns(eval_pipeline, questions, str(questions_source))
     overrides = _overrides_for(systems, args.overrides)
     loaded = {

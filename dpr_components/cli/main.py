@@ -24,9 +24,11 @@ import sys
 from collections.abc import Iterator
 
 from dpr_components.cli.batch_lines import batch_queries
+from dpr_components.cli.option_bounds import check_settings, option_number
 from dpr_components.cli.output_format import printable, result_text, to_json_line
 from dpr_components.cli.pipeline_runner import (
     one_line,
+    quiet_retry_logs,
     run_pipeline,
     user_error_cause,
     user_errors,
@@ -94,7 +96,7 @@ def _add_run_parser(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--inputs-file", help="JSON file with the pipeline inputs")
     run.add_argument("--batch", help="JSONL file: one query per line (text or an inputs object); one result per line")
-    run.add_argument("--top-k", type=int, help="results to return (top_k of the pipeline's last components)")
+    run.add_argument("--top-k", type=option_number, help="results to return (top_k of the pipeline's last components)")
     run.add_argument("--json", action="store_true", help="print JSON (one line per query) instead of tables")
     add_shard_options(run)
     _add_pipeline_options(run)
@@ -117,7 +119,7 @@ def _add_eval_parser(commands: argparse._SubParsersAction) -> None:
         "(default: the evaluation pipeline's metadata.evaluation.questions)",
     )
     evaluate.add_argument("--split", help="split of a datasets source (e.g. validation)")
-    evaluate.add_argument("--limit", type=int, help="first N questions only")
+    evaluate.add_argument("--limit", type=option_number, help="first N questions only")
     evaluate.add_argument(
         "--match",
         choices=["string", "regex", "gold"],
@@ -125,7 +127,9 @@ def _add_eval_parser(commands: argparse._SubParsersAction) -> None:
         "one of the question's gold_ids documents (the selection splits; questions without gold_ids are left out)",
     )
     evaluate.add_argument(
-        "--top-k", type=int, help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)"
+        "--top-k",
+        type=option_number,
+        help="passages retrieved per question (default: metadata.evaluation.top_k, else 100)",
     )
     evaluate.add_argument("--out", default="reports/eval", help="report folder (report.md, report.json, PNG)")
     add_interval_options(evaluate)
@@ -138,7 +142,7 @@ def _add_fit_parser(commands: argparse._SubParsersAction) -> None:
     fit.add_argument("pipeline", help="a pipeline with a HybridRanker fed by BM25Retriever and DenseRetriever")
     fit.add_argument("--questions", required=True)
     fit.add_argument("--split")
-    fit.add_argument("--limit", type=int)
+    fit.add_argument("--limit", type=option_number)
     fit.add_argument(
         "--match",
         choices=["string", "regex", "gold"],
@@ -208,7 +212,9 @@ def _run(argv: list[str] | None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    quiet_retry_logs(args.verbose)
     try:
+        check_settings(args)  # every command, before anything heavy loads
         if args.command == "run":
             return (
                 command_run_shard(args) if args.shard is not None or args.shard_dir is not None else command_run(args)

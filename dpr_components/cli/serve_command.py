@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from dpr_components.cli.option_bounds import BODY_BOUND, PORT_BOUND, RUNS_PER_CORE, option_number
 from dpr_components.cli.server_security import (
     DEFAULT_MAX_BODY_BYTES,
     ServerPolicy,
@@ -19,13 +20,14 @@ from dpr_components.cli.server_security import (
     normalize_origin,
     read_api_key,
 )
+from dpr_components.utils.knobs import check_option
 from dpr_components.utils.threads import (
     DEFAULT_QUERY_THREADS,
     QUERY_THREADS_ENV,
+    check_thread_variables,
     default_concurrent_runs,
-    encode_threads,
-    parse_threads,
     query_threads,
+    thread_bound,
 )
 
 DEFAULT_INPUT_ROOT = "served"
@@ -44,7 +46,7 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         help="address to listen on (default: 127.0.0.1, this machine only); any other needs --api-key-env "
         "or --insecure-no-auth",
     )
-    serve.add_argument("--port", type=int, default=1416, help="port (default: 1416)")
+    serve.add_argument("--port", type=option_number, default=1416, help="port (default: 1416)")
     serve.add_argument(
         "--input-root",
         default=DEFAULT_INPUT_ROOT,
@@ -62,17 +64,19 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
     )
     serve.add_argument(
         "--query-threads",
-        type=_thread_count,
+        type=option_number,
         metavar="N",
         help=f"torch and FAISS threads for each request's question and the passages it reads (sets {QUERY_THREADS_ENV}; default: "
-        f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}); requests run side by side in a thread pool (docs/threads.md)",
+        f"${QUERY_THREADS_ENV} or {DEFAULT_QUERY_THREADS}; at most the usable cores); requests run side by side in a thread "
+        "pool (docs/threads.md)",
     )
     serve.add_argument(
         "--concurrent-runs",
-        type=_thread_count,
+        type=option_number,
         metavar="N",
         help="pipeline runs at once; more requests wait their turn, first come first served (default: the "
-        "number of cores divided by the query threads, so that requests do not share cores and all finish late)",
+        "number of cores divided by the query threads, so that requests do not share cores and all finish late; "
+        f"at most {RUNS_PER_CORE} per core)",
     )
 
 
@@ -107,38 +111,27 @@ def _add_security_options(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=option_number,
         default=DEFAULT_MAX_BODY_BYTES,
-        help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}); larger ones get 413",
+        help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}; at most 1 GiB); "
+        "larger ones get 413",
     )
-
-
-def _thread_count(text: str) -> int:
-    """A positive thread count, or argparse's one-line error (argparse names the option)."""
-    try:
-        value = parse_threads("the thread count", text)
-    except ValueError:
-        value = None
-    if value is None:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (a thread count), got {text!r}")
-    return value
 
 
 def apply_thread_settings(args: argparse.Namespace) -> int:
     """Set ``$DPR_QUERY_THREADS`` from ``--query-threads`` (when given) and return the count requests use;
-    a bad ``$DPR_QUERY_THREADS`` or ``$DPR_ENCODE_THREADS`` is refused here, before serving."""
+    a bad option or thread variable is refused here, before serving."""
     if args.query_threads is not None:
+        args.query_threads = check_option("--query-threads", args.query_threads, thread_bound())
         os.environ[QUERY_THREADS_ENV] = str(args.query_threads)
-    encode_threads()
+    check_thread_variables()
     return query_threads()
 
 
 def server_policy(args: argparse.Namespace) -> ServerPolicy:
     """The ``ServerPolicy`` the options ask for; ``ValueError`` names the option that is wrong."""
-    if not 0 < args.port < 65536:
-        raise ValueError(f"--port must be between 1 and 65535, got {args.port}")
-    if args.max_body_bytes <= 0:
-        raise ValueError(f"--max-body-bytes must be positive, got {args.max_body_bytes}")
+    args.port = check_option("--port", args.port, PORT_BOUND)
+    args.max_body_bytes = check_option("--max-body-bytes", args.max_body_bytes, BODY_BOUND)
     api_key = read_api_key(args.api_key_env) if args.api_key_env else None
     check_bind_address(args.host, api_key is not None, args.insecure_no_auth)
     return ServerPolicy(

@@ -1,10 +1,16 @@
-"""The request and response models of ``haystack serve`` (its OpenAPI schema shows them)."""
+"""The request and response models of ``haystack serve`` (its OpenAPI schema shows them).
+
+Requests are strict, as the command line and the components are: no ``true`` for a count, no
+``"yes"`` for a boolean, no ``"3"`` for a number, and no field the model does not declare (a typo such
+as ``topk`` would otherwise be dropped silently). Integers are accepted where a number is asked for."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+STRICT_REQUEST = ConfigDict(strict=True, extra="forbid")
 
 
 class ErrorDetail(BaseModel):
@@ -20,7 +26,12 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     422: {
         "model": ErrorDetail,
-        "description": "A field is missing or of the wrong type: the field and the problem, on one line",
+        "description": "A field is missing, unknown or of the wrong type (strict: no true for a count, no "
+        '"yes" for a boolean): the field and the problem, on one line',
+    },
+    503: {
+        "model": ErrorDetail,
+        "description": "The store's server (Elasticsearch) does not answer: which one, on one line",
     },
 }
 
@@ -37,17 +48,30 @@ def _left_out_when_empty(description: str) -> Any:
 class DocumentIn(BaseModel):
     """A retrieved passage sent back for evaluation (as a search returns it)."""
 
+    model_config = STRICT_REQUEST
+
     id: str
     content: str | None = None
     title: str = ""
     score: float | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = Field(
+        default=None, description="the passage vector, as a search with include_embeddings returns it (not used)"
+    )
 
 
 class DocumentOut(DocumentIn):
     """A retrieved passage: ``embedding`` only when the request set ``include_embeddings``."""
 
+    model_config = ConfigDict(strict=False, extra="ignore")
+
     embedding: list[float] | None = _left_out_when_empty("the passage vector, with include_embeddings")
+
+
+def strict_request(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` (a request model hayhooks derived from a ``run_api``) refusing lax types and unknown fields."""
+    namespace = {"model_config": STRICT_REQUEST, "__module__": model.__module__, "__doc__": model.__doc__}
+    return type(model.__name__, (model,), namespace)
 
 
 class SearchResult(BaseModel):

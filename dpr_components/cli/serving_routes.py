@@ -21,9 +21,9 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 from pydantic import BaseModel
 
-from dpr_components.cli.pipeline_runner import one_line, user_error_cause
+from dpr_components.cli.pipeline_runner import one_line, unreachable_server, user_error_cause
 from dpr_components.cli.serving_jobs import TrainingJobs
-from dpr_components.cli.serving_models import ERROR_RESPONSES, ErrorDetail, TrainingJob
+from dpr_components.cli.serving_models import ERROR_RESPONSES, ErrorDetail, TrainingJob, strict_request
 
 # Errors that describe a bad request; any other failure stays a 500 (a server fault).
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
@@ -37,12 +37,12 @@ def request_error(error: BaseException) -> BaseException | None:
 
 
 def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel], type[BaseModel]]:
-    """The request and response models hayhooks derives from ``wrapper.run_api``."""
+    """The request and response models hayhooks derives from ``wrapper.run_api``, the request made strict."""
     run = wrapper.run_api
     docstring = docstring_parser.parse(inspect.getdoc(run) or "")
     response = create_response_model_from_callable(run, f"{name}Run", docstring)
     assert response is not None  # run_api returns a model, never a stream
-    return create_request_model_from_callable(run, f"{name}Run", docstring), response
+    return strict_request(create_request_model_from_callable(run, f"{name}Run", docstring)), response
 
 
 def _endpoint(
@@ -53,7 +53,8 @@ def _endpoint(
 ) -> Callable[..., Awaitable[BaseModel]]:
     """The route handler: the request's fields to ``run_api`` in a worker thread, at most ``limiter``'s
     count at once (the others wait their turn, first come first served); a failure the request caused is
-    a 400 with its one-line message, any other a 500 (logged without variables' values)."""
+    a 400 with its one-line message, a server the store needs that does not answer a 503, any other a 500
+    (logged without variables' values)."""
     request_model, response_model = models
     fields = list(request_model.model_fields)
 
@@ -68,6 +69,9 @@ def _endpoint(
             cause = request_error(error)
             if cause is not None:
                 raise HTTPException(status_code=400, detail=one_line(cause)) from None
+            unreachable = unreachable_server(error)
+            if unreachable is not None:  # the store's server is down: the request may succeed later
+                raise HTTPException(status_code=503, detail=one_line(unreachable)) from None
             log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
             raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {one_line(error)}") from None
         return response_model(result=result)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dpr_components.cli.option_bounds import option_number
 from dpr_components.cli.pipeline_runner import nest_inputs, run_pipeline
 from dpr_components.cli.run_inputs import base_inputs
 from dpr_components.indexing.corpus_split import split_corpus
@@ -29,8 +30,9 @@ from dpr_components.indexing.shard_check import find_shards
 from dpr_components.indexing.shard_merge import BATCH_PASSAGES, MergeResult, merge_shards
 from dpr_components.indexing.shard_run import run_shard
 from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
-from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec, writes_documents
 from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.output_folders import SHARDS, check_output_folder
 
 SHARD_HELP = (
     "index only shard i of N of the corpus file (contiguous lines, about 1/N of its bytes), streaming it "
@@ -60,7 +62,10 @@ def add_merge_parser(
     )
     merge.add_argument("shard_dir", help="the folder given as --shard-dir to the shard runs")
     merge.add_argument(
-        "--batch-size", type=int, default=BATCH_PASSAGES, help=f"passages per write (default {BATCH_PASSAGES})"
+        "--batch-size",
+        type=option_number,
+        default=BATCH_PASSAGES,
+        help=f"passages per write (default {BATCH_PASSAGES})",
     )
     merge.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_pipeline_options(merge)
@@ -91,6 +96,8 @@ def command_run_shard(args: argparse.Namespace) -> int:
         raise ValueError(
             "--shard-dir writes the shard to its own folder, not to a store: drop --store (give it to merge-shards)"
         )
+    if args.shard_dir is not None:  # refused before the pipeline loads its models
+        check_output_folder(args.shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     inputs = nest_inputs(pipeline, base_inputs(args, pipeline))
     corpus = _corpus_input(inputs)
@@ -128,6 +135,10 @@ def command_merge_shards(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> MergeResult:
     """The shards in ``args.shard_dir`` into the store of ``args.pipeline``'s writer."""
+    if not writes_documents(load_pipeline_spec(args.pipeline)["components"]):  # checked before any store is opened
+        raise ValueError(
+            f"{args.pipeline}: merge-shards writes through the pipeline's writer; it has none (use index.yml)"
+        )
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
     writers = [(name, c) for name, c in pipeline.walk() if type(c).__name__.endswith("Writer")]
     if len(writers) != 1:
@@ -158,22 +169,28 @@ def add_ray_parser(
     index.add_argument(
         "--input", "-i", action="append", default=[], metavar="NAME=VALUE", help="pipeline inputs: path=CORPUS"
     )
-    index.add_argument("--shards", type=int, required=True, metavar="N", help="shards to cut the corpus file into")
+    index.add_argument(
+        "--shards", type=option_number, required=True, metavar="N", help="shards to cut the corpus file into"
+    )
     index.add_argument("--shard-dir", required=True, metavar="DIR", help="folder of the shard folders (kept)")
     index.add_argument(
         "--address", help="Ray cluster to join: auto or ray://HOST:10001 (default: start Ray on this machine)"
     )
-    index.add_argument("--workers", type=int, help="shards encoded at once (default: as many as the CPUs allow)")
-    index.add_argument("--threads", type=int, default=1, help="CPUs (torch threads) per shard task (default 1)")
+    index.add_argument(
+        "--workers", type=option_number, help="shards encoded at once (default: as many as the CPUs allow)"
+    )
+    index.add_argument(
+        "--threads", type=option_number, default=1, help="CPUs (torch threads) per shard task (default 1)"
+    )
     index.add_argument(
         "--max-retries",
-        type=int,
+        type=option_number,
         default=MAX_RETRIES,
         help=f"retries of a shard whose worker died or hit an OSError (default {MAX_RETRIES})",
     )
     index.add_argument(
         "--batch-size",
-        type=int,
+        type=option_number,
         default=BATCH_PASSAGES,
         help=f"passages per write of the merge (default {BATCH_PASSAGES})",
     )
@@ -190,6 +207,7 @@ def command_index_ray(args: argparse.Namespace) -> int:
     if args.max_retries < 0:
         raise ValueError(f"--max-retries must be 0 or more, got {args.max_retries}")
     spec = ShardSpec(args.shards, args.shards)  # checks N against the shard limit
+    check_output_folder(args.shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
     inputs = base_inputs(argparse.Namespace(inputs_file=None, input=args.input, top_k=None), None)
     flat = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
     per_component = {k: v for k, v in inputs.items() if isinstance(v, dict)}

@@ -61,6 +61,7 @@ from dpr_components.utils.published import DOCUMENT_STORES, published_in
 from dpr_components.utils.similarity import Similarity, canonical_similarity
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
+from dpr_components.utils.vector_checks import unusable_rows, vector_problem
 from dpr_components.utils.worker_threads import in_worker_thread
 
 logger = logging.getLogger(__name__)
@@ -221,10 +222,11 @@ class EmbeddedDocumentStore(MetadataQueries):
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise ValueError("write_documents expects a list of haystack Document objects")
         rows = [self._row(doc) for doc in documents]
+        vectors = _vector_batch(documents, rows)
         policy_name = {DuplicatePolicy.SKIP: "skip", DuplicatePolicy.OVERWRITE: "overwrite"}.get(policy, "fail")
         backend = self._backend
         with backend.lock:
-            outcome = backend.table.write(rows, policy_name, _vector_batch(documents))
+            outcome = backend.table.write(rows, policy_name, vectors)
             fault_point("store.after_commit")
             self._mark_unsaved(outcome.written)
         return outcome.written
@@ -290,9 +292,9 @@ class EmbeddedDocumentStore(MetadataQueries):
         vector_bytes = None
         if doc.embedding is not None:
             vector = np.asarray(doc.embedding, dtype=np.float32)
-            if vector.ndim != 1 or not np.all(np.isfinite(vector)):
+            if vector.ndim != 1:
                 raise ValueError(f"document {doc.id!r}: embedding must be a finite 1-D vector")
-            vector_bytes = vector.tobytes()
+            vector_bytes = vector.tobytes()  # its values are checked with the whole batch (_vector_batch)
         blob_data = blob_info = sparse = None
         if doc.blob is not None:
             blob_data = bytes(doc.blob.data)
@@ -534,8 +536,9 @@ def _documents(
     return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
 
 
-def _vector_batch(documents: list[Document]) -> VectorBatch | None:
-    """The dimension and passage encoder shared by the vectors of ``documents`` (None: no vector)."""
+def _vector_batch(documents: list[Document], rows: list[DocumentRow]) -> VectorBatch | None:
+    """The dimension and passage encoder shared by the vectors of ``documents`` (None: no vector);
+    an error naming the first vector that is all zeros or not finite (``rows``: their stored form)."""
     with_vectors = [d for d in documents if d.embedding is not None]
     if not with_vectors:
         return None
@@ -547,6 +550,14 @@ def _vector_batch(documents: list[Document]) -> VectorBatch | None:
                 f"document {doc.id!r}: embedding has dimension {len(doc.embedding)} but document "  # type: ignore[arg-type]
                 f"{first.id!r} in the same write has {dim}"
             )
+    stored = b"".join(r.embedding for r in rows if r.embedding is not None)
+    matrix = np.frombuffer(stored, dtype=np.float32).reshape(len(with_vectors), dim)
+    bad = unusable_rows(matrix)
+    if bad.size:
+        raise ValueError(
+            f"document {with_vectors[int(bad[0])].id!r}: its embedding {vector_problem(matrix[bad[0]])}, "
+            "which no search can use; nothing of this write was stored"
+        )
     stamps = {stamp for d in with_vectors if isinstance(stamp := d.meta.get(ENCODER_KEY), str)}
     if len(stamps) > 1:
         raise ValueError(f"one write mixes vectors of passage encoders {sorted(stamps)}: index with one encoder")

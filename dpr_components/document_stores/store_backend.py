@@ -57,6 +57,7 @@ from dpr_components.document_stores.index_files import (
 )
 from dpr_components.document_stores.store_lock import StoreLock
 from dpr_components.utils.atomic_files import remove_stale_temporaries
+from dpr_components.utils.output_folders import STORE, check_output_folder
 
 logger = logging.getLogger(__name__)
 
@@ -592,6 +593,7 @@ def check_before_opening(config: StoreConfig) -> None:
     on it in this process, or than the folder's database records. Reads only; creates nothing."""
     if config.path is None:
         return
+    check_output_folder(config.path, STORE, replace=False, hint="give the folder of a store or a new folder")
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(_folder_key(config.path))
     if backend is not None:

@@ -11,10 +11,12 @@ from tqdm.auto import tqdm
 from dpr_components.encoders.embedding_cache import EmbeddingCache, passage_key
 from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.output_folders import EMBEDDING_CACHE, check_output_folder
 
 
 def cache_for(encoder: TextEncoder, cache_dir: str | Path) -> EmbeddingCache:
-    """The cache file of this encoder's vectors inside ``cache_dir``."""
+    """The cache file of this encoder's vectors inside ``cache_dir`` (a new folder or a cache's, nothing else)."""
+    check_output_folder(cache_dir, EMBEDDING_CACHE, replace=False, hint="give a folder of its own for the cache")
     return EmbeddingCache(Path(cache_dir) / f"{encoder.fingerprint()}.sqlite", encoder.dim)
 
 

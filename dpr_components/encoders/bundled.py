@@ -22,6 +22,7 @@ PACKAGED_ENCODERS = ("dpr-minilm-multi",)
 PACKAGED_READERS = ("reader-minilm", "ranker-minilm", "rerank-reader-minilm")
 PACKAGED_MODELS = PACKAGED_ENCODERS + PACKAGED_READERS
 PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+PAIR_QUESTION_DIR = "question_encoder"  # a pair's folder holds its question encoder under this name
 
 
 class BundledModelError(ValueError):
@@ -83,7 +84,13 @@ def model_folder(model: str, kind: str, missing_hint: str) -> Path:
     :param missing_hint: how to get one, said when the folder does not exist.
     :raises BundledModelError: naming the problem in one line."""
     if is_bundled(model):
-        return bundled_model_path(model)
+        path = bundled_model_path(model)
+        if not (path / "config.json").is_file() and (path / PAIR_QUESTION_DIR).is_dir():
+            raise BundledModelError(
+                f"{model!r} is an encoder pair's folder, not one {kind}: name its question encoder, "
+                f"{model.rstrip('/')}/{PAIR_QUESTION_DIR}"
+            )
+        return path
     path = Path(model).expanduser()
     if not path.is_dir():
         raise BundledModelError(

@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from dpr_components.encoders.bundled import PAIR_QUESTION_DIR, bundled_model_path, is_bundled, is_bundled_minilm
 from dpr_components.encoders.text_encoder import (
     EncoderLoadError,
     detect_layout,
@@ -36,7 +37,7 @@ from dpr_components.utils.atomic_files import atomic_write_text
 
 META_FIELD = "passage_encoder"
 PAIR_FILE = "encoder_pair.json"
-QUESTION_DIR = "question_encoder"
+QUESTION_DIR = PAIR_QUESTION_DIR
 PASSAGE_DIR = "passage_encoder"
 
 Role = Literal["question", "passage"]
@@ -86,13 +87,24 @@ def encoder_models(model: str) -> tuple[str, str]:
     """(question encoder, passage encoder) that ``model`` names: a trained pair's folder
     (``question_encoder/`` + ``passage_encoder/``), a question encoder whose pair file names its
     passage encoder (``passage_model``), else ``model`` for both sides."""
-    folder = Path(model)
+    model = bundled_pair_question(model)
+    folder = bundled_model_path(model) if is_bundled(model) and not is_bundled_minilm(model) else Path(model)
     if (folder / QUESTION_DIR).is_dir() and (folder / PASSAGE_DIR).is_dir():
         return str(folder / QUESTION_DIR), str(folder / PASSAGE_DIR)
     record = read_pair_file(folder) if folder.is_dir() else None
     if record is not None and record["role"] == "question" and isinstance(record.get("passage_model"), str):
         return model, record["passage_model"]
     return model, model
+
+
+def bundled_pair_question(model: str) -> str:
+    """``bundled:NAME/question_encoder`` for the bundled pair ``bundled:NAME``, else ``model`` unchanged."""
+    if not is_bundled(model) or is_bundled_minilm(model):
+        return model
+    folder = bundled_model_path(model)
+    if not (folder / "config.json").is_file() and (folder / QUESTION_DIR).is_dir():
+        return f"{model.rstrip('/')}/{QUESTION_DIR}"
+    return model
 
 
 def read_pair_file(folder: Path) -> dict[str, Any] | None:

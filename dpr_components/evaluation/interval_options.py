@@ -8,7 +8,8 @@ from typing import Any
 
 INTERVALS_HELP = (
     "add bootstrap intervals over questions to every metric and, with two or more systems, "
-    "a table of differences from the first system (paired bootstrap, McNemar's test)"
+    "a table of differences from the first system (paired bootstrap, McNemar's test); "
+    "needs at least 30 questions"
 )
 
 

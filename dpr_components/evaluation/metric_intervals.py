@@ -1,7 +1,9 @@
 """Intervals for a report: every system's top-k accuracy, MRR, exact match and F1 with a bootstrap
-interval over questions, and each system's paired difference from the first one (paired bootstrap,
-Koehn 2004; McNemar's exact test for 0/1 metrics, McNemar 1947). Works from per-question values
-already computed (first-hit ranks, individual EM / F1): no system is run again."""
+interval over questions (a Wilson score interval where every question scored 0 or every one 1, see
+:func:`dpr_components.evaluation.intervals.score_interval`), and each system's paired difference from
+the first one (paired bootstrap, Koehn 2004; McNemar's exact test for 0/1 metrics, McNemar 1947).
+Works from per-question values already computed (first-hit ranks, individual EM / F1): no system is
+run again. A report over fewer than ``MIN_QUESTIONS`` questions gets no intervals: an error instead."""
 
 from __future__ import annotations
 
@@ -18,15 +20,20 @@ from dpr_components.evaluation.intervals import (
     Interval,
     McNemarResult,
     PairedDifference,
-    bootstrap_interval,
+    check_question_count,
     check_settings,
     mcnemar,
     paired_bootstrap_difference,
+    score_interval,
     supported_gain,
     supported_loss,
 )
 
-METHOD = "percentile bootstrap over questions (Efron & Tibshirani 1993); differences: paired bootstrap (Koehn 2004)"
+METHOD = (
+    "percentile bootstrap over questions (Efron & Tibshirani 1993), Wilson score interval (Wilson 1927) where "
+    "every question scored 0 or every one 1; differences: paired bootstrap (Koehn 2004)"
+)
+WILSON_SUFFIX = " (Wilson)"
 
 
 def hits_at(ranks: Sequence[int | None], k: int) -> list[float]:
@@ -34,9 +41,11 @@ def hits_at(ranks: Sequence[int | None], k: int) -> list[float]:
     return [1.0 if rank is not None and rank <= k else 0.0 for rank in ranks]
 
 
-def interval_cell(interval: Interval, decimals: int = 1) -> str:
-    """A report cell: ``77.1 [74.5, 79.7]`` (estimate, then the interval)."""
-    return f"{interval.estimate:.{decimals}f} [{interval.low:.{decimals}f}, {interval.high:.{decimals}f}]"
+def interval_cell(interval: Interval, decimals: int = 1, name_method: bool = False) -> str:
+    """A report cell: ``77.1 [74.5, 79.7]`` (estimate, then the interval); with ``name_method``, a
+    Wilson interval among bootstrap ones says so: ``100.0 [88.6, 100.0] (Wilson)``."""
+    text = f"{interval.estimate:.{decimals}f} [{interval.low:.{decimals}f}, {interval.high:.{decimals}f}]"
+    return text + WILSON_SUFFIX if name_method and interval.method == "wilson" else text
 
 
 def difference_cell(difference: PairedDifference, test: McNemarResult | None = None, decimals: int = 1) -> str:
@@ -46,6 +55,14 @@ def difference_cell(difference: PairedDifference, test: McNemarResult | None = N
     verdict = "gain" if supported_gain(difference) else "loss" if supported_loss(difference) else "—"
     text = f"{interval.estimate:+.{decimals}f} [{interval.low:+.{decimals}f}, {interval.high:+.{decimals}f}] {verdict}"
     return text if test is None else f"{text}, p={test.p_value:.2g}"
+
+
+def wilson_cells_note(confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """The sentence that explains cells marked by ``interval_cell(..., name_method=True)``."""
+    return (
+        "Cells marked (Wilson): every question scored 0 or every one scored 1, where the bootstrap interval has "
+        f"zero width; such a cell has the {confidence:.0%} Wilson score interval of the proportion instead (Wilson 1927)."
+    )
 
 
 @dataclass(frozen=True)
@@ -132,15 +149,17 @@ class ReportIntervals:
         interval = self.systems.get(system, {}).get(key)
         if interval is None:
             return None
-        places = self.metrics[key].decimals
-        return f"{interval.estimate:.{places}f} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
+        return interval_cell(interval, self.metrics[key].decimals, name_method=True)
 
     def note(self) -> str:
-        """The sentence that says what the brackets are."""
-        return (
+        """The sentences that say what the brackets are."""
+        text = (
             f"In brackets: {self.settings.confidence:.0%} percentile-bootstrap interval over questions "
             f"({self.settings.resamples:,} resamples, seed {self.settings.seed})."
         )
+        if any(i.method == "wilson" for metrics in self.systems.values() for i in metrics.values()):
+            text += " " + wilson_cells_note(self.settings.confidence)
+        return text
 
     def differences_table(self) -> tuple[list[str], list[list[str]]]:
         """Columns and rows of the "Differences" table (each system minus the reference)."""
@@ -194,14 +213,16 @@ def _difference(
 def report_intervals(
     values: Mapping[str, Mapping[Metric, NDArray[np.float64]]], settings: IntervalSettings
 ) -> ReportIntervals:
-    """Intervals for every system (name → metric → per-question values) and, with two or more systems,
-    every later system's paired difference from the first on the metrics both have."""
+    """Intervals for every system (name → metric → per-question values, on a 0..1 scale) and, with two
+    or more systems, every later system's paired difference from the first on the metrics both have.
+    Fewer than ``MIN_QUESTIONS`` questions: a ValueError, no intervals."""
     result = ReportIntervals(settings)
     for name, metrics in values.items():
         result.systems[name] = {}
         for metric, scores in metrics.items():
+            check_question_count(len(scores), f"an interval of {name}'s {metric.label}")
             result.metrics[metric.key] = metric
-            interval = bootstrap_interval(scores, np.mean, settings.confidence, settings.resamples, settings.seed)
+            interval = score_interval(scores, settings.confidence, settings.resamples, settings.seed)
             result.systems[name][metric.key] = interval.scaled(metric.scale)
     names = list(values)
     if len(names) < 2:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+OUT_HELP = "folder to write: new, empty, or an earlier export of this command (replaced once the export is complete)"
+OVERWRITE_HELP = "replace OUT whatever it holds (never the model itself, a file or the working folder)"
+
 
 def add_export_parsers(commands: Any) -> None:
     """Add the ``export-st`` and ``export-qa`` subcommands to ``commands`` (argparse subparsers)."""
@@ -14,7 +17,7 @@ def add_export_parsers(commands: Any) -> None:
         "(SentenceTransformersTextEmbedder / SentenceTransformersDocumentEmbedder)",
     )
     st.add_argument("model", help="encoder folder, a pair's folder (question_encoder/) or bundled:all-MiniLM-L6-v2")
-    st.add_argument("out", help="folder to write (replaced if it exists)")
+    st.add_argument("out", help=OUT_HELP)
     st.add_argument("--role", choices=["question", "passage"], default="question", help="which side of the pair")
     st.add_argument("--max-length", type=int, help="token limit (default: the encoder's own)")
     qa = commands.add_parser(
@@ -22,7 +25,9 @@ def add_export_parsers(commands: Any) -> None:
         help="write a reader's span head as a BertForQuestionAnswering folder (TransformersExtractiveReader)",
     )
     qa.add_argument("model", help="reader folder (DPRReader), e.g. models/reader-minilm")
-    qa.add_argument("out", help="folder to write (replaced if it exists)")
+    qa.add_argument("out", help=OUT_HELP)
+    for parser in (st, qa):
+        parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def command_export(args: argparse.Namespace) -> int:
@@ -30,10 +35,12 @@ def command_export(args: argparse.Namespace) -> int:
     if args.command == "export-st":
         from dpr_components.export.sentence_transformers import export_sentence_transformers
 
-        out = export_sentence_transformers(args.model, args.out, role=args.role, max_length=args.max_length)
+        out = export_sentence_transformers(
+            args.model, args.out, role=args.role, max_length=args.max_length, overwrite=args.overwrite
+        )
     else:
         from dpr_components.export.qa_model import export_qa_model
 
-        out = export_qa_model(args.model, args.out)
+        out = export_qa_model(args.model, args.out, overwrite=args.overwrite)
     print(out)
     return 0

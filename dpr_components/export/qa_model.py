@@ -23,6 +23,7 @@ from dpr_components.encoders.model_files import bert_config_settings, check_fini
 from dpr_components.export.sentence_transformers import ExportError
 from dpr_components.readers.model import load_reader
 from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.output_folders import QA_MODEL, check_output_folder, write_marker
 
 
 def qa_model_from_reader(reader: Any) -> Any:
@@ -63,9 +64,11 @@ def reader_input_template(tokenizer: Any) -> None:
     )
 
 
-def export_qa_model(model: str | Path, out: str | Path) -> Path:
-    """Write the span head of the reader folder ``model`` to ``out`` (replaced atomically) as a
-    ``BertForQuestionAnswering`` checkpoint with its tokenizer; returns ``out``."""
+def export_qa_model(model: str | Path, out: str | Path, overwrite: bool = False) -> Path:
+    """Write the span head of the reader folder ``model`` to ``out`` as a ``BertForQuestionAnswering``
+    checkpoint with its tokenizer; returns ``out``. ``out`` is replaced atomically when it is empty or
+    an earlier export (``overwrite``: whatever it holds, but never the reader itself)."""
+    check_output_folder(out, QA_MODEL, inputs=[model], overwrite=overwrite)
     reader, tokenizer = load_reader(str(model))
     qa = qa_model_from_reader(reader)
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -79,6 +82,7 @@ def export_qa_model(model: str | Path, out: str | Path) -> Path:
         settings = json.loads((tmp / "tokenizer_config.json").read_text(encoding="utf-8"))
         settings["tokenizer_class"] = "PreTrainedTokenizerFast"
         (tmp / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        write_marker(tmp, QA_MODEL)
         for item in tmp.rglob("*"):
             item.chmod(0o755 if item.is_dir() else 0o644)
     return Path(out)

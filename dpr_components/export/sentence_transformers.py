@@ -47,6 +47,7 @@ from dpr_components.encoders.text_encoder import (
     resolve_model_path,
 )
 from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.output_folders import SENTENCE_TRANSFORMERS, check_output_folder, write_marker
 
 _ST_PREFIX = "sentence_transformers.models."
 
@@ -149,11 +150,13 @@ def _write_json(path: Path, value: Any) -> None:
 
 
 def export_sentence_transformers(
-    model: str, out: str | Path, role: Role = "question", max_length: int | None = None
+    model: str, out: str | Path, role: Role = "question", max_length: int | None = None, overwrite: bool = False
 ) -> Path:
-    """Write the ``role`` encoder of ``model`` to the folder ``out`` (replaced atomically) as a
-    sentence-transformers model; ``max_length`` overrides the encoder's token limit (to match an
-    embedder given ``max_length``). Returns ``out``."""
+    """Write the ``role`` encoder of ``model`` to the folder ``out`` as a sentence-transformers model;
+    ``max_length`` overrides the encoder's token limit (to match an embedder given ``max_length``).
+    ``out`` is replaced atomically when it is empty or an earlier export (``overwrite``: whatever it
+    holds, but never the model itself; see :mod:`dpr_components.utils.output_folders`). Returns ``out``."""
+    check_output_folder(out, SENTENCE_TRANSFORMERS, inputs=[model], overwrite=overwrite)
     source = encoder_for_role(model, role)
     folder = resolve_model_path(source)
     layout = detect_layout(folder)
@@ -190,6 +193,7 @@ def export_sentence_transformers(
         record = read_pair_file(folder) if role == "question" else None
         if record is not None:  # our own embedders keep checking the store's passage encoder
             _write_json(tmp / PAIR_FILE, record)
+        write_marker(tmp, SENTENCE_TRANSFORMERS)
         for item in tmp.rglob("*"):
             item.chmod(0o755 if item.is_dir() else 0o644)
     return Path(out)

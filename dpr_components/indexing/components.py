@@ -15,6 +15,7 @@ from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.published import CONVERTERS, PREPROCESSORS, published_in
 from dpr_components.utils.validation import (
     MAX_PASSAGE_CHARS,
+    check_documents,
     describe_long_word,
     find_long_word,
 )
@@ -127,7 +128,7 @@ class DPRPassageSplitter:
             passage longer than ``max_passage_chars``.
         """
         passages = []
-        for doc in documents:
+        for doc in check_documents("documents", documents):
             if doc.content is None or not doc.content.strip():
                 raise ValueError(f"document {doc.id!r} has no text to split")
             long_word = find_long_word(doc.content)

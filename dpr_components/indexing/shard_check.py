@@ -7,7 +7,7 @@ never enumerated), all were cut from the same corpus file (SHA-256) with the sam
 (reader, splitter, encoder fingerprint), and their line ranges tile the corpus.
 
 :func:`check_shard_contents` (reads every shard to the end): every passage and vector
-(:func:`shard_records`: the fields, finite values, the counts, the files' SHA-256 digests),
+(:func:`shard_records`: the fields, finite and not all-zero vectors, the counts, the files' SHA-256 digests),
 then the shards together: each passage id once, and each document's passages consecutive
 within one shard (the writer replaces a document's stored passages by those of one batch, so
 a document met twice would lose its first passages). Ids are kept as 64-bit digests (8 bytes a

@@ -11,8 +11,13 @@ A shard folder ``shard-00002-of-00008/`` holds:
 A shard run writes into a temporary folder and renames it into place when complete (see
 :func:`dpr_components.utils.atomic_files.atomic_directory`), so a folder with that name is a finished
 shard. Reading a shard checks the sizes at once (:func:`read_manifest`) and every passage,
-every vector and both digests while streaming (:func:`shard_passages`), so a file truncated,
-zeroed or edited afterwards, even to the same size, is refused."""
+every vector (finite, not all zeros) and both digests while streaming (:func:`shard_passages`), so
+a file truncated, zeroed or edited afterwards, even to the same size, is refused.
+
+The digests catch accidents, not tampering: a disk error, a partial copy, an edit or a file
+overwritten after the run. Whoever rewrites a file can rewrite its digest in the manifest too, and
+the merge then sees a consistent shard; only the value checks (every passage well formed, no vector
+all zeros or with NaN or infinity) still apply. Merge only shards you trust."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from haystack import Document
 
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.validation import short_repr, strict_json_loads
+from dpr_components.utils.vector_checks import unusable_rows, vector_problem
 
 PASSAGES = "passages.jsonl"
 VECTORS = "vectors.f32"
@@ -81,8 +87,12 @@ class ShardFolderWriter:
             except (TypeError, ValueError) as error:
                 raise ShardError(f"passage {doc.id!r}: its meta cannot be written as JSON ({error})") from None
         vectors = np.asarray([doc.embedding for doc in documents], dtype=_FLOAT)
-        if vectors.size and not np.isfinite(vectors).all():
-            raise ShardError("the encoder returned vectors with NaN or infinite values")
+        bad = unusable_rows(vectors.reshape(len(documents), -1))
+        if bad.size:
+            raise ShardError(
+                f"passage {documents[int(bad[0])].id!r}: the encoder returned a vector that "
+                f"{vector_problem(vectors[bad[0]])}, which no search can use"
+            )
         self._append(PASSAGES, "".join(line + "\n" for line in lines).encode("utf-8"))
         self._append(VECTORS, vectors.tobytes())
         self.passages += len(documents)
@@ -182,10 +192,11 @@ def shard_records(
                 )
             digests[PASSAGES].update(line)
             fields = _passage_fields(line, f"{where}: {PASSAGES} line {count}")
-            vector, finite = next(rows)
-            if not finite:
+            vector, usable = next(rows)
+            if not usable:
                 raise ShardError(
-                    f"{where}: {VECTORS} row {count} (passage {fields['id']!r}) has NaN or infinite values"
+                    f"{where}: {VECTORS} row {count} (passage {fields['id']!r}) {vector_problem(vector)}, "
+                    "which no search can use; run the shard again"
                 )
             yield fields, vector
         if count != manifest["passages"]:
@@ -218,8 +229,8 @@ def _check_identity(handles: dict[str, IO[bytes]], opened: dict[str, FileIdentit
 
 
 def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str) -> Iterator[tuple[np.ndarray, bool]]:
-    """The ``rows`` vectors of ``handle``, each with whether its values are all finite, read
-    ``_BLOCK_ROWS`` at a time and hashed into ``digest``."""
+    """The ``rows`` vectors of ``handle``, each with whether a search can use it (finite, not all
+    zeros), read ``_BLOCK_ROWS`` at a time and hashed into ``digest``."""
     row_bytes = dim * _FLOAT.itemsize
     done = 0
     while done < rows:
@@ -231,7 +242,9 @@ def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str
                 f"{where}: {VECTORS} ends within row {done + len(block) // row_bytes + 1:,}, its manifest says {rows:,} rows"
             )
         vectors = np.frombuffer(block, dtype=_FLOAT).reshape(wanted, dim)
-        yield from zip(vectors, cast(list[bool], np.isfinite(vectors).all(axis=1).tolist()))
+        usable = np.ones(wanted, dtype=np.bool_)
+        usable[unusable_rows(vectors)] = False
+        yield from zip(vectors, cast(list[bool], usable.tolist()))
         done += wanted
 
 

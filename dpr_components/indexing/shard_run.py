@@ -32,6 +32,7 @@ from dpr_components.indexing.shard_files import ShardFolderWriter
 from dpr_components.indexing.shard_spec import ShardSpec
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.input_files import check_input_path
+from dpr_components.utils.output_folders import SHARDS, check_output_folder
 
 CHUNK_CHARS = 1_000_000  # about 1,500 passages of 100 words: one pipeline run's worth
 _NO_EFFECT = {"progress_bar", "cache_dir", "batch_size"}  # parameters that do not change the passages or vectors
@@ -73,6 +74,8 @@ def run_shard(
     :param inputs: other pipeline inputs, per component (the reader's ``records`` is set here).
     :param run: runs the pipeline on one chunk's inputs (default ``pipeline.run``).
     :param report: receives a progress line after each chunk."""
+    if shard_dir is not None:
+        check_output_folder(shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
     reader_name, reader = _the_reader(pipeline)
     corpus = check_input_path(corpus, "corpus file")
     split = _split_for(corpus, spec)

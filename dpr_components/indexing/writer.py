@@ -18,6 +18,7 @@ from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from dpr_components.store_access.async_calls import call_store
 from dpr_components.utils.published import WRITERS, published_in
+from dpr_components.utils.validation import check_documents
 
 DOCUMENT_ID = "document_id"
 _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits terms queries)
@@ -76,6 +77,7 @@ class PassageWriter:
         :returns: ``documents_written``: how many were written (stale passages deleted not counted).
         """
         store = self.document_store
+        check_documents("documents", documents)
         written = store.write_documents(documents, policy=DuplicatePolicy.OVERWRITE) if documents else 0
         stored = [p.id for f in _passage_filters(documents) for p in store.filter_documents(f)]
         stale = _stale(stored, documents)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,7 @@ def _check_connections(path: Path, spec: dict[str, Any]) -> None:
                 )
 
 
-def _writes_documents(components: dict[str, Any]) -> bool:
+def writes_documents(components: dict[str, Any]) -> bool:
     """Whether a component writes to a store: by convention its class name ends in ``Writer``."""
     return any(data["type"].rsplit(".", 1)[-1].endswith("Writer") for data in components.values())
 
@@ -171,6 +172,15 @@ def _store_folders(node: Any) -> list[str]:
         for value in node:
             found += _store_folders(value)
     return found
+
+
+def _check_store_paths(path: Path, spec: dict[str, Any]) -> None:
+    """An empty store folder would silently mean the working folder: refused, for readers and writers alike."""
+    for folder in _store_folders(spec["components"]):
+        if not folder.strip():
+            raise PipelineFileError(
+                f"{path}: an EmbeddedDocumentStore's path is empty; give the store's folder (--store DIR)"
+            )
 
 
 def _check_stores_exist(spec: dict[str, Any]) -> None:
@@ -222,6 +232,8 @@ def load_pipeline(
     refused unless ``allow_network`` or ``DPR_ALLOW_NETWORK=1``. With ``require_stores`` (the
     command line), a pipeline without a writer needs every embedded store folder to hold a
     store already, so a mistyped folder is an error instead of a new, empty store."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).strip():
+        raise PipelineFileError(f"pipeline must be a YAML file's path or a packaged pipeline's name, got {path!r}")
     path = resolve_pipeline_file(path)
     spec = load_pipeline_spec(path)
     if store is not None and replace_store_paths(spec, store) == 0:
@@ -238,6 +250,7 @@ def load_pipeline(
         if is_local_type(data["type"]):
             _check_parameters(data["type"], data.get("init_parameters") or {}, name, source)
     _check_connections(path, spec)
-    if require_stores and not _writes_documents(components):
+    _check_store_paths(path, spec)
+    if require_stores and not writes_documents(components):
         _check_stores_exist(spec)
     return _build(path, spec)

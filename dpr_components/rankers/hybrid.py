@@ -28,7 +28,7 @@ from dpr_components.store_access.search_backend import (
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
 from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.type_paths import from_dict_any_path
-from dpr_components.utils.validation import check_finite, check_positive_int
+from dpr_components.utils.validation import check_documents, check_finite, check_positive_int
 
 FusionMode = Literal["dpr", "rrf"]
 
@@ -200,7 +200,9 @@ class HybridRanker:
         weight: float | None,
     ) -> _Fusion:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
-        by_id = union_by_id(dense_documents, bm25_documents)
+        by_id = union_by_id(
+            check_documents("dense_documents", dense_documents), check_documents("bm25_documents", bm25_documents)
+        )
         needs_scores = self.mode == "dpr" and bool(by_id)
         lam = self.weight
         if needs_scores:

@@ -27,6 +27,7 @@ from dpr_components.encoders.text_encoder import (
 )
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.output_folders import READER, check_output_folder, write_marker
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -188,13 +189,17 @@ def save_reader(
     path: str | Path,
     dtype: torch.dtype | None = None,
     info: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> None:
     """Write a ``DPRReader`` folder atomically (``dtype=torch.float16`` halves it for committing); weights
     holding NaN or infinity (in ``dtype``) are refused before anything is written.
 
-    ``info`` (training settings, scores) goes to ``reader_info.json`` beside the weights."""
+    ``info`` (training settings, scores) goes to ``reader_info.json`` beside the weights. ``path`` is
+    replaced only when it is empty or a reader saved here before (``overwrite``: whatever it holds;
+    see :mod:`dpr_components.utils.output_folders`)."""
     from dpr_components.utils.atomic_files import atomic_write_text
 
+    check_output_folder(path, READER, overwrite=overwrite)
     state = {
         k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v) for k, v in reader.state_dict().items()
     }
@@ -206,6 +211,7 @@ def save_reader(
         tokenizer.save_pretrained(str(tmp))
         if info is not None:
             atomic_write_text(tmp / "reader_info.json", json.dumps(info, indent=1, sort_keys=True) + "\n")
+        write_marker(tmp, READER)
         fault_point("reader.save.files_written")
         # A model folder reads like any other (the temporary folder and some writers use private modes).
         tmp.chmod(0o755)

@@ -15,7 +15,7 @@ from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
 from dpr_components.utils.init_parameters import init_parameters
-from dpr_components.utils.validation import check_positive_int, check_query
+from dpr_components.utils.validation import check_documents, check_positive_int, check_query
 
 
 class ReadingComponent:
@@ -71,6 +71,7 @@ class ReadingComponent:
         """The number of results to return and the documents that have text to read."""
         check_query(query)
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
+        check_documents("documents", documents)
         return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
 
     def _reader_input(self, query: str, readable: list[Document]) -> ReaderInput:

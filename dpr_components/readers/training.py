@@ -53,6 +53,7 @@ from dpr_components.runs.run_folder import (
 from dpr_components.runs.run_log import RunLog, read_log
 from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.runs.setting_types import check_setting_types
+from dpr_components.utils.output_folders import READER_RUN, claim_folder
 
 # Settings that may change between an interrupted run and its resumption.
 _RESUMABLE_CHANGES = {
@@ -176,6 +177,7 @@ class _Run:
         self.hint = restart_hint(
             self.checkpoint_dir, f"use the last exported reader ({self.dir / 'best'} or {self.dir / 'export'})"
         )
+        claim_folder(self.dir, READER_RUN, hint="choose another folder for the run")
         clean_run_folder(self.dir)
 
     def save_checkpoint(
@@ -508,7 +510,7 @@ def _evaluate(
     position.last_eval_step = position.step
     if improved:
         position.best_em, position.best_step = scores.exact_match, position.step
-        save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1))
+        save_reader(reader, tokenizer, run.dir / "best", info=_info(config, position, scores.f1), overwrite=True)
     run.log.write(
         {
             "step": position.step,
@@ -546,5 +548,5 @@ def _finish(run: _Run, reader: torch.nn.Module, tokenizer: Any, position: Positi
         em, f1 = _logged_dev(run.dir, position.step)
         info = {"training": asdict(run.config), "step": position.step, "exported": "last", "dev_em": em, "dev_f1": f1}
     export_dir = run.dir / "export"
-    save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info)
+    save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info, overwrite=True)
     return TrainResult(position, run.total, best_dir if best_dir.is_dir() else None, export_dir)

@@ -20,6 +20,7 @@ from safetensors.torch import load_file, save_file
 from dpr_components.encoders.model_files import check_finite_weights, check_model_files
 from dpr_components.encoders.pairing import PAIR_FILE, write_pair_files
 from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.output_folders import ENCODER_PAIR, MODEL, check_output_folder, write_marker
 
 WEIGHTS_FILE = "model.safetensors"
 ENCODER_FOLDERS = ("question_encoder", "passage_encoder")
@@ -121,9 +122,12 @@ def _is_training_output(folder: Path) -> bool:
     return all((folder / name).is_dir() for name in ENCODER_FOLDERS)
 
 
-def average_models(sources: Sequence[str | Path], out: str | Path, weights: Sequence[float] | None = None) -> Path:
+def average_models(
+    sources: Sequence[str | Path], out: str | Path, weights: Sequence[float] | None = None, overwrite: bool = False
+) -> Path:
     """Average encoder folders, or training outputs (``question_encoder/`` + ``passage_encoder/``)
-    encoder by encoder, into ``out`` (replaced atomically). Returns ``out``."""
+    encoder by encoder, into ``out`` (replaced atomically when empty or an earlier average;
+    ``overwrite``: whatever it holds but the sources). Returns ``out``."""
     folders = [Path(source) for source in sources]
     if len(folders) < 2:
         raise AveragingError("averaging needs at least two models")
@@ -134,7 +138,8 @@ def average_models(sources: Sequence[str | Path], out: str | Path, weights: Sequ
     paired = [_is_training_output(folder) for folder in folders]
     if any(paired) and not all(paired):
         raise AveragingError("mix of training outputs (question_encoder/ + passage_encoder/) and single encoders")
-    out = Path(out)
+    kind = ENCODER_PAIR if all(paired) else MODEL
+    out = check_output_folder(out, kind, inputs=folders, overwrite=overwrite)
     with atomic_directory(out) as tmp:
         if all(paired):
             for name in ENCODER_FOLDERS:
@@ -145,6 +150,7 @@ def average_models(sources: Sequence[str | Path], out: str | Path, weights: Sequ
             _average_into(folders, shares, tmp)
         record = {"averaged_from": [_portable(folder) for folder in folders], "weights": shares}
         (tmp / "averaging.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        write_marker(tmp, kind)
     return out
 
 

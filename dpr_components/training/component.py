@@ -91,6 +91,7 @@ class DPRTrainer:
         dev_data: str | None = None,
         corpus: str | None = None,
         split: str | None = None,
+        output_dir: str | None = None,
     ) -> dict[str, Any]:
         """Train the encoders on ``data`` or on ``examples`` (give exactly one).
 
@@ -100,6 +101,8 @@ class DPRTrainer:
         :param corpus: a JSONL/TSV corpus, split into 100-word passages: random negatives and the
             sampled validation pool.
         :param split: the ``datasets`` split of ``data``.
+        :param output_dir: the run folder of this call (default: the component's ``output_dir``); a
+            run of other settings or data there is refused, so give each such run its own folder.
         :returns: ``checkpoint``: the folder of the best validated model (else the final one), holding
             ``question_encoder/`` and ``passage_encoder/``; ``question_model`` and ``passage_model``:
             those two folders; ``metrics``: ``steps``, ``best_step``, ``best_metric``,
@@ -131,7 +134,8 @@ class DPRTrainer:
         passages = None
         if corpus:
             passages = [Ctx(p.title, p.text) for p in load_corpus_passages(sources["corpus"])]
-        result = train(self.config, examples, self.output_dir, dev, passages, show_progress=self.progress_bar)
+        folder = output_dir or self.output_dir
+        result = train(self.config, examples, folder, dev, passages, show_progress=self.progress_bar)
         metrics = init_parameters(result, "steps best_step best_metric last_validation examples_per_second")
         return {
             "checkpoint": result.model_dir,

@@ -50,20 +50,34 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 from dpr_components.training.model import BiEncoder
 from dpr_components.utils.atomic_files import atomic_directory
+from dpr_components.utils.output_folders import (
+    ENCODER_PAIR,
+    MODEL,
+    SENTENCE_TRANSFORMERS,
+    check_output_folder,
+    write_marker,
+)
 
 
-def to_dpr(source: str, out: str | Path, passage_source: str | None = None, fp16: bool = False) -> Path:
-    """``source`` (and ``passage_source`` for E_P, else the same weights) in DPR layout at ``out``."""
+def to_dpr(
+    source: str, out: str | Path, passage_source: str | None = None, fp16: bool = False, overwrite: bool = False
+) -> Path:
+    """``source`` (and ``passage_source`` for E_P, else the same weights) in DPR layout at ``out``
+    (see :func:`dpr_components.utils.output_folders.check_output_folder` for ``overwrite``)."""
+    check_output_folder(out, ENCODER_PAIR, inputs=[source, passage_source or ""], overwrite=overwrite)
     model = BiEncoder.from_pretrained(source, passage_model=passage_source, tie=passage_source is None)
     return export_dpr(model, out, fp16=fp16, metadata={"converted_from": _portable(source)})
 
 
-def question_encoder_only(pair: str | Path, out: str | Path, paired_with: str, fp16: bool = False) -> Path:
+def question_encoder_only(
+    pair: str | Path, out: str | Path, paired_with: str, fp16: bool = False, overwrite: bool = False
+) -> Path:
     """The question encoder of the trained pair folder ``pair`` alone at ``out``, recorded as the
     partner of ``paired_with`` — after checking that the pair's passage encoder makes the vectors
     ``paired_with`` makes (so a question-side run can ship E_Q alone and an index built with the
     fixed passage encoder serves it)."""
     pair = Path(pair)
+    check_output_folder(out, MODEL, inputs=[pair, paired_with], overwrite=overwrite)
     question, passage = pair / QUESTION_DIR, pair / PASSAGE_DIR
     if not question.is_dir() or not passage.is_dir():
         raise FileNotFoundError(f"{pair} is not a trained pair (no {QUESTION_DIR}/ and {PASSAGE_DIR}/)")
@@ -78,6 +92,7 @@ def question_encoder_only(pair: str | Path, out: str | Path, paired_with: str, f
     with atomic_directory(out) as tmp:
         save_encoder_folder(model.question_model, model.question_tokenizer, tmp, model.encoder_metadata(), fp16)
         write_question_pair_file(tmp, paired_with)
+        write_marker(tmp, MODEL)
     return out
 
 
@@ -115,20 +130,25 @@ def _bert_and_layout(source: str) -> tuple[PreTrainedModel, Any, ModelLayout, st
 
 
 @contextmanager
-def _bert_folder(source: str, out: Path, fp16: bool) -> Iterator[tuple[Path, PreTrainedModel, ModelLayout, str]]:
-    """The folder being written at ``out``, holding the weights and tokenizer of ``source``'s BERT, with
-    the model, its layout and pooling; the caller adds its format's files before the folder takes ``out``."""
+def _bert_folder(
+    source: str, out: Path, fp16: bool, kind: str, overwrite: bool
+) -> Iterator[tuple[Path, PreTrainedModel, ModelLayout, str]]:
+    """The folder being written at ``out`` (a folder of ``kind``), holding the weights and tokenizer of
+    ``source``'s BERT, with the model, its layout and pooling; the caller adds its format's files
+    before the folder takes ``out``."""
+    check_output_folder(out, kind, inputs=[source], overwrite=overwrite)
     bert, tokenizer, layout, pooling = _bert_and_layout(source)
     with atomic_directory(out) as tmp:
         save_weights(bert, tmp, fp16)
         tokenizer.save_pretrained(str(tmp))
+        write_marker(tmp, kind)
         yield tmp, bert, layout, pooling
 
 
-def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
+def to_bert(source: str, out: str | Path, fp16: bool = False, overwrite: bool = False) -> Path:
     """One encoder as a plain BERT folder with a sidecar (loadable by ``TextEncoder``)."""
     out = Path(out)
-    with _bert_folder(source, out, fp16) as (tmp, _, layout, pooling):
+    with _bert_folder(source, out, fp16, MODEL, overwrite) as (tmp, _, layout, pooling):
         sidecar = {
             "pooling": pooling,
             "normalize": layout.normalize,
@@ -139,10 +159,10 @@ def to_bert(source: str, out: str | Path, fp16: bool = False) -> Path:
     return out
 
 
-def to_sentence_transformers(source: str, out: str | Path, fp16: bool = False) -> Path:
+def to_sentence_transformers(source: str, out: str | Path, fp16: bool = False, overwrite: bool = False) -> Path:
     """One encoder as a sentence-transformers folder."""
     out = Path(out)
-    with _bert_folder(source, out, fp16) as (tmp, bert, layout, pooling):
+    with _bert_folder(source, out, fp16, SENTENCE_TRANSFORMERS, overwrite) as (tmp, bert, layout, pooling):
         (tmp / "1_Pooling").mkdir()
         pooling_config = {
             "word_embedding_dimension": bert.config.hidden_size,

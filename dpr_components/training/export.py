@@ -30,6 +30,7 @@ from dpr_components.training.dpr_layout import dpr_to_dpr
 from dpr_components.training.model import BiEncoder
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
+from dpr_components.utils.output_folders import ENCODER_PAIR, write_marker
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -78,6 +79,7 @@ def export_dpr(model: BiEncoder, out: str | Path, fp16: bool = False, metadata: 
         passage = dpr_to_dpr(model.context_model, "context")
         save_encoder_folder(passage, model.passage_tokenizer, tmp / PASSAGE_DIR, sidecar, fp16)
         write_pair_files(tmp / QUESTION_DIR, tmp / PASSAGE_DIR)
+        write_marker(tmp, ENCODER_PAIR)
         fault_point("training.export.files_written")
         if metadata is not None:
             (tmp / TRAINING_FILE).write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")

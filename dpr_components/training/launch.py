@@ -21,6 +21,7 @@ from dpr_components.training.examples import Ctx, TrainingExample
 from dpr_components.training.negatives import load_corpus_passages
 from dpr_components.training.trainer import RESULT_FILE, TrainingResult, train
 from dpr_components.utils.sources import resolve_data_source
+from dpr_components.utils.threads import check_thread_count
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def _worker(
 ) -> None:
     """One DDP process; a ``ValueError`` is written to ``errors/rank-<rank>.txt`` for the parent to report."""
     settings = TrainingConfig.from_dict(config)
-    torch.set_num_threads(settings.threads or max(1, (os.cpu_count() or 1) // world))
+    threads = settings.threads and check_thread_count("training setting 'threads'", settings.threads)
+    torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // world))
     distributed.init_process_group(rank, world, port)
     try:
         examples, dev, corpus = inputs.load()

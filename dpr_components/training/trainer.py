@@ -72,7 +72,9 @@ from dpr_components.training.validation import (
 )
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.output_folders import DPR_RUN, check_output_folder, claim_folder
 from dpr_components.utils.settings import cache_dir
+from dpr_components.utils.threads import check_thread_count
 
 RESULT_FILE = "result.json"
 
@@ -192,6 +194,7 @@ class Trainer(LoopTask):
     # ---- setup -------------------------------------------------------------------------
 
     def _check_output_dir(self, fingerprint: str) -> None:
+        check_output_folder(self.output_dir, DPR_RUN, replace=False, hint="choose another folder for the run")
         saved = read_settings(self.output_dir)
         if saved is not None:
             previous = TrainingConfig.from_dict(saved["config"])
@@ -204,6 +207,7 @@ class Trainer(LoopTask):
                 fingerprint,
             )
         if self.rank == 0:
+            claim_folder(self.output_dir, DPR_RUN)
             write_settings(
                 self.output_dir, {"config": self.config.to_dict(), "data": fingerprint, "examples": len(self.examples)}
             )
@@ -493,5 +497,5 @@ def train(
     are :class:`Trainer`'s. In a DDP process group every process
     calls this with the same arguments."""
     if config.threads:
-        torch.set_num_threads(config.threads)
+        torch.set_num_threads(check_thread_count("training setting 'threads'", config.threads))
     return Trainer(config, examples, output_dir, dev_examples, corpus, **options).run()

@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from dpr_components.utils.output_folders import OutputFolderError, check_report_folder
+
 
 class OutputError(ValueError):
     """An output folder or file cannot be written; the message names it."""
@@ -29,8 +31,10 @@ def describe_os_error(error: OSError, path: str | os.PathLike[str] | None = None
 def prepare_output_folder(folder: str | os.PathLike[str], option: str = "--out") -> Path:
     """Create ``folder`` (or accept an existing folder) and check that files can be written in it."""
     path = Path(folder)
-    if path.exists() and not path.is_dir():
-        raise OutputError(f"{option} {path} is a file; give a folder for the report")
+    try:
+        check_report_folder(path, option)
+    except OutputFolderError as error:
+        raise OutputError(str(error)) from None
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:

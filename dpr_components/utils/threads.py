@@ -7,7 +7,8 @@ queries run on ``DPR_QUERY_THREADS`` threads (default 1); a larger encode runs o
 ``DPR_ENCODE_THREADS`` (default: the calling thread's torch count, unchanged). Reading one question's
 passages (``SpanReader``, ``PassageRanker``) is a question's work too: ``DPR_READ_THREADS`` threads,
 default the query count. The count is set for the calling thread around the call and restored after
-it (docs/threads.md).
+it (docs/threads.md). Each variable takes a whole number from 1 to the usable cores; any other value
+is refused on one line, by every command at start (``check_thread_variables``) and at each read.
 
 Both libraries keep the setting per thread, which tests/test_threads.py checks on the installed
 builds: FAISS's ``omp_set_num_threads`` changes the calling thread's OpenMP setting only; torch's
@@ -20,15 +21,19 @@ process-wide count: there torch's setting is left alone.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from functools import cache
 
+from dpr_components.utils.knobs import Bound, check_value, read_variable
+
 QUERY_THREADS_ENV = "DPR_QUERY_THREADS"
 ENCODE_THREADS_ENV = "DPR_ENCODE_THREADS"
 READ_THREADS_ENV = "DPR_READ_THREADS"
+THREAD_VARIABLES = (QUERY_THREADS_ENV, ENCODE_THREADS_ENV, READ_THREADS_ENV)
 DEFAULT_QUERY_THREADS = 1
 SMALL_BATCH = 8  # at most this many texts or queries count as a question's work
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
@@ -36,15 +41,38 @@ WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
 OPENMP_MODULES = ("torch", "faiss")
 
 
+def thread_bound() -> Bound:
+    """The thread counts a setting may take: 1 to the usable cores. More threads than cores only take
+    turns on them (10,000 read threads made every question 150 times slower), so more is refused."""
+    return Bound(1, usable_cores(), "the usable cores")
+
+
+def check_thread_count(label: str, value: object) -> int:
+    """A thread count given as a setting or option (``label``: ``--threads`` or ``training setting 'threads'``),
+    from 1 to the usable cores; a one-line ``ValueError`` otherwise."""
+    return check_value(f"{label} {value!r}", value, thread_bound())
+
+
+def thread_count_option(text: str) -> int:
+    """``argparse`` type of a ``--threads`` option: the message of :func:`check_thread_count` as the usage error."""
+    try:
+        return check_thread_count("--threads", text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix(f"--threads {text!r}: ")) from None
+
+
 def parse_threads(name: str, value: str | None) -> int | None:
-    """``value`` (a variable's text) as a positive thread count, None when unset or empty;
-    ``ValueError`` on one line otherwise."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"{name} must be a positive integer (a thread count), got {value!r}")
-    return int(text)
+    """``value`` (variable ``name``'s text) as a thread count from 1 to the usable cores, None when unset
+    or empty; a one-line ``ValueError`` otherwise."""
+    return read_variable(name, thread_bound(), {} if value is None else {name: value})
+
+
+def check_thread_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse a bad ``DPR_QUERY_THREADS``, ``DPR_ENCODE_THREADS`` or ``DPR_READ_THREADS`` now: every
+    command calls this at start, before it loads a model, so a bad value never waits for the first
+    batch large enough to read it."""
+    for name in THREAD_VARIABLES:
+        read_variable(name, thread_bound(), environ)
 
 
 def query_threads() -> int:

@@ -135,3 +135,15 @@ def model_and_max_length(value: str) -> tuple[str, int]:
     if not model or not length.isdigit() or int(length) <= 0:
         raise argparse.ArgumentTypeError(f"expected MODEL:MAX_LENGTH with a positive length, got {value!r}")
     return model, int(length)
+
+
+def check_documents(name: str, documents: Any) -> list[Any]:
+    """``documents`` when it is a list of Haystack ``Document``; ``ValueError`` naming ``name`` and the first wrong item."""
+    from haystack import Document
+
+    if not isinstance(documents, list):
+        raise ValueError(f"{name} must be a list of Documents, got {type(documents).__name__}")
+    for index, document in enumerate(documents):
+        if not isinstance(document, Document):
+            raise ValueError(f"{name}[{index}] must be a Document, got {type(document).__name__}")
+    return documents

@@ -39,7 +39,7 @@ def _eval(store: Path, questions: Path, out: Path, *args: str) -> list[object]:
 def test_eval_top_k_zero(indexed_store: Path, tmp_path: Path) -> None:
     """haystack eval --top-k 0"""
     result = cli(*_eval(indexed_store, _questions(tmp_path, ["Shakespeare"]), tmp_path / "out", "--top-k", "0"))
-    assert_clear_error(result, "--top-k must be positive, got 0")
+    assert_clear_error(result, "--top-k 0: must be a whole number from 1 to 10,000")
     assert not (tmp_path / "out" / "report.json").exists()
 
 

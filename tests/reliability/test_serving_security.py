@@ -249,6 +249,49 @@ def test_wrong_input_type(client: TestClient) -> None:
     assert_http_error(client.post("/bm25/run", json={"query": "  "}), 400, "the query is empty")
 
 
+@CLEAR
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"query": "x", "top_k": True}, "body.top_k: Input should be a valid integer"),
+        ({"query": "x", "top_k": "3"}, "body.top_k: Input should be a valid integer"),
+        ({"query": "x", "top_k": 2.0}, "body.top_k: Input should be a valid integer"),
+        ({"query": "x", "include_embeddings": "yes"}, "body.include_embeddings: Input should be a valid boolean"),
+        ({"query": "x", "include_embeddings": 1}, "body.include_embeddings: Input should be a valid boolean"),
+        ({"query": "x", "topk": 1}, "body.topk: Extra inputs are not permitted"),
+    ],
+    ids=["top-k-true", "top-k-text", "top-k-float", "embeddings-yes", "embeddings-1", "unknown-field"],
+)
+def test_lax_types_in_a_search(client: TestClient, body: dict[str, Any], fragment: str) -> None:
+    """A search with "top_k": true, "3" or 2.0, "include_embeddings": "yes" or 1, or a misspelt field topk"""
+    assert_http_error(client.post("/bm25/run", json=body), 422, fragment)
+
+
+@pytest.mark.reliability(category="server", expect="nothing lost")
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"records": ZEBRA, "overwrite": True},
+        {"records": ZEBRA, "path": 5},
+        {"record": ZEBRA},
+    ],
+    ids=["unknown-field", "number-as-path", "misspelt-records"],
+)
+def test_lax_types_in_an_index_request(client: TestClient, body: dict[str, Any]) -> None:
+    """An index request with an unknown field, a number as the path, or record for records"""
+    before = _document_count(client)
+    assert_http_error(client.post("/index/run", json=body), 422, "body.")
+    assert _document_count(client) == before == 0
+
+
+@CORRECT
+def test_strict_types_take_what_clients_send(client: TestClient) -> None:
+    """A search with an integer top_k and a boolean include_embeddings, as the ask page sends them"""
+    response = client.post("/bm25/run", json={"query": "who wrote hamlet", "top_k": 2, "include_embeddings": False})
+    assert response.status_code == 200, response.text
+    assert 1 <= len(response.json()["result"]["documents"]) <= 2
+
+
 # ---- routes ---------------------------------------------------------------------------------------
 
 
@@ -354,7 +397,7 @@ def test_public_address_without_key() -> None:
             {},
             ["--allowed-host 'http://box.lan:8000'", "without scheme or port"],
         ),
-        (["--max-body-bytes", "0"], {}, ["--max-body-bytes must be positive"]),
+        (["--max-body-bytes", "0"], {}, ["--max-body-bytes 0: must be a whole number from 1"]),
     ],
     ids=["unset-key", "short-key", "key-with-spaces", "star-origin", "origin-with-path", "host-with-port", "zero-body"],
 )

@@ -126,6 +126,17 @@ def test_zeroed_vectors_of_the_same_size(shards: Path, tmp_path: Path, tiny_st_d
     vectors = shard_folder(shards, 2, 2) / "vectors.f32"
     vectors.write_bytes(bytes(vectors.stat().st_size))
     result = cli(*merge_args(shards, tmp_path / "store", tiny_st_dir))
+    # The values are checked as they stream, the digest at the end: the zeros are named first.
+    assert_clear_error(result, "shard 2/2", "vectors.f32 row 1", "is all zeros", "run the shard again")
+    assert not (tmp_path / "store").exists()
+
+
+@SHARDS
+def test_vectors_rewritten_to_the_same_size(shards: Path, tmp_path: Path, tiny_st_dir: Path) -> None:
+    """Merging shards one of whose vector files was overwritten with other numbers of the same size"""
+    vectors = shard_folder(shards, 2, 2) / "vectors.f32"
+    vectors.write_bytes(struct.pack("<f", 0.5) * (vectors.stat().st_size // 4))
+    result = cli(*merge_args(shards, tmp_path / "store", tiny_st_dir))
     assert_clear_error(result, "shard 2/2", "vectors.f32 is not the file the shard run wrote", "run the shard again")
     assert not (tmp_path / "store").exists()
 
@@ -163,6 +174,29 @@ def test_non_finite_vector_refused_before_any_write(
     result = cli(*merge_args(more_shards, store, tiny_st_dir))
     assert_clear_error(result, "shard 2/2", "vectors.f32 row", "NaN or infinite values")
     assert (store_snapshot(store) if store.exists() else None) == before, "the store changed"
+    record_property("store after the refusal", "unchanged" if before else "absent")
+
+
+@pytest.mark.reliability(category="shards", expect="nothing lost")
+@pytest.mark.parametrize("target", ["new store", "existing store"])
+def test_zeroed_vectors_with_a_rewritten_digest(
+    more_shards: Path,
+    indexed_store: Path,
+    tmp_path: Path,
+    tiny_st_dir: Path,
+    target: str,
+    record_property: pytest.RecordProperty,
+) -> None:
+    """Merging shards one of whose vector files was overwritten with zeros and its manifest's digest rewritten to match"""
+    folder = shard_folder(more_shards, 2, 2)
+    vectors = folder / "vectors.f32"
+    vectors.write_bytes(bytes(vectors.stat().st_size))
+    rehash(folder)
+    store = indexed_store if target == "existing store" else tmp_path / "store"
+    before = (store_snapshot(store), searches(store)) if store.exists() else None
+    result = cli(*merge_args(more_shards, store, tiny_st_dir))
+    assert_clear_error(result, "shard 2/2", "vectors.f32 row 1", "is all zeros", "run the shard again")
+    assert ((store_snapshot(store), searches(store)) if store.exists() else None) == before, "the store changed"
     record_property("store after the refusal", "unchanged" if before else "absent")
 
 
