@@ -16,9 +16,9 @@ setup() {
   local stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
   if [ ! -f "$stamp" ]; then
     echo "Installing dependencies into $VENV (log: $VENV/install.log)" >&2
-    # torch first and pinned: the CPU build; an unpinned torch would pull a multi-GB CUDA build.
+    # torch first, pinned, from PyTorch's CPU wheel index: from PyPI (or unpinned) it is a multi-GB CUDA build.
     if ! { "$VENV/bin/python" -m pip install --upgrade pip \
-           && "$VENV/bin/python" -m pip install "torch==2.13.0" \
+           && "$VENV/bin/python" -m pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
            && "$VENV/bin/python" -m pip install -e ".[dev]"; } > "$VENV/install.log" 2>&1; then
       tail -n 40 "$VENV/install.log" >&2
       echo "installation failed; full log in $VENV/install.log" >&2

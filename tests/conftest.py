@@ -67,7 +67,8 @@ def tiny_encoder_dir(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Pat
 @pytest.fixture(scope="session")
 def tiny_reader_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Our layout: a DPRReader around a tiny random BERT, heads freshly initialised."""
-    from dpr_components.readers.model import reader_from_encoder, save_reader
+    from dpr_components.reader_training.model import reader_from_encoder
+    from dpr_components.readers.model import save_reader
 
     reader, tokenizer = reader_from_encoder(str(tiny_encoder_dir), seed=3)
     path = tmp_path_factory.mktemp("tiny_reader") / "reader"

@@ -155,3 +155,35 @@ def _long_functions(path: Path) -> Iterator[str]:
 def test_no_library_function_over_sixty_lines() -> None:
     long = [f for path in sorted((REPO / "dpr_components").rglob("*.py")) for f in _long_functions(path)]
     assert long == []
+
+
+# Recipe and benchmark functions over the limit that are still to be split: the list may only shrink.
+LONG_FUNCTIONS_TO_SPLIT = {
+    "benchmarks/bm25/bm25_benchmark.py main",
+    "benchmarks/cli/first_answer.py main",
+    "benchmarks/encoding/encoding_benchmark.py main",
+    "benchmarks/encoding/encoding_benchmark.py render_markdown",
+    "benchmarks/retrieval/hybrid_speed.py main",
+    "benchmarks/retrieval/retrieval_quality.py render",
+    "benchmarks/vector_index/faiss_benchmark.py render_markdown",
+    "training/dpr_model_card.py render",
+    "training/report.py render",
+    "training/train_dpr_nq.py build_parser",
+    "training/train_reader.py _parser",
+    "training/train_reader.py _run",
+}
+
+
+def test_no_recipe_or_benchmark_function_over_sixty_lines() -> None:
+    long = [
+        f for package in PACKAGES[1:] for path in sorted((REPO / package).rglob("*.py")) for f in _long_functions(path)
+    ]
+    assert [f for f in long if _path_and_name(f) not in LONG_FUNCTIONS_TO_SPLIT] == []
+    split = LONG_FUNCTIONS_TO_SPLIT - {_path_and_name(f) for f in long}
+    assert not split, f"split already, remove from LONG_FUNCTIONS_TO_SPLIT: {sorted(split)}"
+
+
+def _path_and_name(long_function: str) -> str:
+    """``path name`` of a :func:`_long_functions` entry (``path:line name (N lines)``)."""
+    where, name = long_function.split(" ")[:2]
+    return f"{where.rsplit(':', 1)[0]} {name}"

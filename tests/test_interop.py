@@ -19,8 +19,9 @@ from dpr_components.encoders.pairing import write_pair_files
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout
 from dpr_components.export.qa_model import export_qa_model
 from dpr_components.export.sentence_transformers import ExportError, export_sentence_transformers
+from dpr_components.reader_training.model import reader_from_encoder
 from dpr_components.readers.inputs import InputSettings, build_rows, collate, tokenize_passage
-from dpr_components.readers.model import load_reader, reader_from_encoder, reader_logits, save_reader
+from dpr_components.readers.model import load_reader, reader_logits, save_reader
 from dpr_components.readers.span_reader import SpanReader
 
 QUESTIONS = [

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from dpr_components.cli.batch_lines import batch_queries
+from dpr_components.encoder_training.data import load_training_examples
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.readers.data import read_jsonl, read_mined
-from dpr_components.training.data import load_training_examples
+from dpr_components.reader_training.data import read_jsonl, read_mined
 from dpr_components.utils.line_files import numbered_lines
 
 QUESTION = b'{"id": "q1", "question": "q", "answers": ["a"], "positive_ctxs": [{"title": "T", "text": "a"}]}\n'

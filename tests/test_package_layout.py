@@ -48,7 +48,7 @@ DEFINED_AND_PUBLISHED = {
     "dpr_components.indexing.components.CorpusReader": "haystack_integrations.components.converters.dpr.CorpusReader",
     "dpr_components.indexing.components.DPRPassageSplitter": "haystack_integrations.components.preprocessors.dpr.DPRPassageSplitter",
     "dpr_components.indexing.writer.PassageWriter": "haystack_integrations.components.writers.dpr.PassageWriter",
-    "dpr_components.training.component.DPRTrainer": "haystack_integrations.components.trainers.dpr.DPRTrainer",
+    "dpr_components.encoder_training.component.DPRTrainer": "haystack_integrations.components.trainers.dpr.DPRTrainer",
 }
 STORE_PATHS = (
     "dpr_components.document_stores.embedded.EmbeddedDocumentStore",
@@ -150,6 +150,7 @@ def test_pipeline_files_name_current_paths_only() -> None:
 def test_packages_re_export_their_components() -> None:
     from dpr_components.document_stores import EmbeddedDocumentStore
     from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
+    from dpr_components.encoder_training.component import DPRTrainer
     from dpr_components.evaluators import (
         AnswerExactMatchF1Evaluator,
         RetrievalAccuracyEvaluator,
@@ -157,7 +158,6 @@ def test_packages_re_export_their_components() -> None:
     from dpr_components.rankers import HybridRanker
     from dpr_components.readers import SpanReader
     from dpr_components.retrievers import BM25Retriever, DenseRetriever
-    from dpr_components.training.component import DPRTrainer
 
     classes = (
         EmbeddedDocumentStore,

@@ -12,6 +12,7 @@ import pytest
 import torch
 from haystack import Document
 
+from dpr_components.reader_training.model import reader_from_encoder
 from dpr_components.readers.inputs import (
     InputSettings,
     Row,
@@ -22,7 +23,6 @@ from dpr_components.readers.inputs import (
 from dpr_components.readers.model import (
     ReaderLoadError,
     load_reader,
-    reader_from_encoder,
     save_reader,
 )
 from dpr_components.readers.predict import (

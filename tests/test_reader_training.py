@@ -16,8 +16,8 @@ import torch
 from haystack import Document
 from safetensors import safe_open
 
-from dpr_components.readers.batches import build_group, collate_groups
-from dpr_components.readers.data import (
+from dpr_components.reader_training.batches import build_group, collate_groups
+from dpr_components.reader_training.data import (
     MinedQuestion,
     Passage,
     PassageLookup,
@@ -27,16 +27,17 @@ from dpr_components.readers.data import (
     read_mined,
     write_mined,
 )
-from dpr_components.readers.inputs import InputSettings
-from dpr_components.readers.loss import (
+from dpr_components.reader_training.loss import (
     reader_loss,
     selection_log_likelihood,
     selection_loss,
     span_log_likelihood,
 )
-from dpr_components.readers.model import load_reader, reader_from_encoder
+from dpr_components.reader_training.model import reader_from_encoder
+from dpr_components.reader_training.train import ReaderTrainingSettings, train
+from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.model import load_reader
 from dpr_components.readers.span_reader import SpanReader
-from dpr_components.readers.training import TrainConfig, train
 from dpr_components.runs.run_log import read_log
 from tests.helpers.reader_training import (
     PASSAGES,
@@ -101,7 +102,7 @@ def test_selection_loss_is_minus_the_log_softmax_of_the_positive() -> None:
 
 
 def test_mine_splits_positives_and_negatives(tmp_path: Path) -> None:
-    from dpr_components.readers.data import SourceQuestion
+    from dpr_components.reader_training.data import SourceQuestion
 
     docs = [PASSAGES["n0"], PASSAGES["p0"], PASSAGES["n1"]]
     questions = [
@@ -212,7 +213,7 @@ def _stop_at(step: int, error: type[BaseException]):
 
 def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     result = train_reader(tmp_path / "run", tiny_encoder_dir)
-    assert result.position.step == result.total_steps == 6
+    assert result.state.step == result.total_steps == 6
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     train_entries = [e for e in log if "loss" in e]
     assert [e["step"] for e in train_entries] == [1, 2, 3, 4, 5, 6]
@@ -221,12 +222,12 @@ def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) 
     with safe_open(str(result.export_dir / "model.safetensors"), "pt") as weights:
         assert all(weights.get_tensor(k).dtype == torch.float16 for k in weights.keys())
     info = json.loads((result.export_dir / "reader_info.json").read_text())
-    assert info["step"] == result.position.best_step
+    assert info["step"] == result.state.best_step
     reader, _ = load_reader(result.export_dir)
     assert reader is not None
     # Running the finished command again changes nothing.
     again = train_reader(tmp_path / "run", tiny_encoder_dir)
-    assert again.position == result.position
+    assert again.state == result.state
 
 
 def test_selection_objective_trains_the_selection_head_alone(
@@ -236,7 +237,7 @@ def test_selection_objective_trains_the_selection_head_alone(
     questions = [*mined_questions()[:3], *(replace(q, answers=["Atlantis"]) for q in mined_questions()[3:])]
     config = reader_config(tmp_path / "run", tiny_encoder_dir, objective="selection")
     result = train(config, questions, [], PassageLookup(DictStore(PASSAGES)))
-    assert result.position.step == result.total_steps == 6
+    assert result.state.step == result.total_steps == 6
     entries = [e for e in read_log(tmp_path / "run" / "log.jsonl") if "loss" in e]
     assert [round(e["questions_per_s"] / e["steps_per_s"]) for e in entries] == [2] * 6  # no question dropped
     assert all(e["span_loss"] == 0 and e["loss"] == pytest.approx(e["selection_loss"]) for e in entries)
@@ -278,7 +279,7 @@ def test_interrupted_training_resumes_to_the_same_state(
 def test_finished_run_re_exports_its_last_step_on_request(tmp_path: Path, tiny_encoder_dir: Path) -> None:
     best = train_reader(tmp_path / "run", tiny_encoder_dir)
     last = train_reader(tmp_path / "run", tiny_encoder_dir, export="last")  # same run, finished: only re-exported
-    assert last.position == best.position
+    assert last.state == best.state
     info = json.loads((last.export_dir / "reader_info.json").read_text())
     logged = [e for e in read_log(tmp_path / "run" / "log.jsonl") if e.get("step") == 6 and "dev_em" in e]
     assert info["step"] == 6 and info["exported"] == "last" and info["dev_em"] == logged[-1]["dev_em"]
@@ -298,7 +299,8 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path, tiny_encoder_dir:
 
 
 def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir: Path) -> None:
-    from dpr_components.readers.model import is_reader_folder, reader_to_train
+    from dpr_components.reader_training.model import reader_to_train
+    from dpr_components.readers.model import is_reader_folder
 
     first = train_reader(tmp_path / "first", tiny_encoder_dir)
     assert is_reader_folder(first.export_dir) and not is_reader_folder(tiny_encoder_dir)
@@ -308,7 +310,7 @@ def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir
     for (name, a), b in zip(started.state_dict().items(), exported.state_dict().values()):
         assert torch.equal(a, b), name  # the trained heads are kept, not drawn afresh
     second = train_reader(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
-    assert second.position.step == second.total_steps
+    assert second.state.step == second.total_steps
 
 
 @pytest.mark.parametrize(("flags", "expected_draw_seed"), [([], 3), (["--data-seed", "0"], 0)])
@@ -321,9 +323,9 @@ def test_train_reader_draws_questions_with_the_data_seed(
     draws: list[int] = []
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
     monkeypatch.setattr(cli, "mined_questions", lambda *args: draws.append(args[-1]) or [])
-    trained: list[TrainConfig] = []
+    trained: list[ReaderTrainingSettings] = []
 
-    def fake_train(config: TrainConfig, *rest: object) -> None:
+    def fake_train(config: ReaderTrainingSettings, *rest: object) -> None:
         trained.append(config)
         raise KeyboardInterrupt
 
@@ -356,9 +358,9 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
 
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
     monkeypatch.setattr(cli, "mined_questions", lambda *args: [])
-    trained: list[TrainConfig] = []
+    trained: list[ReaderTrainingSettings] = []
 
-    def diverging_train(config: TrainConfig, *rest: object) -> None:
+    def diverging_train(config: ReaderTrainingSettings, *rest: object) -> None:
         trained.append(config)
         raise TrainingDiverged("training stopped at step 3: the loss is nan")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.training.selection_split import (
+from dpr_components.encoder_training.selection_split import (
     NQ_SELECTION,
     SQUAD_SELECTION,
     SelectionSplit,
@@ -129,7 +129,7 @@ def test_carving_and_exclusion_are_complements(data_folder: Path, tmp_path: Path
     assert kept_sel == len(selected)
 
     # The same rule in the recipes' own loading: mine_negatives (examples) and train_reader (mined questions).
-    from dpr_components.training.data import load_training_examples
+    from dpr_components.encoder_training.data import load_training_examples
 
     examples = load_training_examples(data_folder / "squad" / "train-v1.1.json").examples
     _, rest = partition(examples, QUARTER.fraction, lambda e: e.question)

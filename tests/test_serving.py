@@ -20,8 +20,13 @@ import yaml
 from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
 from haystack.core.serialization import allow_deserialization_module
 
-from dpr_components.cli.serve_command import default_pipelines_dir
-from dpr_components.cli.server_security import (
+from dpr_components.encoder_training.component import DPRTrainer
+from dpr_components.indexing.components import CorpusReader
+from dpr_components.packaged import PIPELINES_DIR as PACKAGED_PIPELINES_DIR
+from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.serving.app import validation_detail
+from dpr_components.serving.deployment import ELASTICSEARCH_URL_ENV, network_overrides, pipeline_files
+from dpr_components.serving.security import (
     ServerPolicy,
     check_bind_address,
     host_header_name,
@@ -30,16 +35,7 @@ from dpr_components.cli.server_security import (
     normalize_host_name,
     normalize_origin,
 )
-from dpr_components.cli.serving import (
-    ELASTICSEARCH_URL_ENV,
-    network_overrides,
-    pipeline_files,
-    validation_detail,
-)
-from dpr_components.indexing.components import CorpusReader
-from dpr_components.packaged import PIPELINES_DIR as PACKAGED_PIPELINES_DIR
-from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.training.component import DPRTrainer
+from dpr_components.serving.server import default_pipelines_dir
 from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
 from tests.helpers.serving import PIPELINES, ROOT, free_port, write_pipelines
 

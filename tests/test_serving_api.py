@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from dpr_components.cli.server_security import ServerPolicy
-from dpr_components.cli.serving import build_app
+from dpr_components.serving.app import build_app
+from dpr_components.serving.security import ServerPolicy
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from tests.helpers.serving import write_pipelines
 

@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 from hayhooks import BasePipelineWrapper
 
-from dpr_components.cli.serving_routes import add_run_route
+from dpr_components.serving.routes import add_run_route
 from dpr_components.utils import threads
 from dpr_components.utils.threads import QUERY_THREADS_ENV, default_concurrent_runs
 

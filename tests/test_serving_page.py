@@ -20,8 +20,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from dpr_components.cli.server_security import ServerPolicy
-from dpr_components.cli.serving import ELASTICSEARCH_URL_ENV, build_app
+from dpr_components.serving.app import build_app
+from dpr_components.serving.deployment import ELASTICSEARCH_URL_ENV
+from dpr_components.serving.security import ServerPolicy
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from tests.helpers.serving import ROOT, free_port, write_pipelines
 

@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from dpr_components.cli.server_security import ServerPolicy
-from dpr_components.cli.serving import build_app
-from dpr_components.cli.serving_wrappers import MAX_TOP_K
+from dpr_components.serving.app import build_app
+from dpr_components.serving.security import ServerPolicy
+from dpr_components.serving.wrappers import MAX_TOP_K
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.helpers.models import one_torch_thread

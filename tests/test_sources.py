@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from dpr_components.encoder_training.data import load_training_examples
 from dpr_components.evaluation.questions import load_questions
-from dpr_components.training.data import load_training_examples
 from dpr_components.utils.sources import (
     ResolvedSource,
     resolve_data_source,

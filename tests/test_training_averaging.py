@@ -11,8 +11,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from dpr_components.encoder_training.averaging import AveragingError, average_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
-from dpr_components.training.averaging import AveragingError, average_models
 from training.average import main as average_cli
 
 
@@ -122,7 +122,7 @@ def test_cli_reports_bad_input_without_a_traceback(
 def test_tensors_equal_in_every_model_stay_bit_identical() -> None:
     import torch
 
-    from dpr_components.training.averaging import average_state_dicts
+    from dpr_components.encoder_training.averaging import average_state_dicts
 
     fixed = torch.tensor([0.1, 0.7, 1 / 3], dtype=torch.float32)
     states = [{"fixed": fixed.clone(), "learned": torch.full((3,), float(i))} for i in range(3)]

@@ -12,16 +12,16 @@ import torch
 from haystack import Document
 
 from dpr_components.embedders import PassageEmbedder
+from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.encoder_training.export import export_dpr
+from dpr_components.encoder_training.model import BiEncoder
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoder_training.train import train
 from dpr_components.encoders.text_encoder import (
     EncoderSettings,
     TextEncoder,
     detect_layout,
 )
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.export import export_dpr
-from dpr_components.training.model import BiEncoder
-from dpr_components.training.trainer import train
 
 QUESTIONS = ["who wrote hamlet", "what is the highest mountain on earth and how high is it"]
 PASSAGES = [
@@ -60,7 +60,7 @@ def _encoder_vectors(folder: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_trained_checkpoint_loads_with_the_training_vectors(tiny_st_dir: Path, tmp_path: Path) -> None:
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         model=str(tiny_st_dir),
         batch_size=4,
         epochs=1,
@@ -142,7 +142,7 @@ def test_conversions_round_trip(tiny_st_dir: Path, tmp_path: Path) -> None:
 def test_dpr_layout_needs_a_bert_encoder(tmp_path: Path) -> None:
     from transformers import DistilBertConfig, DistilBertModel
 
-    from dpr_components.training.dpr_layout import bert_to_dpr
+    from dpr_components.encoder_training.dpr_layout import bert_to_dpr
 
     model = DistilBertModel(DistilBertConfig(vocab_size=50, dim=16, n_layers=1, n_heads=2, hidden_dim=20))
     with pytest.raises(ValueError, match="holds BERT encoders"):

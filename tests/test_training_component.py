@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dpr_components.cli.main import main as cli
+from dpr_components.encoder_training.component import DPRTrainer
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
-from dpr_components.training.component import DPRTrainer
 
 PIPELINE = Path(__file__).parent.parent / "pipelines" / "train_dpr.yml"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.examples import Ctx
-from dpr_components.training.records import RecordError
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.examples import Ctx
+from dpr_components.encoder_training.records import RecordError
 
 DPR_RECORD = {
     "dataset": "nq_dev_psgs_w100",
@@ -193,7 +193,7 @@ def test_fields_beyond_their_limits_are_refused(tmp_path: Path, change: dict, me
 
 
 def test_line_and_whole_file_sizes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dpr_components.training import data
+    from dpr_components.encoder_training import data
 
     monkeypatch.setattr(data, "MAX_LINE_BYTES", 1_000)
     long_record = {**DPR_RECORD, "question": "why " * 300}

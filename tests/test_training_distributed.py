@@ -11,15 +11,15 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from dpr_components.encoder_training import distributed
+from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
+from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.encoder_training.losses import build_loss
+from dpr_components.encoder_training.model import BiEncoder
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoder_training.step import backward_batch
+from dpr_components.encoder_training.train import train
 from dpr_components.runs.run_log import read_log
-from dpr_components.training import distributed
-from dpr_components.training.batching import BatchBuilder, BatchSettings
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.losses import build_loss
-from dpr_components.training.model import BiEncoder
-from dpr_components.training.step import backward_batch
-from dpr_components.training.trainer import train
 
 EXAMPLES = [
     TrainingExample(
@@ -33,7 +33,7 @@ EXAMPLES = [
 ]
 
 
-def _config(model: Path, **overrides: object) -> TrainingConfig:
+def _config(model: Path, **overrides: object) -> EncoderTrainingSettings:
     settings = dict(
         model=str(model),
         batch_size=4,
@@ -46,7 +46,7 @@ def _config(model: Path, **overrides: object) -> TrainingConfig:
         threads=1,
     )
     settings.update(overrides)
-    return TrainingConfig(**settings)  # type: ignore[arg-type]
+    return EncoderTrainingSettings(**settings)  # type: ignore[arg-type]
 
 
 def _gradients(model: BiEncoder, chunk: int | None) -> torch.Tensor:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.examples import Ctx
+from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoder_training.train import train
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.examples import Ctx
-from dpr_components.training.frozen_passages import FrozenPassageVectors
-from dpr_components.training.trainer import train
 from tests.helpers.corpora import write_training_data
 
 
@@ -49,7 +49,7 @@ def test_vectors_equal_the_indexing_encoder_and_unseen_passages_are_encoded(
 def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         model=str(tiny_bert_dir),
         batch_size=4,
         epochs=2,
@@ -63,7 +63,7 @@ def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path,
     assert result.steps == 6
     start = tmp_path / "start"
     train(
-        TrainingConfig(**{**config.to_dict(), "max_steps": 1, "learning_rate": 1e-12}),
+        EncoderTrainingSettings(**{**config.to_dict(), "max_steps": 1, "learning_rate": 1e-12}),
         examples,
         start,
         show_progress=False,
@@ -89,9 +89,9 @@ def test_question_side_run_trains_only_the_question_encoder(tiny_bert_dir: Path,
 
 def test_settings_that_cannot_go_with_fixed_passages_are_refused() -> None:
     with pytest.raises(ValueError, match="tie_encoders"):
-        TrainingConfig(train_passage_encoder=False, tie_encoders=True)
+        EncoderTrainingSettings(train_passage_encoder=False, tie_encoders=True)
     with pytest.raises(ValueError, match="grad_cache_chunk"):
-        TrainingConfig(train_passage_encoder=False, grad_cache_chunk=8)
+        EncoderTrainingSettings(train_passage_encoder=False, grad_cache_chunk=8)
 
 
 def test_evaluation_reuses_pool_vectors_only_of_an_encoder_making_the_same_vectors(
@@ -121,13 +121,13 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
 
     from dpr_components.document_stores.embedded import EmbeddedDocumentStore
     from dpr_components.embedders.passage import PassageEmbedder
+    from dpr_components.encoder_training.convert import question_encoder_only
     from dpr_components.encoders.pairing import expected_passage_digest, weights_digest
     from dpr_components.retrievers.dense import DenseRetriever
-    from dpr_components.training.convert import question_encoder_only
 
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         model=str(tiny_st_dir),
         batch_size=4,
         epochs=1,

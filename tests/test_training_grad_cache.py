@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpr_components.training.batching import BatchBuilder, BatchSettings
-from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.losses import build_loss
-from dpr_components.training.model import BiEncoder
-from dpr_components.training.step import backward_batch
+from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
+from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.encoder_training.losses import build_loss
+from dpr_components.encoder_training.model import BiEncoder
+from dpr_components.encoder_training.step import backward_batch
 
 EXAMPLES = [
     TrainingExample(

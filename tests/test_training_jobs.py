@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from haystack import Pipeline
 
-from dpr_components.cli.serving_jobs import OUTPUT_KEY, TrainWrapper
-from dpr_components.training.component import DPRTrainer
+from dpr_components.encoder_training.component import DPRTrainer
+from dpr_components.serving.jobs import OUTPUT_KEY, TrainWrapper
 
 
 class _Jobs:
@@ -47,14 +47,14 @@ def test_a_job_names_its_folder(wrapper: TrainWrapper, tmp_path: Path, monkeypat
     assert inputs[OUTPUT_KEY] == str(tmp_path / "runs" / "nq" / "small")
     seen: dict[str, Any] = {}
 
-    def run_declared(values: dict[str, Any], extra: list[tuple[str, str, Any]]) -> dict[str, Any]:
-        seen.update(values=values, extra=extra)
+    def run_declared(values: dict[str, Any], per_component: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        seen.update(values=values, per_component=per_component)
         return {"outputs": {"checkpoint": "x"}}
 
     monkeypatch.setattr(wrapper, "run_declared", run_declared)
     assert wrapper.run_job(inputs) == {"checkpoint": "x"}
     assert OUTPUT_KEY not in seen["values"]
-    assert seen["extra"] == [("trainer", "output_dir", str(tmp_path / "runs" / "nq" / "small"))]
+    assert seen["per_component"] == {"trainer": {"output_dir": str(tmp_path / "runs" / "nq" / "small")}}
 
 
 @pytest.mark.parametrize("output", ["../elsewhere", "/tmp/abs", "a/../../b", "."])

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from dpr_components.training.batching import BatchBuilder, BatchSettings
-from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.losses import (
+from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
+from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.encoder_training.losses import (
     NLLLoss,
     TripletLoss,
     build_loss,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from dpr_components.document_stores.bm25_index import BM25Index
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.examples import Ctx, TrainingExample
-from dpr_components.training.negatives import (
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.encoder_training.negatives import (
     NegativeMiner,
     NegativeMiningSettings,
     best_positive_block,
@@ -190,7 +190,7 @@ def test_several_retrievers_are_interleaved_rank_by_rank(miner: NegativeMiner) -
 def test_dense_index_ranks_by_inner_product_and_skips_the_top(tiny_bert_dir: Path, tmp_path: Path) -> None:
     import numpy as np
 
-    from dpr_components.training.dense_mining import DenseSearchIndex
+    from dpr_components.encoder_training.dense_mining import DenseSearchIndex
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS), encoding="utf-8")

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from dpr_components.encoder_training.export import export_dpr
+from dpr_components.encoder_training.model import BiEncoder
+from dpr_components.encoder_training.settings import RESUMABLE_CHANGES, EncoderTrainingSettings
 from dpr_components.encoders.model_files import ModelFileError
 from dpr_components.runs.finite import TrainingDiverged, apply_update
 from dpr_components.runs.schedule import linear_warmup_decay
-from dpr_components.training.config import RESUMABLE_CHANGES, TrainingConfig
-from dpr_components.training.export import export_dpr
-from dpr_components.training.model import BiEncoder
 
 NAN = float("nan")
 
@@ -83,11 +83,11 @@ def test_an_update_overflowing_float32_stops_training() -> None:
 
 
 def test_skip_budget_setting() -> None:
-    assert TrainingConfig(max_nonfinite_steps=3).max_nonfinite_steps == 3
+    assert EncoderTrainingSettings(max_nonfinite_steps=3).max_nonfinite_steps == 3
     assert "max_nonfinite_steps" in RESUMABLE_CHANGES  # a stopped run is resumed with a budget
     for value in (-1, 1.5, True):
         with pytest.raises(ValueError, match="max_nonfinite_steps"):
-            TrainingConfig(max_nonfinite_steps=value)
+            EncoderTrainingSettings(max_nonfinite_steps=value)
 
 
 @pytest.mark.parametrize("value, fp16", [(NAN, False), (1e6, True)], ids=["NaN weight", "beyond float16"])

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 import torch
 
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoder_training.train import train
 from dpr_components.runs.run_log import read_log
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.trainer import train
 from tests.helpers.corpora import write_training_data
 
 KILLED_RUN = """
 import os, signal, sys
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.trainer import train
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.train import train
 
-config = TrainingConfig.from_dict(__import__("json").loads(sys.argv[1]))
+config = EncoderTrainingSettings.from_dict(__import__("json").loads(sys.argv[1]))
 examples = load_training_examples(sys.argv[2]).examples
 def kill_at_five(state):
     if state.step == 5:
@@ -38,7 +38,7 @@ def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Pa
     data = write_training_data(tmp_path / "train.jsonl")
     examples = load_training_examples(data).examples
     # 12 examples, batch 4: 3 steps per epoch, 6 in all; checkpoints at 2, 3 (epoch end), 4 and 6.
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         model=str(tiny_bert_dir),
         batch_size=4,
         epochs=2,
@@ -74,7 +74,7 @@ def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Pa
 
     # Finished runs return their stored result; a changed setting is refused.
     assert train(config, examples, tmp_path / "whole", show_progress=False).steps == 6
-    changed = TrainingConfig(**{**config.to_dict(), "learning_rate": 5e-4})
+    changed = EncoderTrainingSettings(**{**config.to_dict(), "learning_rate": 5e-4})
     with pytest.raises(ValueError, match="learning_rate"):
         train(changed, examples, tmp_path / "whole", show_progress=False)
 
@@ -83,7 +83,7 @@ def test_early_stopping_keeps_the_best(tiny_bert_dir: Path, tmp_path: Path) -> N
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples
     # A learning rate this small leaves the metric unchanged: no validation after the one before
     # training (step 0) improves on it, so the untouched start is the best model.
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         model=str(tiny_bert_dir),
         batch_size=4,
         epochs=3,

@@ -92,6 +92,8 @@ def test_wheel_holds_the_pipelines_models_and_faces(archives: dict[str, Path]) -
     assert "dpr_components/models/dpr-minilm-multi/question_encoder/model.safetensors" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names
+    # the ask page haystack serve answers at GET /
+    assert {f"dpr_components/serving/page/{name}" for name in ("index.html", "app.js", "app.css")} <= names
     # haystack_integrations is shared with other integrations: a namespace package, no __init__ of its own
     assert not any(
         name in names for name in ("haystack_integrations/__init__.py", "haystack_integrations/components/__init__.py")

@@ -88,6 +88,15 @@ def render(
             *_header(["system"]),
             table_row(["minilm-zero-shot"] + _cells(baseline["metrics"], baseline.get("questions"))),
         ]
+    lines += ablation_sections(runs)
+    if any(ablation_groups(runs, "subset")):
+        lines += ["", "![top-k accuracy against training questions](sample_efficiency.png)"]
+    return "\n".join(lines) + "\n"
+
+
+def ablation_sections(runs: list[dict[str, Any]]) -> list[str]:
+    """One table per setting that runs differ in: their speed and accuracy."""
+    lines: list[str] = []
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
             lines += [
@@ -110,9 +119,7 @@ def render(
                         ]
                     )
                 )
-    if any(ablation_groups(runs, "subset")):
-        lines += ["", "![top-k accuracy against training questions](sample_efficiency.png)"]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def plot_sample_efficiency(baseline: dict[str, Any] | None, runs: list[dict[str, Any]], out: Path) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpr_components.training.averaging import AveragingError, average_models
+from dpr_components.encoder_training.averaging import AveragingError, average_models
 from dpr_components.utils.output_folders import OutputFolderError
 from training.command import print_outcome
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpr_components.encoders.text_encoder import EncoderLoadError
-from dpr_components.training.convert import (
+from dpr_components.encoder_training.convert import (
     question_encoder_only,
     to_bert,
     to_dpr,
     to_sentence_transformers,
 )
+from dpr_components.encoders.text_encoder import EncoderLoadError
 from training.command import print_outcome
 
 

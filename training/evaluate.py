@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from dpr_components.encoder_training.frozen_passages import check_same_vectors
+from dpr_components.encoder_training.negatives import bm25_for, load_corpus_passages
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
@@ -39,8 +41,6 @@ from dpr_components.evaluation.retrieval_metrics import (
     gold_document_rank,
 )
 from dpr_components.indexing.passages import Passage
-from dpr_components.training.frozen_passages import check_same_vectors
-from dpr_components.training.negatives import bm25_for, load_corpus_passages
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir
 from dpr_components.utils.sources import resolve_data_source

@@ -182,6 +182,36 @@ def choose(splits: list[dict[str, Any]], decodings: list[Decoding]) -> tuple[Dec
     return next(d for d in decodings if means[d] == best), means
 
 
+def split_section(split: dict[str, Any], shown: list[tuple[str, Decoding]], candidate: bool) -> list[str]:
+    """One selection split: the shown decodings' EM against qa.yml's, then the ceilings."""
+    rows = split["questions"]
+    reference = decoded_em(rows, QA_DEFAULT) * 100
+    body = []
+    for label, decoding in shown:
+        hits = decoded_em(rows, decoding)
+        em = hits * 100
+        diff = "" if decoding == QA_DEFAULT else difference_cell(paired_bootstrap_difference(em, reference))
+        body.append([label, decoding.label(), interval_cell(score_interval(hits).scaled(100), name_method=True), diff])
+    lines = [f"## {split['file']} ({len(rows)} questions)", ""]
+    lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa.yml"], body, "llrr"), ""]
+    lines += [
+        "Ceilings and where the answer comes from (EM, %): the best span of the passage ranked first, "
+        f"in the hybrid's order {first_passage_em(rows, 'reader', 'hybrid'):.1f}, re-ranked "
+        f"{first_passage_em(rows, 'reader', 'reranked'):.1f} (reader; ranker's folder "
+        f"{first_passage_em(rows, 'ranker', 'hybrid'):.1f} and {first_passage_em(rows, 'ranker', 'reranked'):.1f}); "
+        "always the right one of the best spans of the hybrid's top 10 (an oracle) "
+        f"{oracle_em(rows, 'reader', 10):.1f} (ranker's folder {oracle_em(rows, 'ranker', 10):.1f}"
+        + (
+            f"; candidate: re-ranked first {first_passage_em(rows, 'candidate', 'reranked'):.1f}, "
+            f"oracle {oracle_em(rows, 'candidate', 10):.1f})."
+            if candidate
+            else ")."
+        ),
+        "",
+    ]
+    return lines
+
+
 def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, float], command: str) -> str:
     candidate = summary.get("candidate") is not None
     lines = [
@@ -209,33 +239,7 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
         shown.append((f"the best with the {reader} reading", best))
     shown.append(("chosen", chosen))
     for split in summary["splits"]:
-        rows = split["questions"]
-        reference = decoded_em(rows, QA_DEFAULT) * 100
-        body = []
-        for label, decoding in shown:
-            hits = decoded_em(rows, decoding)
-            em = hits * 100
-            diff = "" if decoding == QA_DEFAULT else difference_cell(paired_bootstrap_difference(em, reference))
-            body.append(
-                [label, decoding.label(), interval_cell(score_interval(hits).scaled(100), name_method=True), diff]
-            )
-        lines += [f"## {split['file']} ({len(rows)} questions)", ""]
-        lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa.yml"], body, "llrr"), ""]
-        lines += [
-            "Ceilings and where the answer comes from (EM, %): the best span of the passage ranked first, "
-            f"in the hybrid's order {first_passage_em(rows, 'reader', 'hybrid'):.1f}, re-ranked "
-            f"{first_passage_em(rows, 'reader', 'reranked'):.1f} (reader; ranker's folder "
-            f"{first_passage_em(rows, 'ranker', 'hybrid'):.1f} and {first_passage_em(rows, 'ranker', 'reranked'):.1f}); "
-            "always the right one of the best spans of the hybrid's top 10 (an oracle) "
-            f"{oracle_em(rows, 'reader', 10):.1f} (ranker's folder {oracle_em(rows, 'ranker', 10):.1f}"
-            + (
-                f"; candidate: re-ranked first {first_passage_em(rows, 'candidate', 'reranked'):.1f}, "
-                f"oracle {oracle_em(rows, 'candidate', 10):.1f})."
-                if candidate
-                else ")."
-            ),
-            "",
-        ]
+        lines += split_section(split, shown, candidate)
     top = sorted(means.items(), key=lambda item: -item[1])[:15]
     lines += [
         "## The best decodings (mean EM over the splits)",

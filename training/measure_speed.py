@@ -26,17 +26,17 @@ from dpr_components.utils.threads import thread_count_option
 def _one(args: argparse.Namespace) -> None:
     import torch
 
+    from dpr_components.encoder_training.data import load_training_examples
+    from dpr_components.encoder_training.settings import EncoderTrainingSettings
+    from dpr_components.encoder_training.train import train
     from dpr_components.runs.process_state import peak_rss_mb
     from dpr_components.runs.run_log import read_log
-    from dpr_components.training.config import TrainingConfig
-    from dpr_components.training.data import load_training_examples
-    from dpr_components.training.trainer import train
     from dpr_components.utils.sources import resolve_data_source
 
     torch.set_num_threads(args.threads)
     examples = load_training_examples(resolve_data_source(args.data)).examples
     settings = json.loads(args.one)
-    config = TrainingConfig(
+    config = EncoderTrainingSettings(
         batch_size=settings.pop("batch_size", args.batch_size),
         negatives=args.negatives,
         max_steps=args.steps,
@@ -86,7 +86,8 @@ def variant_settings(name: str) -> dict:
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True)
     parser.add_argument("--steps", type=int, default=6)
@@ -96,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="plain,grad_cache:4")
     parser.add_argument("--out", default="runs/speed")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.one:
         _one(args)

@@ -29,11 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.dense_mining import DenseSearchIndex
-from dpr_components.training.examples import TrainingExample
-from dpr_components.training.negatives import (
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.dense_mining import DenseSearchIndex
+from dpr_components.encoder_training.examples import TrainingExample
+from dpr_components.encoder_training.negatives import (
     MiningReport,
     NegativeMiner,
     NegativeMiningSettings,
@@ -42,7 +41,8 @@ from dpr_components.training.negatives import (
     load_corpus_passages,
     mine_to_file,
 )
-from dpr_components.training.selection_split import partition, split_for_source
+from dpr_components.encoder_training.selection_split import partition, split_for_source
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.utils.settings import cache_dir
 from dpr_components.utils.sources import resolve_data_source
 

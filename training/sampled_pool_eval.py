@@ -21,16 +21,16 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.pairing import encoder_models
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.examples import Ctx
-from dpr_components.training.model import BiEncoder
-from dpr_components.training.negatives import load_corpus_passages
-from dpr_components.training.validation import (
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.examples import Ctx
+from dpr_components.encoder_training.model import BiEncoder
+from dpr_components.encoder_training.negatives import load_corpus_passages
+from dpr_components.encoder_training.validation import (
     ValidationSet,
     build_validation_set,
     validate,
 )
+from dpr_components.encoders.pairing import encoder_models
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.sources import resolve_data_source
 from dpr_components.utils.threads import thread_count_option

@@ -1,10 +1,10 @@
-"""Carve the selection splits out of NQ train and SQuAD train (rule: dpr_components.training.selection_split).
+"""Carve the selection splits out of NQ train and SQuAD train (rule: dpr_components.encoder_training.selection_split).
 
     python -m training.selection_splits --out data/selection
 
 Writes ``nq-train-selection.jsonl`` and ``squad-train-selection.jsonl`` (question files that
 ``haystack eval --questions`` reads: ``id``, ``question``, ``answers``, ``positive_ctxs`` with the
-gold passage, and ``gold_ids``, the pool documents holding that passage's text: :mod:`dpr_components.training.gold_documents`) and
+gold passage, and ``gold_ids``, the pool documents holding that passage's text: :mod:`dpr_components.encoder_training.gold_documents`) and
 ``manifest.json``, and prints each split's size and the digest of its ids: two machines carved
 the same split when the digests agree. Questions without an answer string (20 in NQ train) that fall in
 the split are never trained on but are left out of the question file, which needs answers (1 of the
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dpr_components.training.data import load_training_examples
-from dpr_components.training.examples import TrainingExample
-from dpr_components.training.gold_documents import POOL, gold_ids, pool_ids
-from dpr_components.training.records import RecordError
-from dpr_components.training.selection_split import (
+from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.encoder_training.examples import TrainingExample
+from dpr_components.encoder_training.gold_documents import POOL, gold_ids, pool_ids
+from dpr_components.encoder_training.records import RecordError
+from dpr_components.encoder_training.selection_split import (
     SALT,
     SPLITS,
     SelectionSplit,

@@ -6,7 +6,7 @@
     python -m training.train ... --processes 2          # DDP on this machine (gloo)
 
 Settings: --config FILE (JSON object) and --set NAME=VALUE (VALUE parsed as JSON when it
-parses, as the haystack command's --set does; NaN and Infinity are refused), any field of dpr_components.training.config.TrainingConfig. Interrupted? Run the same
+parses, as the haystack command's --set does; NaN and Infinity are refused), any field of dpr_components.encoder_training.settings.EncoderTrainingSettings. Interrupted? Run the same
 command again: it resumes from the newest checkpoint in --out. A step with a NaN or infinite loss
 or gradient norm stops the run (exit 2), keeping the last good checkpoint; run the same command
 with --skip-nonfinite-steps N to skip up to N such steps without updating the weights."""
@@ -18,9 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from dpr_components.encoder_training.launch import TrainingInputs, train_from_files
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.pipeline_files.loading import parse_value
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.launch import TrainingInputs, train_from_files
 from dpr_components.utils.output_folders import DPR_RUN, check_output_folder
 from dpr_components.utils.validation import strict_json_loads
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = parse_settings(args.config, args.assignments)
         if args.skip_nonfinite_steps is not None:
             settings["max_nonfinite_steps"] = args.skip_nonfinite_steps
-        config = TrainingConfig.from_dict(settings)
+        config = EncoderTrainingSettings.from_dict(settings)
         check_output_folder(args.out, DPR_RUN, replace=False, hint="choose another folder for the run")
         inputs = TrainingInputs(args.data, args.dev, args.corpus, args.subset)
         result = train_from_files(config, inputs, args.out, processes=args.processes)

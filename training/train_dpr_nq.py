@@ -19,7 +19,7 @@ scored against a sampled pool by training/sampled_pool_eval.py instead of the fu
     python -m training.train_dpr_nq --ablation --sweep subsets                   # 1,000 / 2,000 / 4,000 / 7,167
 
 Selection protocol (training/README.md): new runs leave out the selection split of NQ and SQuAD
-train (dpr_components.training.selection_split) and validate on NQ's; ``--no-exclude-selection``
+train (dpr_components.encoder_training.selection_split) and validate on NQ's; ``--no-exclude-selection``
 trains on every question and validates on nq/dev as earlier runs did.
 
 Every stage is restartable: mining appends and skips finished questions, training resumes from
@@ -39,12 +39,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpr_components.encoder_training.averaging import average_models
+from dpr_components.encoder_training.launch import TrainingInputs, train_from_files
+from dpr_components.encoder_training.negatives import NegativeMiningSettings
+from dpr_components.encoder_training.selection_split import NQ_SELECTION, split_for_source
+from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
-from dpr_components.training.averaging import average_models
-from dpr_components.training.config import TrainingConfig
-from dpr_components.training.launch import TrainingInputs, train_from_files
-from dpr_components.training.negatives import NegativeMiningSettings
-from dpr_components.training.selection_split import NQ_SELECTION, split_for_source
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.threads import thread_count_option
@@ -69,7 +69,7 @@ QUESTION_SIDE_COST = 1 / 15
 
 @dataclass(frozen=True)
 class Variant:
-    """What changes between runs of the recipe; everything else is the TrainingConfig below."""
+    """What changes between runs of the recipe; everything else is the EncoderTrainingSettings below."""
 
     subset: int | None = None
     batch_size: int = 32
@@ -85,7 +85,7 @@ class Variant:
     multi: bool = False  # with squad_questions: train from MiniLM on all of nq/train plus the SQuAD ones
     question_side: bool = False  # train E_Q alone against MiniLM's fixed passage vectors
     dense_negatives: bool = False  # hard negatives from BM25 and zero-shot MiniLM, interleaved
-    seed: int = 12345  # TrainingConfig's default; another seed gives another run of the same recipe
+    seed: int = 12345  # EncoderTrainingSettings's default; another seed gives another run of the same recipe
     # Leave out the selection split and validate on it (the command line's default; earlier runs: False).
     exclude_selection: bool = False
 
@@ -118,8 +118,8 @@ class Variant:
             return nq + self.squad_questions
         return 2 * self.squad_questions if self.squad_questions else self.subset or nq
 
-    def config(self) -> TrainingConfig:
-        return TrainingConfig(
+    def config(self) -> EncoderTrainingSettings:
+        return EncoderTrainingSettings(
             model=BUNDLED_MINILM,
             train_passage_encoder=not self.question_side,
             **init_parameters(self, "seed similarity batch_size negatives epochs learning_rate"),
@@ -368,7 +368,8 @@ def stage_sampled(variants: list[Variant]) -> None:
         print(f"{system}: {result['metrics']}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--stage", default="all", choices=["all", "mine", "baselines", "train", "evaluate", "sampled", "report"]
@@ -435,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-exclude-selection trains on every question and validates on nq/dev, as runs before the protocol)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.multi and (not args.with_squad or args.subset):
         parser.error("--multi needs --with-squad N and no --subset")

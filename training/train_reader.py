@@ -40,8 +40,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpr_components.encoder_training.gold_documents import POOL, gold_ids, pool_ids
+from dpr_components.encoder_training.selection_split import partition, split_for_source
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, bf16_enabled
-from dpr_components.readers.data import (
+from dpr_components.reader_training.data import (
     Kind,
     MinedQuestion,
     PassageLookup,
@@ -52,9 +54,7 @@ from dpr_components.readers.data import (
     read_questions,
     write_mined,
 )
-from dpr_components.readers.training import TrainConfig, train
-from dpr_components.training.gold_documents import POOL, gold_ids, pool_ids
-from dpr_components.training.selection_split import partition, split_for_source
+from dpr_components.reader_training.train import ReaderTrainingSettings, train
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.output_folders import READER, READER_RUN, check_output_folder, claim_folder
@@ -358,7 +358,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         )
     same_names = "init_model batch_size epochs max_steps warmup_ratio max_length stride seed eval_every"
     same_names += " checkpoint_every log_every dev_passages dev_limit export objective"
-    config = TrainConfig(
+    config = ReaderTrainingSettings(
         **init_parameters(args, same_names),
         output_dir=args.output,
         passages_per_question=args.passages,
@@ -377,12 +377,10 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command to resume", file=sys.stderr)
         return 130
-    exported = (
-        "the last step's reader" if args.export == "last" else f"the best reader (step {result.position.best_step})"
-    )
+    exported = "the last step's reader" if args.export == "last" else f"the best reader (step {result.state.best_step})"
     print(
-        f"done: {result.position.step} steps, best dev EM {result.position.best_em:.2f} at step "
-        f"{result.position.best_step}; {exported} in fp16 in {result.export_dir}"
+        f"done: {result.state.step} steps, best dev EM {result.state.best_em:.2f} at step "
+        f"{result.state.best_step}; {exported} in fp16 in {result.export_dir}"
     )
     if result.export_dir is not None:
         record_provenance(result.export_dir, Path(args.output), command, data_record, args.init_model)

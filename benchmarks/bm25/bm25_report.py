@@ -20,6 +20,7 @@ from dpr_components.evaluation.intervals import (
 )
 from dpr_components.evaluation.metric_intervals import difference_cell, hits_at, interval_cell
 from dpr_components.evaluation.tables import markdown_table, table_header
+from dpr_components.evaluation.templates import fill_template, sibling_template
 
 ENGINE_LABELS = {
     "ours": "ours (BM25Index, Porter)",
@@ -255,60 +256,61 @@ def _rerendered(command: str | None) -> list[str]:
     return [f"Re-rendered from `bm25.json`, nothing measured again, by `{command}`.", ""] if command else []
 
 
+INTRO_TEMPLATE = sibling_template(__file__, "bm25_report.md.template")
+
+
 def render_markdown(report: dict, rerendered_by: str | None = None) -> str:
     """The whole report; ``rerendered_by`` names the command of a re-render from the JSON."""
-    cutoffs = report["cutoffs"]
-    full, subset = report["full"], report["subset"]
-    ours_settings = full["ours"]["settings"]
     lines = [
-        "# BM25: embedded index vs Lucene vs Haystack InMemory",
-        "",
-        "Produced by this command, run from the repository root (after `bash benchmarks/bm25/setup_pyserini.sh`):",
-        "",
-        "```",
-        report["command"].strip(),
-        "```",
-        "",
-        *_rerendered(rerendered_by),
-        f"Run on {report['date']} on a {report['machine']['cpus']}-core CPU machine without GPU "
-        f"({report['machine']['platform']}, Python {report['machine']['python']}). The machine is shared "
-        "and noisy: absolute speeds move between runs, so compare the ratios, which come from one run. "
-        f"1-minute load average at the start and end of the run: {report['machine'].get('load_average_start')} "
-        f"and {report['machine'].get('load_average_end')} (the benchmark itself adds about 1).{_run_conditions(report)}",
-        "",
-        "## Setup",
-        "",
-        f"- Pool: `wiki/documents.jsonl` split into DPR's 100-word passages ({report['pool']['passages']:,}); "
-        'every engine indexes `title + "\\n" + text`.',
-        f"- Questions: `nq/dev.jsonl` ({report['pool']['questions'].get('nq', 0)}) and `squad/dev.jsonl` "
-        f"({report['pool']['questions'].get('squad', 0)}). A question counts at k if the text (not the title) "
-        "of one of its top-k passages contains an answer (`has_answer`, DPR's string matching).",
-        f"- ours: `dpr_components.document_stores.bm25_index.BM25Index` (bm25s {ours_settings.get('bm25s', '')}, method "
-        f"`{ours_settings.get('method')}`, k1={ours_settings.get('k1')}, b={ours_settings.get('b')}, our "
-        "Lucene-like English analyzer with PyStemmer's Porter stemmer).",
-        "- Lucene: Pyserini 0.22.1 (Anserini, Lucene 9) in its own virtual environment, index built by "
-        "`python -m pyserini.index.lucene --collection JsonCollection --generator DefaultLuceneDocumentGenerator "
-        "--threads 1 --storeRaw`, searched with `LuceneSearcher` and `set_bm25(0.9, 0.4)`, default English "
-        "analyzer (Porter stemming, Lucene's stop words).",
-        "- Haystack: `InMemoryDocumentStore` with its defaults (BM25L, k1=1.5, b=0.75, delta=0.5, regex "
-        "tokenizer, no stemming) and `InMemoryBM25Retriever`; too slow for the full pool, so it runs on a "
-        f"random subset of {report['subset_size']['passages']:,} passages and "
-        f"{report['subset_size']['questions']} questions (seed {report['subset_size']['seed']}), and ours is "
-        "run again on the same subset.",
-        "- Build: from texts in memory to a searchable index (Lucene: the indexing command above, JVM start "
-        "included). Queries/s: one thread, top 100, query analysis included, after 100 untimed warm-up "
-        f"queries; median of {report['query_repeats']} timed passes over all questions. Peak RSS: the "
-        "engine's own process (each engine runs in a separate process; it includes the passages and "
-        "questions read from disk; Lucene: the larger of the indexing and the searching process, each a "
-        "JVM with its default heap limit).",
-        "",
-        "## Accuracy on the full pool (%)",
-        "",
-        *_accuracy_section(full, ["nq", "squad"], cutoffs, "lucene" if "lucene" in full else None, "Lucene"),
+        fill_template(INTRO_TEMPLATE, intro_values(report, rerendered_by)),
+        *_accuracy_section(
+            report["full"], ["nq", "squad"], report["cutoffs"], _peer(report["full"], "lucene"), "Lucene"
+        ),
+        *_targets_section(report),
+        *["## Speed and memory on the full pool", "", *_cost_table(report["full"]), ""],
     ]
+    if "lucene" in report["full"]:
+        lines += _ratio_lines(report["full"]["ours"], report["full"]["lucene"], "Lucene") + [""]
+    lines += _subset_section(report) + _agreement_section(report) + _analyzer_section(report)
+    return "\n".join(lines)
+
+
+def _peer(results: dict, name: str) -> str | None:
+    return name if name in results else None
+
+
+def intro_values(report: dict, rerendered_by: str | None) -> dict[str, object]:
+    """The placeholders of the report's title, command, machine and setup."""
+    machine, ours = report["machine"], report["full"]["ours"]["settings"]
+    rerendered = _rerendered(rerendered_by)
+    return {
+        "command": report["command"].strip(),
+        "rerendered": "".join(f"{line}\n" for line in rerendered),
+        "date": report["date"],
+        "cpus": machine["cpus"],
+        "platform": machine["platform"],
+        "python": machine["python"],
+        "load_start": machine.get("load_average_start"),
+        "load_end": machine.get("load_average_end"),
+        "run_conditions": _run_conditions(report),
+        "passages": f"{report['pool']['passages']:,}",
+        "nq_questions": report["pool"]["questions"].get("nq", 0),
+        "squad_questions": report["pool"]["questions"].get("squad", 0),
+        "bm25s": ours.get("bm25s", ""),
+        "method": ours.get("method"),
+        "k1": ours.get("k1"),
+        "b": ours.get("b"),
+        "subset_passages": f"{report['subset_size']['passages']:,}",
+        "subset_questions": report["subset_size"]["questions"],
+        "seed": report["subset_size"]["seed"],
+        "query_repeats": report["query_repeats"],
+    }
+
+
+def _targets_section(report: dict) -> list[str]:
     checks = target_checks(report)
     if checks:
-        lines += [
+        return [
             "## Targets",
             "",
             *markdown_table(
@@ -319,67 +321,78 @@ def render_markdown(report: dict, rerendered_by: str | None = None) -> str:
             "",
             *parity_summary(checks),
         ]
-    elif report["skipped"]["lucene"]:
-        lines += ["Lucene was skipped (`--skip-lucene`), so the targets against it were not checked.", ""]
-    lines += ["## Speed and memory on the full pool", "", *_cost_table(full), ""]
-    if "lucene" in full:
-        lines += _ratio_lines(full["ours"], full["lucene"], "Lucene") + [""]
-    if subset:
-        lines += [
-            f"## Ours vs Haystack InMemory on the subset ({report['subset_size']['passages']:,} passages, "
-            f"{report['subset_size']['questions']} questions)",
-            "",
-            "Accuracy on a random subset is not comparable with the full-pool numbers (most gold passages are "
-            "left out); it only compares the two engines with each other.",
-            "",
-            *_accuracy_section(subset, ["all"], cutoffs, "inmemory" if "inmemory" in subset else None, "InMemory"),
-            *_cost_table(subset),
-            "",
-            *_ratio_lines(subset["ours"], subset["inmemory"], "InMemory"),
-            "",
-        ]
-    if report["agreement_with_lucene"]:
-        lines += [
-            "## Ranking agreement with Lucene (full pool, all questions)",
-            "",
-            *markdown_table(
-                ["engine", "same top-1 passage (%)", "top-100 overlap (%)"],
-                [
-                    [_label(name), f"{a['same_top1']:.1f}", f"{a['overlap_at_100']:.1f}"]
-                    for name, a in report["agreement_with_lucene"].items()
-                ],
-                "lrr",
-            ),
-            "",
-        ]
-        ablation = report.get("length_rounding_ablation")
-        if ablation:
-            lines += [
-                "Lucene stores each document length in one byte (exact below 24 terms, then 3 significant "
-                "bits) and scores with the rounded length; bm25s uses exact lengths. Ablation "
-                "(`benchmarks/bm25/lucene_lengths.py`, same analyzer and BM25 formula, ties to the lower position): "
-                f"same top-1 passage as Lucene {ablation['exact_lengths']:.1f}% with exact lengths, "
-                f"{ablation['lucene_lengths']:.1f}% with Lucene's rounded lengths.",
-                "",
-            ]
-    if report["analyzer_parity"]:
-        lines += [
-            "## Analyzer parity with Lucene (all passages and questions)",
-            "",
-            "Each text is analyzed by our analyzer and by Pyserini's default Lucene analyzer.",
-            "",
-            *table_header(
-                ["stemmer", "texts with identical terms", "terms only ours", "terms only Lucene", "Lucene terms"],
-                "lrrrr",
-            ),
-            *[
-                f"| {stemmer} | {p['identical_share'] * 100:.2f}% ({p['identical_texts']:,} / {p['texts']:,}) | "
-                f"{p['terms_only_ours']:,} | {p['terms_only_lucene']:,} | {p['lucene_terms']:,} |"
-                for stemmer, p in report["analyzer_parity"].items()
+    if report["skipped"]["lucene"]:
+        return ["Lucene was skipped (`--skip-lucene`), so the targets against it were not checked.", ""]
+    return []
+
+
+def _subset_section(report: dict) -> list[str]:
+    subset = report["subset"]
+    if not subset:
+        return []
+    return [
+        f"## Ours vs Haystack InMemory on the subset ({report['subset_size']['passages']:,} passages, "
+        f"{report['subset_size']['questions']} questions)",
+        "",
+        "Accuracy on a random subset is not comparable with the full-pool numbers (most gold passages are "
+        "left out); it only compares the two engines with each other.",
+        "",
+        *_accuracy_section(subset, ["all"], report["cutoffs"], _peer(subset, "inmemory"), "InMemory"),
+        *_cost_table(subset),
+        "",
+        *_ratio_lines(subset["ours"], subset["inmemory"], "InMemory"),
+        "",
+    ]
+
+
+def _agreement_section(report: dict) -> list[str]:
+    if not report["agreement_with_lucene"]:
+        return []
+    lines = [
+        "## Ranking agreement with Lucene (full pool, all questions)",
+        "",
+        *markdown_table(
+            ["engine", "same top-1 passage (%)", "top-100 overlap (%)"],
+            [
+                [_label(name), f"{a['same_top1']:.1f}", f"{a['overlap_at_100']:.1f}"]
+                for name, a in report["agreement_with_lucene"].items()
             ],
-            "",
-            "Porter (with Lucene's three departures from the published algorithm re-applied) is kept as the "
-            "default: Snowball's English stemmer differs from Lucene on many common words.",
+            "lrr",
+        ),
+        "",
+    ]
+    ablation = report.get("length_rounding_ablation")
+    if ablation:
+        lines += [
+            "Lucene stores each document length in one byte (exact below 24 terms, then 3 significant "
+            "bits) and scores with the rounded length; bm25s uses exact lengths. Ablation "
+            "(`benchmarks/bm25/lucene_lengths.py`, same analyzer and BM25 formula, ties to the lower position): "
+            f"same top-1 passage as Lucene {ablation['exact_lengths']:.1f}% with exact lengths, "
+            f"{ablation['lucene_lengths']:.1f}% with Lucene's rounded lengths.",
             "",
         ]
-    return "\n".join(lines)
+    return lines
+
+
+def _analyzer_section(report: dict) -> list[str]:
+    if not report["analyzer_parity"]:
+        return []
+    return [
+        "## Analyzer parity with Lucene (all passages and questions)",
+        "",
+        "Each text is analyzed by our analyzer and by Pyserini's default Lucene analyzer.",
+        "",
+        *table_header(
+            ["stemmer", "texts with identical terms", "terms only ours", "terms only Lucene", "Lucene terms"],
+            "lrrrr",
+        ),
+        *[
+            f"| {stemmer} | {p['identical_share'] * 100:.2f}% ({p['identical_texts']:,} / {p['texts']:,}) | "
+            f"{p['terms_only_ours']:,} | {p['terms_only_lucene']:,} | {p['lucene_terms']:,} |"
+            for stemmer, p in report["analyzer_parity"].items()
+        ],
+        "",
+        "Porter (with Lucene's three departures from the published algorithm re-applied) is kept as the "
+        "default: Snowball's English stemmer differs from Lucene on many common words.",
+        "",
+    ]

@@ -92,11 +92,17 @@ def _timed(command: list[str]) -> tuple[float, float, str]:
     return wall, cpu, done.stdout
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="docs/benchmarks/first_answer")
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     walls: dict[str, list[float]] = {name: [] for name in VARIANTS}
     cpus: dict[str, list[float]] = {name: [] for name in VARIANTS}

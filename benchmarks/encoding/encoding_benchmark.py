@@ -316,7 +316,8 @@ def render_markdown(report: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--passages", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -330,6 +331,11 @@ def main() -> None:
     parser.add_argument(
         "--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)"
     )
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     if args.quick:
         args.passages, args.repeats, args.questions = 128, 1, 20

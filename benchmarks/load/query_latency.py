@@ -244,8 +244,13 @@ def summarise(conditions: dict[str, Any], behaviours: dict[str, int]) -> dict[st
 
 def render(summary: dict[str, Any], command: str) -> str:
     """The markdown report."""
+    return "\n".join([*_intro(summary), *_in_process(summary), *_served(summary), "", *produced_by(command)])
+
+
+def _intro(summary: dict[str, Any]) -> list[str]:
+    """The machine, the behaviours compared and how the in-process conditions were measured."""
     s, behaviours = summary, summary["behaviours"]
-    lines = [
+    return [
         "# Question latency under load",
         "",
         f"{s['cpu']}, {s['cores']} cores; torch's default: {s['torch_default_threads']} intra-op threads, FAISS's "
@@ -271,6 +276,12 @@ def render(summary: dict[str, Any], command: str) -> str:
         "over as long a time as a question that reads.",
         "",
     ]
+
+
+def _in_process(s: dict[str, Any]) -> list[str]:
+    """Sections (a) and (b): latency per pipeline, behaviour and idle-thread policy, and the results check."""
+    behaviours = s["behaviours"]
+    lines: list[str] = []
     table = []
     for policy, pipelines in s["wait_policies"].items():
         for name, row in pipelines.items():
@@ -321,52 +332,59 @@ def render(summary: dict[str, Any], command: str) -> str:
         check,
         "lllll",
     )
-    if s.get("served"):
-        lines += ["", f"## (c) `haystack serve`, {SERVED}.yml: 1 client, then {s['clients']} at once", ""]
-        lines += [
-            "Per request (ms), quiet apart from the clients; each server with `haystack serve`'s default wait "
-            "policy (idle threads sleep). The old server runs every request at once "
-            f"(`--concurrent-runs {s['clients']}`); the new one its default, the cores divided by the query "
-            "threads, the other requests waiting their turn. *clients*: each client asks the next question "
-            f"as soon as it has an answer, so {s['clients']} requests are always waiting; *burst*: "
-            f"{s['clients']} questions sent at the same moment, {BURST_ROUNDS} times. With the clients, "
-            f"p50 cannot fall below {s['clients']} requests × their work / the cores whatever the order "
-            "(Little's law); in a burst, taking turns lets the first requests finish early.",
-            "",
+    return lines
+
+
+def _served(s: dict[str, Any]) -> list[str]:
+    """Section (c): the served pipeline with one client, many clients and bursts (nothing when not measured)."""
+    behaviours = s["behaviours"]
+    lines: list[str] = []
+    if not s.get("served"):
+        return lines
+    lines += ["", f"## (c) `haystack serve`, {SERVED}.yml: 1 client, then {s['clients']} at once", ""]
+    lines += [
+        "Per request (ms), quiet apart from the clients; each server with `haystack serve`'s default wait "
+        "policy (idle threads sleep). The old server runs every request at once "
+        f"(`--concurrent-runs {s['clients']}`); the new one its default, the cores divided by the query "
+        "threads, the other requests waiting their turn. *clients*: each client asks the next question "
+        f"as soon as it has an answer, so {s['clients']} requests are always waiting; *burst*: "
+        f"{s['clients']} questions sent at the same moment, {BURST_ROUNDS} times. With the clients, "
+        f"p50 cannot fall below {s['clients']} requests × their work / the cores whatever the order "
+        "(Little's law); in a burst, taking turns lets the first requests finish early.",
+        "",
+    ]
+    table = [
+        [
+            b,
+            f"{r['one_client']['p50_ms']:.0f}",
+            f"{r['one_client']['p95_ms']:.0f}",
+            f"{r['clients']['p50_ms']:.0f}",
+            f"{r['clients']['p95_ms']:.0f}",
+            f"{r['ratio_p50']:.2f}×",
+            f"{r['burst']['p50_ms']:.0f}",
+            f"{r['burst_ratio_p50']:.2f}×",
+            "yes" if r["same_answers_across_clients"] else "NO",
         ]
-        table = [
-            [
-                b,
-                f"{r['one_client']['p50_ms']:.0f}",
-                f"{r['one_client']['p95_ms']:.0f}",
-                f"{r['clients']['p50_ms']:.0f}",
-                f"{r['clients']['p95_ms']:.0f}",
-                f"{r['ratio_p50']:.2f}×",
-                f"{r['burst']['p50_ms']:.0f}",
-                f"{r['burst_ratio_p50']:.2f}×",
-                "yes" if r["same_answers_across_clients"] else "NO",
-            ]
-            for b, r in s["served"].items()
-            if b in behaviours
-        ]
-        columns = [
-            "threads",
-            "1 client p50",
-            "1 client p95",
-            f"{s['clients']} clients p50",
-            f"{s['clients']} clients p95",
-        ]
-        burst = [f"burst of {s['clients']} p50", "burst ratio p50"]
-        lines += markdown_table([*columns, "ratio p50", *burst, "same answers for every client"], table, "lrrrrrrrl")
-        lines += [
-            "",
-            f"Goal: {s['clients']}-client p50 / 1-client p50 ≤ {CLIENTS_GOAL:g}× with the new behaviour. "
-            f"Old and new answered the same: {'yes' if s['served']['same_answers_old_new'] else 'NO'}.",
-            "",
-            little_law_note(s["served"]["new"], s["clients"], s["cores"]),
-        ]
-    lines += ["", *produced_by(command)]
-    return "\n".join(lines)
+        for b, r in s["served"].items()
+        if b in behaviours
+    ]
+    columns = [
+        "threads",
+        "1 client p50",
+        "1 client p95",
+        f"{s['clients']} clients p50",
+        f"{s['clients']} clients p95",
+    ]
+    burst = [f"burst of {s['clients']} p50", "burst ratio p50"]
+    lines += markdown_table([*columns, "ratio p50", *burst, "same answers for every client"], table, "lrrrrrrrl")
+    lines += [
+        "",
+        f"Goal: {s['clients']}-client p50 / 1-client p50 ≤ {CLIENTS_GOAL:g}× with the new behaviour. "
+        f"Old and new answered the same: {'yes' if s['served']['same_answers_old_new'] else 'NO'}.",
+        "",
+        little_law_note(s["served"]["new"], s["clients"], s["cores"]),
+    ]
+    return lines
 
 
 def little_law_note(served: dict[str, Any], clients: int, cores: int) -> str:
@@ -425,7 +443,8 @@ def in_child(args: argparse.Namespace, store: Path, policy: str) -> dict[str, An
         return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The benchmark's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=20, help="questions per measurement (default: 20)")
     parser.add_argument(
@@ -443,6 +462,11 @@ def main() -> None:
     parser.add_argument("--out", default="docs/benchmarks/load", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     parser.add_argument("--in-process-json", type=Path, help=argparse.SUPPRESS)  # a child's (a) and (b)
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     if args.from_json:
         summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
@@ -455,6 +479,15 @@ def main() -> None:
         return
     if os.environ.get("OMP_NUM_THREADS"):
         log(f"note: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} sets torch's default, the old behaviour")
+    summary = measure_all(args, asked)
+    command = command_line(MODULE, sys.argv[1:])
+    summary["command"] = command
+    write_report(Path(args.out), summary, render(summary, command))
+    print_summary(summary, args)
+
+
+def measure_all(args: argparse.Namespace, asked: list[str]) -> dict[str, Any]:
+    """Every condition measured (in child processes and against servers), as the report's summary."""
     start_load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="load-benchmark-") as folder:
         work = Path(folder)
@@ -465,7 +498,7 @@ def main() -> None:
         served_rows = served(store, work, asked, behaviours, args.clients)
     texts = {b: [[text for text, _ in found] for found in served_rows[b]["answers"]] for b in behaviours}
     served_rows["same_answers_old_new"] = texts["old"] == texts["new"]
-    summary = {
+    return {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "torch_default_threads": behaviours["old"],
@@ -483,9 +516,11 @@ def main() -> None:
         "wait_policies": {policy: m["pipelines"] for policy, m in measured.items()},
         "served": served_rows,
     }
-    command = command_line(MODULE, sys.argv[1:])
-    summary["command"] = command
-    write_report(Path(args.out), summary, render(summary, command))
+
+
+def print_summary(summary: dict[str, Any], args: argparse.Namespace) -> None:
+    """The ratios of the report on the terminal."""
+    behaviours, served_rows = summary["behaviours"], summary["served"]
     for policy, pipelines in summary["wait_policies"].items():
         for name, row in pipelines.items():
             print(

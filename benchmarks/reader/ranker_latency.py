@@ -67,7 +67,8 @@ def measure(
     return seconds
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--questions", default="data/selection/nq-train-selection.jsonl")
@@ -88,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also time each torch ranker running the reader's whole forward instead of [CLS] alone in its last layer",
     )
     parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     set_threads(1)
     os.environ["DPR_READ_THREADS"] = "1"

@@ -42,8 +42,8 @@ from dpr_components.evaluation.intervals import wilson_interval
 from dpr_components.evaluation.metric_intervals import interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.readers.data import read_jsonl
-from dpr_components.readers.evaluate import ReadingCase, evaluate_reader
+from dpr_components.reader_training.data import read_jsonl
+from dpr_components.reader_training.evaluate import ReadingCase, evaluate_reader
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, SpanPrediction, read
 from dpr_components.utils.atomic_files import atomic_write_text
@@ -192,7 +192,7 @@ def open_domain_end_to_end(
 
 def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int, warmup: int) -> dict[str, Any]:
     """(c) Per-question time of the qa pipeline (top 10 passages to the reader) and of its stages."""
-    from dpr_components.cli.pipeline_runner import nest_inputs
+    from dpr_components.pipeline_requests.inputs import request_inputs
 
     pipeline = qa_pipeline(model, store, settings)
     pipeline.warm_up()
@@ -201,7 +201,7 @@ def latency(model: str, store: Path, settings: dict[str, Any], questions_n: int,
     reader = pipeline.get_component("reader")
     for i, question in enumerate(tqdm(questions, desc="qa pipeline latency", unit="q")):
         t0 = time.perf_counter()
-        pipeline.run(nest_inputs(pipeline, {"query": question}))
+        pipeline.run(request_inputs(pipeline, query=question))
         t1 = time.perf_counter()
         documents = pipeline.get_component("hybrid").run(query=question)["documents"]
         t2 = time.perf_counter()
@@ -301,7 +301,8 @@ def _model_info(model: str) -> str:
     return f"trained {info.get('step')} steps, dev EM {info.get('dev_em', float('nan')):.1f} at selection"
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="models/reader-minilm", help="reader folder")
     parser.add_argument("--limit", type=int, help="first N questions of each dataset (smoke runs)")
@@ -334,6 +335,11 @@ def main() -> None:
         action="store_true",
         help="rewrite OUT/reader.md from OUT/reader.json of an earlier run (no measuring)",
     )
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     if args.render_only:
         saved = _int_keys(json.loads((Path(args.out) / "reader.json").read_text(encoding="utf-8")))

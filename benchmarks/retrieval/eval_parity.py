@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import command_line, set_threads, write_report
-from dpr_components.cli.pipeline_runner import run_pipeline, top_k_inputs
 from dpr_components.evaluation.eval_spec import evaluation_spec
 from dpr_components.evaluation.pipeline_eval import evaluate_outputs, run_system
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
 from dpr_components.evaluation.tables import produced_by, table_header
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from dpr_components.pipeline_requests.inputs import request_inputs
+from dpr_components.pipeline_requests.running import run_pipeline
 
 KS = (1, 5, 20, 100)
 EVAL_FILES = ("pipelines/eval_nq.yml", "pipelines/eval_squad.yml")
@@ -38,7 +39,12 @@ def _compare(eval_file: str, store: str, limit: int | None) -> list[dict]:
     for name, path in spec.systems.items():
         pipeline = load_pipeline(path, store, require_stores=True)
         outputs = run_system(
-            name, pipeline, questions, top_k_inputs(pipeline, top_k), lambda d, p=pipeline: run_pipeline(p, d), top_k
+            name,
+            pipeline,
+            questions,
+            request_inputs(pipeline, top_k=top_k),
+            lambda d, p=pipeline: run_pipeline(p, d),
+            top_k,
         )
         pipeline_result = evaluate_outputs(eval_pipeline, questions, outputs, top_k).retrieval
         direct = evaluate_retrieval(

@@ -50,7 +50,8 @@ def _ranked(documents: list) -> list[tuple[str, float]]:
     return [(d.id, d.score) for d in documents]
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--questions", default=str(data_dir() / "nq" / "dev.jsonl"))
@@ -59,6 +60,11 @@ def main() -> None:
         "--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)"
     )
     parser.add_argument("--out", default="docs/benchmarks/hybrid_speed")
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     set_threads(args.threads)
     questions = [q.question for q in load_questions(args.questions, limit=args.limit)]

@@ -19,6 +19,7 @@ import numpy as np
 from benchmarks.common import REPO_ROOT
 from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.tables import markdown_table, table_header, table_row
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 
 DOCS = REPO_ROOT / "docs" / "benchmarks"
@@ -226,261 +227,158 @@ def pair(a: Getter, b: Getter, digits: int) -> Callable[[dict], str]:
     return lambda entry: f"{fmt(a(entry), digits)} / {fmt(b(entry), digits)}"
 
 
+Column = tuple[str, Callable[[dict], str]]
+
+# The columns of each per-size table of the report (after the size column): (title, cell maker).
+TABLES: dict[str, list[Column]] = {
+    "build": [
+        ("write to SQLite s", cell(get("write", "seconds"))),
+        ("passages/s", cell(get("write", "per_s"), 0)),
+        ("BM25 s", cell(get("build_bm25", "seconds"))),
+        ("BM25 peak", cell(get("build_bm25", "vm_hwm_mb"), 0)),
+        ("Flat s", cell(get("build_flat", "seconds"))),
+        ("Flat peak", cell(get("build_flat", "vm_hwm_mb"), 0)),
+        ("HNSW32 s", cell(get("variant_hnsw", "build_s"), 1, "variant_hnsw")),
+        ("HNSW32 peak", cell(get("variant_hnsw", "vm_hwm_mb"), 0, "variant_hnsw")),
+        ("IVF-PQ s", cell(get("variant_ivfpq", "build_s"), 1, "variant_ivfpq")),
+        ("IVF-PQ peak", cell(get("variant_ivfpq", "vm_hwm_mb"), 0, "variant_ivfpq")),
+    ],
+    "disk": [
+        ("SQLite", cell(get("write", "sqlite_mb"), 0)),
+        ("BM25", cell(get("build_bm25", "disk_mb"), 0)),
+        ("Flat", cell(get("build_flat", "disk_mb"), 0)),
+        ("store total", cell(total_disk, 0)),
+        ("HNSW32", cell(get("variant_hnsw", "disk_mb"), 0, "variant_hnsw")),
+        ("IVF-PQ", cell(get("variant_ivfpq", "disk_mb"), 0, "variant_ivfpq")),
+    ],
+    "opening": [
+        ("first BM25 search s", cell(get("serve", "first_bm25_s"), 2)),
+        ("first dense search s", cell(get("serve", "first_dense_s"), 2)),
+        ("checksum check ms", cell(_milliseconds(SERIES["verify_s"][1]), 1)),
+        ("full re-hash s", cell(lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")), 2)),
+        ("heap after opening MiB", cell(get("serve", "memory_after_open", "anon_mb"), 0)),
+        ("RSS after opening MiB", cell(get("serve", "memory_after_open", "rss_mb"), 0)),
+        ("serving peak MiB", cell(get("serve", "vm_hwm_mb"), 0)),
+    ],
+    "mapped_plain": [
+        (
+            "open + first searches s",
+            pair(
+                SERIES["open_s"][1],
+                lambda e: _sum(e, ("serve_plain", "first_bm25_s"), ("serve_plain", "first_dense_s")),
+                2,
+            ),
+        ),
+        (
+            "heap after opening MiB",
+            pair(get("serve", "memory_after_open", "anon_mb"), get("serve_plain", "memory_after_open", "anon_mb"), 0),
+        ),
+        ("serving peak MiB", pair(get("serve", "vm_hwm_mb"), get("serve_plain", "vm_hwm_mb"), 0)),
+        ("BM25 q/s", pair(get("serve", "bm25_store", "per_s"), get("serve_plain", "bm25_store", "per_s"), 0)),
+        ("Flat q/s", pair(get("serve", "dense_store", "per_s"), get("serve_plain", "dense_store", "per_s"), 1)),
+        ("hybrid q/s", pair(get("serve", "hybrid_single", "per_s"), get("serve_plain", "hybrid_single", "per_s"), 1)),
+    ],
+    "qps": [
+        ("BM25 store", cell(get("serve", "bm25_store", "per_s"), 0)),
+        ("BM25 index", cell(get("serve", "bm25_index", "per_s"), 0)),
+        ("Flat store", cell(get("serve", "dense_store", "per_s"), 1)),
+        ("Flat index", cell(get("serve", "dense_index", "per_s"), 1)),
+        ("Flat batch 32", cell(get("serve", "dense_index_batch", "per_s"), 1)),
+        ("HNSW32 ef128", cell(get("variant_hnsw", "search", "per_s"), 0, "variant_hnsw")),
+        ("recall@100", cell(get("variant_hnsw", "recall_at_100"), 3, "variant_hnsw")),
+        ("IVF-PQ np64", cell(get("variant_ivfpq", "search", "per_s"), 0, "variant_ivfpq")),
+        ("recall@100", cell(get("variant_ivfpq", "recall_at_100"), 3, "variant_ivfpq")),
+        ("hybrid", cell(get("serve", "hybrid_single", "per_s"), 1)),
+        ("hybrid batch 32", cell(get("serve", "hybrid_batch", "per_s"), 1)),
+    ],
+    "add": [
+        ("write_documents s", cell(get("add", "write_s"), 3)),
+        ("BM25 catch-up s", cell(get("add", "bm25_catch_up_s"), 3)),
+        ("first BM25 search s", cell(get("add", "first_bm25_search_s"), 3)),
+        ("FAISS catch-up s", cell(get("add", "dense_catch_up_s"), 3)),
+        ("first dense search s", cell(get("add", "first_dense_search_s"), 2)),
+        ("save() s", cell(get("add", "save_s"), 2)),
+        ("2nd batch: FAISS catch-up s", cell(get("add", "second_dense_catch_up_s"), 3)),
+        ("BM25 catch-up s", cell(get("add", "second_bm25_catch_up_s"), 3)),
+        ("save() s", cell(get("add", "second_save_s"), 2)),
+        ("store code", lambda e: str(e.get("add", {}).get("store_code", "–"))),
+    ],
+    "mmap": [
+        ("Flat heap plain", cell(get("load_flat_plain", "anon_added_mb"), 0)),
+        ("mapped", cell(get("load_flat_mmap", "anon_added_mb"), 0)),
+        (
+            "q/s plain/mapped",
+            pair(get("load_flat_plain", "search", "per_s"), get("load_flat_mmap", "search", "per_s"), 1),
+        ),
+        ("BM25 heap plain", cell(get("load_bm25_plain", "anon_added_mb"), 0)),
+        ("mapped", cell(get("load_bm25_mmap", "anon_added_mb"), 0)),
+        (
+            "q/s plain/mapped",
+            pair(get("load_bm25_plain", "search", "per_s"), get("load_bm25_mmap", "search", "per_s"), 0),
+        ),
+        ("HNSW heap plain", cell(get("variant_hnsw", "load_plain", "anon_added_mb"), 0, "variant_hnsw")),
+        ("mapped", cell(get("variant_hnsw", "load_mmap", "anon_added_mb"), 0, "variant_hnsw")),
+        (
+            "q/s plain/mapped",
+            pair(
+                get("variant_hnsw", "load_plain", "search", "per_s"),
+                get("variant_hnsw", "load_mmap", "search", "per_s"),
+                0,
+            ),
+        ),
+        ("IVF-PQ heap plain", cell(get("variant_ivfpq", "load_plain", "anon_added_mb"), 0, "variant_ivfpq")),
+        ("mapped", cell(get("variant_ivfpq", "load_mmap", "anon_added_mb"), 0, "variant_ivfpq")),
+        (
+            "q/s plain/mapped",
+            pair(
+                get("variant_ivfpq", "load_plain", "search", "per_s"),
+                get("variant_ivfpq", "load_mmap", "search", "per_s"),
+                0,
+            ),
+        ),
+    ],
+}
+TEMPLATE = sibling_template(__file__, "scale_report.md.template")
+
+
 def report(results: dict) -> str:
+    """docs/benchmarks/scale.md: the template filled with :func:`report_data`."""
+    return fill_template(TEMPLATE, report_data(results))
+
+
+def report_data(results: dict) -> dict[str, str]:
+    """The values of the report's placeholders: settings, the per-size tables and the computed sections."""
     s = results.get("settings", {})
-    lines = [
-        "# Scaling the embedded store: 55k to 2M passages",
-        "",
-        "Made by (from the repository root; each measurement in a fresh single-threaded child process):",
-        "",
-        "```bash",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark prep",
-        f"nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes {','.join(sorted(results['sizes'], key=int))} "
-        f"--query-budget-s {s.get('query_budget_s', 10):g} --max-build-s 600",
-        "# HNSW32 at 2M, skipped by the 600 s limit above (predicted 827 s), measured afterwards:",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes 2000000 --steps variant_hnsw --redo variant_hnsw "
-        f"--query-budget-s {s.get('query_budget_s', 10):g} --max-build-s 1200",
-        "# Store changes (vector counter, checksums verified once, memory-mapped indexes): the store steps again,",
-        "# the previous results kept under 'before' in scale.json (the section 'Before and after' below):",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes 55350,250000,500000,1000000,2000000 "
-        "--steps write,build_bm25,build_flat,serve,add --redo write,build_bm25,build_flat,serve,add --keep-before "
-        f"--query-budget-s {s.get('query_budget_s', 10):g} --max-build-s 600",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes 55350,250000,500000,1000000,2000000 --steps serve_plain "
-        f"--query-budget-s {s.get('query_budget_s', 10):g}",
-        "# The FAISS delta: per size, on a fresh copy of the saved store each time (opened once, so its files are hashed),",
-        "# the add step with the previous commit's code (a checkout in OLD), then with this code, the first kept as 'before_delta':",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes N --steps add --redo add --code OLD",
-        "nice -n 5 python -m benchmarks.scale.scale_benchmark run --sizes N --steps add --redo add --keep-before --before-key before_delta",
-        "python -m benchmarks.scale.scale_report",
-        "```",
-        "",
-        f"Machine: {results.get('machine', '?')}, shared with other jobs (load average per step in scale.json):",
-        "timings vary by up to ~40% between runs; one thread everywhere (OMP/BLAS/FAISS/torch).",
-        "",
-        "- **Passages**: the pool's 55,350 real DPR passages, then synthetic ones: the pool recombined (title and first",
-        "  half of one passage, second half of another, `benchmarks.bm25.bm25_incremental.synthetic_passages`), all distinct.",
-        "- **Vectors** (384-d, all-MiniLM-L6-v2): the real pool vectors from the embedding cache for the first 55,350;",
-        "  beyond, synthetic unit vectors drawn from a Gaussian with the real vectors' mean and covariance",
-        "  (`benchmarks.vector_index.faiss_benchmark.synthetic_vectors`): encoding 2M passages here would take days.",
-        "- **Queries**: the 655 NQ dev questions (BM25) and their vectors, encoded once beforehand (dense, hybrid).",
-        f"- queries/s: one query per call, top {s.get('top_k', 100)}, warm, after 3 warm-up queries, up to "
-        f"{s.get('query_budget_s', '?')} s per measurement; exact hybrid: union of both top-{s.get('hybrid_candidates', 2000)} lists,",
-        "  `hybrid_search` one by one and `hybrid_search_batch` 32 at a time. Store q/s include reading the documents from SQLite.",
-        "- Peak memory: the child process's high-water mark (VmHWM). Disk: bytes of the files (manifests included).",
-        "",
-        "![build time](scale_build.png) ![peak memory](scale_memory.png)",
-        "![disk](scale_disk.png) ![queries/s](scale_qps.png)",
-        "",
-    ]
-    build_intro = "Seconds and peak MiB of the process. The Flat/BM25 builds read everything from SQLite, build and save with checksums."
-    lines += table(
-        results,
-        ["## Build", "", build_intro, ""],
-        [
-            ("write to SQLite s", cell(get("write", "seconds"))),
-            ("passages/s", cell(get("write", "per_s"), 0)),
-            ("BM25 s", cell(get("build_bm25", "seconds"))),
-            ("BM25 peak", cell(get("build_bm25", "vm_hwm_mb"), 0)),
-            ("Flat s", cell(get("build_flat", "seconds"))),
-            ("Flat peak", cell(get("build_flat", "vm_hwm_mb"), 0)),
-            ("HNSW32 s", cell(get("variant_hnsw", "build_s"), 1, "variant_hnsw")),
-            ("HNSW32 peak", cell(get("variant_hnsw", "vm_hwm_mb"), 0, "variant_hnsw")),
-            ("IVF-PQ s", cell(get("variant_ivfpq", "build_s"), 1, "variant_ivfpq")),
-            ("IVF-PQ peak", cell(get("variant_ivfpq", "vm_hwm_mb"), 0, "variant_ivfpq")),
-        ],
-    )
-    lines += [
-        "HNSW32 and IVF-PQ are built standalone by the store's `DenseIndex` from the same vectors held in memory (their",
-        "peak includes the input vectors: N x 1.5 KiB). IVF-PQ is `IVF<nlist>,PQ48`, nlist ~ 4·sqrt(N) (a power of two):",
-        ", ".join(
+    by_size = sorted(results["sizes"].items(), key=lambda x: int(x[0]))
+    return {
+        "sizes": ",".join(sorted(results["sizes"], key=int)),
+        "budget": f"{s.get('query_budget_s', 10):g}",
+        "machine": results.get("machine", "?"),
+        "top_k": s.get("top_k", 100),
+        "budget_s": s.get("query_budget_s", "?"),
+        "hybrid_candidates": s.get("hybrid_candidates", 2000),
+        "added": f"{s.get('added', 1000):,}",
+        "ivfpq_factories": ", ".join(
             f"{int(n):,}: {e['variant_ivfpq']['factory']}"
-            for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
+            for n, e in by_size
             if "factory" in e.get("variant_ivfpq", {})
-        )
-        + ".",
-        "",
-    ]
-    lines += table(
-        results,
-        ["## On-disk size (MiB)", ""],
-        [
-            ("SQLite", cell(get("write", "sqlite_mb"), 0)),
-            ("BM25", cell(get("build_bm25", "disk_mb"), 0)),
-            ("Flat", cell(get("build_flat", "disk_mb"), 0)),
-            ("store total", cell(total_disk, 0)),
-            ("HNSW32", cell(get("variant_hnsw", "disk_mb"), 0, "variant_hnsw")),
-            ("IVF-PQ", cell(get("variant_ivfpq", "disk_mb"), 0, "variant_ivfpq")),
-        ],
-    )
-    lines += table(
-        results,
-        [
-            "## Opening a saved store",
-            "",
-            "A new process: construct the store (lazy: touches nothing), then the first BM25 search (loads and checks",
-            "the BM25 folder) and the first dense search (loads and checks the FAISS folder), with the default settings",
-            "(indexes memory-mapped). The checksum check is timed again on its own: as an opening does it (files hashed",
-            "on this machine before, by the save, are not hashed again) and fully re-hashed (a folder copied from",
-            "elsewhere, checked once). Files are in the page cache (warm); a cold disk adds its read time.",
-            "*heap*: the process's anonymous memory after both searches; *RSS* adds the mapped index pages it touched.",
-            "",
-        ],
-        [
-            ("first BM25 search s", cell(get("serve", "first_bm25_s"), 2)),
-            ("first dense search s", cell(get("serve", "first_dense_s"), 2)),
-            ("checksum check ms", cell(_milliseconds(SERIES["verify_s"][1]), 1)),
-            ("full re-hash s", cell(lambda e: _sum(e, ("serve", "rehash_bm25_s"), ("serve", "rehash_dense_s")), 2)),
-            ("heap after opening MiB", cell(get("serve", "memory_after_open", "anon_mb"), 0)),
-            ("RSS after opening MiB", cell(get("serve", "memory_after_open", "rss_mb"), 0)),
-            ("serving peak MiB", cell(get("serve", "vm_hwm_mb"), 0)),
-        ],
-    )
-    lines += table(
-        results,
-        [
-            "### Memory-mapped (default) vs read into the heap (`memory_map=False`)",
-            "",
-            "The same opening and queries in another fresh process with `memory_map=False` (step `serve_plain`, run after",
-            "the adding step: on N + 2,000 passages): each cell is mapped / plain. Both open with the vector counter and",
-            "the checksum record; plain reads both indexes into the heap. The serving peak counts the mapped pages the",
-            "queries touched (page cache: shared, evictable), hence the same peak; the heap is what differs.",
-            "",
-        ],
-        [
-            (
-                "open + first searches s",
-                pair(
-                    SERIES["open_s"][1],
-                    lambda e: _sum(e, ("serve_plain", "first_bm25_s"), ("serve_plain", "first_dense_s")),
-                    2,
-                ),
-            ),
-            (
-                "heap after opening MiB",
-                pair(
-                    get("serve", "memory_after_open", "anon_mb"), get("serve_plain", "memory_after_open", "anon_mb"), 0
-                ),
-            ),
-            ("serving peak MiB", pair(get("serve", "vm_hwm_mb"), get("serve_plain", "vm_hwm_mb"), 0)),
-            ("BM25 q/s", pair(get("serve", "bm25_store", "per_s"), get("serve_plain", "bm25_store", "per_s"), 0)),
-            ("Flat q/s", pair(get("serve", "dense_store", "per_s"), get("serve_plain", "dense_store", "per_s"), 1)),
-            (
-                "hybrid q/s",
-                pair(get("serve", "hybrid_single", "per_s"), get("serve_plain", "hybrid_single", "per_s"), 1),
-            ),
-        ],
-    )
-    lines += table(
-        results,
-        ["## Queries per second (one thread)", ""],
-        [
-            ("BM25 store", cell(get("serve", "bm25_store", "per_s"), 0)),
-            ("BM25 index", cell(get("serve", "bm25_index", "per_s"), 0)),
-            ("Flat store", cell(get("serve", "dense_store", "per_s"), 1)),
-            ("Flat index", cell(get("serve", "dense_index", "per_s"), 1)),
-            ("Flat batch 32", cell(get("serve", "dense_index_batch", "per_s"), 1)),
-            ("HNSW32 ef128", cell(get("variant_hnsw", "search", "per_s"), 0, "variant_hnsw")),
-            ("recall@100", cell(get("variant_hnsw", "recall_at_100"), 3, "variant_hnsw")),
-            ("IVF-PQ np64", cell(get("variant_ivfpq", "search", "per_s"), 0, "variant_ivfpq")),
-            ("recall@100", cell(get("variant_ivfpq", "recall_at_100"), 3, "variant_ivfpq")),
-            ("hybrid", cell(get("serve", "hybrid_single", "per_s"), 1)),
-            ("hybrid batch 32", cell(get("serve", "hybrid_batch", "per_s"), 1)),
-        ],
-    )
-    lines += [
-        "*store*: through `EmbeddedDocumentStore` (Documents read from SQLite); *index*: the index object alone.",
-        "recall@100: share of the exact top 100 (Flat) found, mean over 200 questions (on synthetic vectors beyond",
-        "55k, recall of approximate indexes is lower than on real vectors: docs/benchmarks/faiss.md).",
-        "",
-    ]
-    lines += table(
-        results,
-        [
-            f"## Adding {s.get('added', 1000):,} passages to the saved store",
-            "",
-            "A new process opens the store (autosave on, the default), searches once, then writes the passages with vectors;",
-            "then, in the same process, a second batch as large (write, FAISS and BM25 catch-up, save()).",
-            "",
-        ],
-        [
-            ("write_documents s", cell(get("add", "write_s"), 3)),
-            ("BM25 catch-up s", cell(get("add", "bm25_catch_up_s"), 3)),
-            ("first BM25 search s", cell(get("add", "first_bm25_search_s"), 3)),
-            ("FAISS catch-up s", cell(get("add", "dense_catch_up_s"), 3)),
-            ("first dense search s", cell(get("add", "first_dense_search_s"), 2)),
-            ("save() s", cell(get("add", "save_s"), 2)),
-            ("2nd batch: FAISS catch-up s", cell(get("add", "second_dense_catch_up_s"), 3)),
-            ("BM25 catch-up s", cell(get("add", "second_bm25_catch_up_s"), 3)),
-            ("save() s", cell(get("add", "second_save_s"), 2)),
-            ("store code", lambda e: str(e.get("add", {}).get("store_code", "–"))),
-        ],
-    )
-    lines += [
-        "*store code*: digest of the store's source files that made the column (scale.json). With the FAISS delta",
-        "(the section below) new vectors go to a small exact index saved apart, and the mapped main index is neither",
-        "read into memory nor rewritten; without it (older columns) the first FAISS catch-up after opening read the",
-        "mapped index into memory and every save rewrote the whole FAISS folder, both linear in N. BM25 is saved only",
-        "once it is >1% behind its saved copy or by save(), which rewrites it whole (the save() rows).",
-        "",
-    ]
-    lines += delta_before_after(results)
-    lines += before_after(results)
-    lines += table(
-        results,
-        [
-            "## Memory-mapping (standalone loads in fresh processes)",
-            "",
-            "Anonymous memory (heap, MiB) added by reading the saved file, plain vs memory-mapped, and single-query q/s after.",
-            "FAISS: `faiss.read_index(path, IO_FLAG_MMAP_IFC)` (flat codes, also HNSW's vectors and graph in FAISS 1.15) or",
-            "`IO_FLAG_MMAP` (IVF lists); BM25: `BM25Index.read_files` with `np.load(mmap_mode='r')` (vocabulary dict stays in",
-            "the heap). Mapped pages count as page cache (shared, reclaimable), not heap.",
-            "",
-        ],
-        [
-            ("Flat heap plain", cell(get("load_flat_plain", "anon_added_mb"), 0)),
-            ("mapped", cell(get("load_flat_mmap", "anon_added_mb"), 0)),
-            (
-                "q/s plain/mapped",
-                pair(get("load_flat_plain", "search", "per_s"), get("load_flat_mmap", "search", "per_s"), 1),
-            ),
-            ("BM25 heap plain", cell(get("load_bm25_plain", "anon_added_mb"), 0)),
-            ("mapped", cell(get("load_bm25_mmap", "anon_added_mb"), 0)),
-            (
-                "q/s plain/mapped",
-                pair(get("load_bm25_plain", "search", "per_s"), get("load_bm25_mmap", "search", "per_s"), 0),
-            ),
-            ("HNSW heap plain", cell(get("variant_hnsw", "load_plain", "anon_added_mb"), 0, "variant_hnsw")),
-            ("mapped", cell(get("variant_hnsw", "load_mmap", "anon_added_mb"), 0, "variant_hnsw")),
-            (
-                "q/s plain/mapped",
-                pair(
-                    get("variant_hnsw", "load_plain", "search", "per_s"),
-                    get("variant_hnsw", "load_mmap", "search", "per_s"),
-                    0,
-                ),
-            ),
-            ("IVF-PQ heap plain", cell(get("variant_ivfpq", "load_plain", "anon_added_mb"), 0, "variant_ivfpq")),
-            ("mapped", cell(get("variant_ivfpq", "load_mmap", "anon_added_mb"), 0, "variant_ivfpq")),
-            (
-                "q/s plain/mapped",
-                pair(
-                    get("variant_ivfpq", "load_plain", "search", "per_s"),
-                    get("variant_ivfpq", "load_mmap", "search", "per_s"),
-                    0,
-                ),
-            ),
-        ],
-    )
-    lines += [
-        "## Extrapolation to 21M passages",
-        "",
-        f"Fitted on the sizes from {FIT_FROM:,} on: disk and memory as a straight line (bytes per passage shown),",
-        "times and q/s as a power law. 384-d vectors; DPR's 768-d vectors double every vector-sized term.",
-        "IVF-PQ keeps 1,024 lists at every size from 250k (bounded training time here): its build time and q/s",
-        "curves are not those of a 21M index, which would use ~16k lists.",
-        "",
-        *table_header(["quantity", "at 21M", "fit"], "lrl"),
-    ]
+        ),
+        **{f"{name}_table": "\n".join(table(results, [], columns)[:-1]) for name, columns in TABLES.items()},
+        "delta_before_after": _section(delta_before_after(results)),
+        "before_after": _section(before_after(results)),
+        "fit_from": f"{FIT_FROM:,}",
+        "extrapolation_rows": "\n".join(extrapolation_rows(results)),
+        "not_measured": _not_measured(results, by_size),
+    }
+
+
+def _section(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def extrapolation_rows(results: dict) -> list[str]:
+    """One table row per series: its value at 21M and how it was fitted."""
+    rows = []
     for name, (label, _, unit, kind) in SERIES.items():
         value, how = extrapolate(results, name)
         if kind == "linear":
@@ -489,30 +387,15 @@ def report(results: dict) -> str:
             shown = f"{value / 1024:,.1f} GiB" if value is not None else "–"
         else:
             shown = f"{fmt(value)} {unit}" if value is not None else "–"
-        lines.append(f"| {label} ({unit}) | {shown} | {how} |")
-    lines.append("")
-    lines += [
-        "## Notes",
-        "",
-        "- The synthetic passages reuse the pool's words: the BM25 vocabulary stays at the pool's (about 1 MB), where",
-        "  real Wikipedia at 21M has millions of terms (a Python dict in the heap). Postings per passage are realistic.",
-        "- Without the FAISS delta, FAISS catch-up after opening was linear in N: the first add read the mapped index into",
-        "  memory, then FAISS reallocated and copied all its vectors to append, once per process, and with autosave the first",
-        "  search after a write rewrote and hashed the whole FAISS folder. With it, both touch only the delta; the fold of the",
-        "  delta into the main index (past `dense_delta_fraction` of it, 5% by default) is the full rewrite, and is not measured here.",
-        "- Checking a loaded FAISS index against the table reads the vector count that SQLite triggers keep in the",
-        "  write transactions (the previous code counted with `SELECT COUNT(*) ... WHERE embedding IS NOT NULL`, which",
-        "  read every row: 3.3 s at 2M, warm). A loaded BM25 index, whose files the checksums vouch for, is checked by",
-        "  its shapes, not by re-reading every posting.",
-        "- A memory-mapped FAISS index cannot take additions: IVF raises, Flat/HNSW abort the process on a FAISS",
-        "  assertion (FAISS 1.15.1). Mapped IVF lists (`IO_FLAG_MMAP`) searched 2-10x slower than in memory here.",
-        "- The HNSW32 / IVF-PQ peaks include generating the synthetic vectors and the exact top 100 for recall; the",
-        "  memory of the index itself is its *heap plain* column above.",
-        "",
-    ]
+        rows.append(f"| {label} ({unit}) | {shown} | {how} |")
+    return rows
+
+
+def _not_measured(results: dict, by_size: list[tuple[str, dict]]) -> str:
+    """The section listing the skipped and failed steps, or nothing."""
     skipped = [
         f"{step} at {int(n):,}: {e[step]['skipped']}"
-        for n, e in sorted(results["sizes"].items(), key=lambda x: int(x[0]))
+        for n, e in by_size
         for step in e
         if isinstance(e[step], dict) and "skipped" in e[step]
     ]
@@ -522,9 +405,9 @@ def report(results: dict) -> str:
         for step in e
         if isinstance(e[step], dict) and "failed" in e[step]
     ]
-    if skipped or failed:
-        lines += ["## Not measured", "", *[f"- {line}" for line in skipped + failed], ""]
-    return "\n".join(lines)
+    if not skipped and not failed:
+        return ""
+    return "\n" + "\n".join(["## Not measured", "", *[f"- {line}" for line in skipped + failed], ""])
 
 
 BEFORE_AFTER: list[tuple[str, Getter, int]] = [

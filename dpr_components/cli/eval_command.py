@@ -12,11 +12,6 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.cli.pipeline_runner import (
-    check_top_k_option,
-    run_pipeline,
-    top_k_inputs,
-)
 from dpr_components.evaluation.answer_matching import MatchMode, check_answer_pattern
 from dpr_components.evaluation.eval_report import write_evaluation_report
 from dpr_components.evaluation.eval_spec import (
@@ -34,10 +29,19 @@ from dpr_components.evaluators import (
     RetrievalAccuracyEvaluator,
 )
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from dpr_components.pipeline_requests.inputs import request_inputs
+from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.output_files import prepare_output_folder
 from dpr_components.utils.sources import resolve_data_source
 
 DEFAULT_TOP_K = 100
+
+
+def check_top_k_option(top_k: int) -> int:
+    """The passages per question (``--top-k``, else the evaluation file's) when positive."""
+    if top_k <= 0:
+        raise ValueError(f"--top-k must be positive, got {top_k}")
+    return top_k
 
 
 def default_evaluation_pipeline(match_mode: MatchMode) -> Pipeline:
@@ -156,7 +160,7 @@ def command_eval(args: Any) -> int:
         eval_pipeline,
         questions,
         top_k,
-        inputs_for=lambda pipeline: top_k_inputs(pipeline, top_k),
+        inputs_for=lambda pipeline: request_inputs(pipeline, top_k=top_k),
         on_result=_print_scores,
         gold_documents=gold_documents,
     )

@@ -9,12 +9,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from dpr_components.cli.pipeline_runner import run_pipeline
 from dpr_components.evaluation.answer_matching import MatchMode
 from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import (
     best_weight,

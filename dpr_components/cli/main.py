@@ -26,13 +26,6 @@ from collections.abc import Iterator
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.option_bounds import check_settings, option_number
 from dpr_components.cli.output_format import printable, result_text, to_json_line
-from dpr_components.cli.pipeline_runner import (
-    one_line,
-    quiet_retry_logs,
-    run_pipeline,
-    user_error_cause,
-    user_errors,
-)
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.cli.serve_command import add_serve_parser, command_serve
 from dpr_components.cli.shard_command import (
@@ -46,6 +39,9 @@ from dpr_components.cli.shard_command import (
 from dpr_components.evaluation.interval_options import add_interval_options
 from dpr_components.export.command import add_export_parsers, command_export
 from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.pipeline_requests.errors import one_line, quiet_retry_logs, user_error_cause, user_errors
+from dpr_components.pipeline_requests.inputs import request_inputs
+from dpr_components.pipeline_requests.running import run_pipeline
 
 
 def _add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -155,15 +151,17 @@ def _add_fit_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    """``haystack run``: one set of inputs, or one per line of a ``--batch`` file."""
+    """``haystack run``: one request, or one per line of a ``--batch`` file; each placed in the pipeline
+    by :func:`request_inputs`, as the server and the LangChain retriever place theirs."""
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
-    base = base_inputs(args, pipeline)
+    base = base_inputs(args)
     if args.batch:
         if args.query:
             raise ValueError("give either --query or --batch, not both")
         for number, item in batch_queries(args.batch):
             try:
-                result = run_pipeline(pipeline, merge_inputs(base, item))
+                inputs = request_inputs(pipeline, top_k=args.top_k, other=merge_inputs(base, item))
+                result = run_pipeline(pipeline, inputs)
             except user_errors() as error:
                 raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
             print(
@@ -173,11 +171,10 @@ def command_run(args: argparse.Namespace) -> int:
                 flush=True,
             )
         return 0
-    if args.query is not None:
-        base["query"] = args.query
-    if not base:
+    inputs = request_inputs(pipeline, query=args.query, top_k=args.top_k, other=base)
+    if not inputs:
         raise ValueError("no inputs: give --query, --input NAME=VALUE, --inputs-file or --batch")
-    result = run_pipeline(pipeline, base)
+    result = run_pipeline(pipeline, inputs)
     print(to_json_line(result) if args.json else result_text(result))
     return 0
 

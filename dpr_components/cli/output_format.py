@@ -131,6 +131,9 @@ def answers_table(answers: list[ExtractedAnswer]) -> str:
     for rank, answer in enumerate(answers, start=1):
         doc = answer.document
         title = doc.meta.get("title", "") if doc else ""
+        if answer.data is None:  # a reader's "no answer", ranked by its probability
+            lines.append(f"  {rank}. (no answer: the passages may not hold one)  (probability {_score(answer.score)})")
+            continue
         lines.append(f"  {rank}. {printable(repr(answer.data))}  (score {_score(answer.score)})")
         if doc is not None:
             lines.append(f"     from [{_clip(str(title), 80)}] {_clip(doc.content or '', 160)}")

@@ -1,4 +1,5 @@
-"""The inputs of ``haystack run``: ``--input``, ``--inputs-file`` and ``--top-k`` gathered into one mapping."""
+"""The inputs of ``haystack run``: ``--input`` and ``--inputs-file`` gathered into one mapping (flat names and
+``{component: {name: value}}``, placed by :func:`~dpr_components.pipeline_requests.inputs.request_inputs`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dpr_components.cli.pipeline_runner import top_k_inputs
 from dpr_components.pipeline_files.loading import parse_value
 from dpr_components.utils.output_files import describe_os_error
 from dpr_components.utils.validation import load_json_text
@@ -37,8 +37,8 @@ def _read_inputs_file(path: str) -> dict[str, Any]:
     return loaded
 
 
-def base_inputs(args: argparse.Namespace, pipeline: Any) -> dict[str, Any]:
-    """The inputs given by ``--inputs-file``, ``--input`` and ``--top-k``."""
+def base_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The inputs given by ``--inputs-file`` and ``--input``."""
     data: dict[str, Any] = {}
     if args.inputs_file:
         data.update(_read_inputs_file(args.inputs_file))
@@ -47,9 +47,6 @@ def base_inputs(args: argparse.Namespace, pipeline: Any) -> dict[str, Any]:
             raise ValueError(f"--input expects NAME=VALUE, got {item!r}")
         name, raw = item.split("=", 1)
         _set_input(data, name, parse_value(raw, f"--input {name}"))
-    if args.top_k is not None:
-        for leaf, values in top_k_inputs(pipeline, args.top_k).items():
-            data.setdefault(leaf, {}).update(values)
     return data
 
 

@@ -1,31 +1,30 @@
-"""``haystack serve``: every pipeline of a folder as an HTTP endpoint (hayhooks), ``POST /{name}/run``,
-and the ask page at ``GET /`` (docs/serving.md).
+"""``haystack serve``'s options, read into a ``ServerPolicy`` and thread settings, then the server run
+(``dpr_components.serving``; docs/serving.md).
 
-Its security model (origins, Host names, API key, body size, logs, training) is in server_security.py."""
+Its security model (origins, Host names, API key, body size, logs, training) is in
+``dpr_components/serving/security.py``."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from dpr_components.cli.option_bounds import BODY_BOUND, PORT_BOUND, RUNS_PER_CORE, option_number
-from dpr_components.cli.server_security import (
+from dpr_components.serving.security import (
     DEFAULT_MAX_BODY_BYTES,
     ServerPolicy,
     check_bind_address,
-    is_loopback,
     normalize_host_name,
     normalize_origin,
     read_api_key,
 )
+from dpr_components.serving.server import prepare_input_root, serve
 from dpr_components.utils.knobs import check_option
 from dpr_components.utils.threads import (
     DEFAULT_QUERY_THREADS,
     QUERY_THREADS_ENV,
     check_thread_variables,
-    default_concurrent_runs,
     query_threads,
     thread_bound,
 )
@@ -145,53 +144,10 @@ def server_policy(args: argparse.Namespace) -> ServerPolicy:
     )
 
 
-def _describe(policy: ServerPolicy) -> str:
-    """What the policy lets in, for the startup line."""
-    parts = ["API key required" if policy.api_key else "no API key"]
-    if not policy.api_key and not is_loopback(policy.host):
-        parts.append("INSECURE: open to anyone who reaches the port")
-    parts.append(f"web origins: {', '.join(policy.cors_origins) or 'none'}")
-    parts.append(f"Host names: {', '.join(sorted(policy.host_names()))}")
-    parts.append(f"bodies up to {policy.max_body_bytes:,} bytes")
-    parts.append("training on" if policy.enable_training else "training off")
-    return "; ".join(parts)
-
-
-def default_pipelines_dir(given: str | None) -> Path:
-    """The folder to serve: the one given, else ``./pipelines`` when it exists (a clone or a project of
-    the user's own), else the pipelines installed with the package."""
-    from dpr_components.packaged import PIPELINES_DIR
-
-    if given is not None:
-        return Path(given)
-    local = Path("pipelines")
-    return local if local.is_dir() else PIPELINES_DIR
-
-
 def command_serve(args: argparse.Namespace) -> int:
-    """Build the app, say what is served, then run it with uvicorn until interrupted."""
+    """Check the options, then serve until interrupted."""
     policy = server_policy(args)
     threads = apply_thread_settings(args)
-    root = Path(args.input_root)
-    if root.exists() and not root.is_dir():
-        raise ValueError(f"--input-root {root} exists and is not a folder")
-    root.mkdir(parents=True, exist_ok=True)
-
-    import uvicorn
-
-    from dpr_components.cli.serving import build_app
-
-    pipelines_dir = default_pipelines_dir(args.pipelines_dir)
-    print(f"pipelines from {pipelines_dir}", file=sys.stderr)
-    app, served = build_app(pipelines_dir, input_root=root, policy=policy, concurrent_runs=args.concurrent_runs)
-    for name, reason in served.skipped.items():
-        print(f"not served: {name}: {reason}", file=sys.stderr)
-    print(
-        f"serving {', '.join(served.deployed)} on http://{args.host}:{args.port} "
-        f"(POST /NAME/run, the ask page at /; input files only from {root.resolve()}; {_describe(policy)}; "
-        f"{threads} thread(s) per question, {args.concurrent_runs or default_concurrent_runs()} run(s) at once)",
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None, server_header=False)
+    root = prepare_input_root(Path(args.input_root))
+    serve(args.pipelines_dir, policy, args.port, root, threads, args.concurrent_runs)
     return 0

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from dpr_components.cli.option_bounds import option_number
-from dpr_components.cli.pipeline_runner import nest_inputs, run_pipeline
 from dpr_components.cli.run_inputs import base_inputs
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.ray_sharding import (
@@ -31,6 +30,8 @@ from dpr_components.indexing.shard_merge import BATCH_PASSAGES, MergeResult, mer
 from dpr_components.indexing.shard_run import run_shard
 from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec, writes_documents
+from dpr_components.pipeline_requests.inputs import request_inputs
+from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.output_folders import SHARDS, check_output_folder
 
@@ -99,7 +100,7 @@ def command_run_shard(args: argparse.Namespace) -> int:
     if args.shard_dir is not None:  # refused before the pipeline loads its models
         check_output_folder(args.shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
     pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
-    inputs = nest_inputs(pipeline, base_inputs(args, pipeline))
+    inputs = request_inputs(pipeline, top_k=args.top_k, other=base_inputs(args))
     corpus = _corpus_input(inputs)
     result = run_shard(
         pipeline,
@@ -208,7 +209,7 @@ def command_index_ray(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-retries must be 0 or more, got {args.max_retries}")
     spec = ShardSpec(args.shards, args.shards)  # checks N against the shard limit
     check_output_folder(args.shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
-    inputs = base_inputs(argparse.Namespace(inputs_file=None, input=args.input, top_k=None), None)
+    inputs = base_inputs(argparse.Namespace(inputs_file=None, input=args.input))
     flat = {k: v for k, v in inputs.items() if not isinstance(v, dict)}
     per_component = {k: v for k, v in inputs.items() if isinstance(v, dict)}
     corpus = _corpus_input({"": flat, **per_component})  # "": the inputs of every component

@@ -59,10 +59,11 @@ def _leaf_output(pipeline: Any, result: dict[str, Any], socket: str) -> list[Any
 
 
 def _best_answer(answers: list[Any]) -> str | None:
-    """The text of the top answer that has one (readers may append a 'no answer' entry)."""
+    """The text of the top answer; ``None`` when "no answer" (an answer without text, as readers with
+    ``no_answer`` return it) comes first: the pipeline did not answer, which scores as wrong."""
     for answer in answers:
-        if isinstance(answer, (ExtractedAnswer, GeneratedAnswer)) and answer.data:
-            return answer.data
+        if isinstance(answer, (ExtractedAnswer, GeneratedAnswer)):
+            return answer.data or None
         if isinstance(answer, str) and answer.strip():
             return answer
     return None

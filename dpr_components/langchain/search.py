@@ -16,6 +16,7 @@ from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
+from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.utils.pipeline_graph import leaf_components
 
 # Exceptions that describe a mistake in the input; Haystack wraps a component's own in its pipeline error.
@@ -104,8 +105,11 @@ class ComponentSearch:
 
 
 class PipelineSearch:
-    """A pipeline: the query goes to every input named ``query``; ``top_k`` and filters, and the documents
-    returned, belong to the ``output`` component (by default the one result component with a documents output)."""
+    """A pipeline: the documents of the ``output`` component (by default the one result component with a
+    documents output); the query, ``top_k`` and filters placed as every front end places them
+    (:func:`~dpr_components.pipeline_requests.inputs.request_inputs`, ``output`` as the result component):
+    the query to every input named ``query``, ``top_k`` to ``output``, filters to every component that
+    takes them (the retrievers before a re-ranking stage among them)."""
 
     def __init__(self, pipeline: Any, output: str | None = None) -> None:
         inputs = pipeline.inputs()
@@ -126,20 +130,10 @@ class PipelineSearch:
         self.pipeline = pipeline
         self.output = output
         self.name = f"pipeline component {output!r}"
-        own_inputs = pipeline.inputs(include_components_with_connected_inputs=True).get(output, {})
-        self.takes_top_k = "top_k" in own_inputs
-        self.takes_filters = "filters" in own_inputs
         self._extra_outputs = None if output in leaf_components(pipeline) else {output}
 
     def _inputs(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-        data: dict[str, dict[str, Any]] = {name: {"query": query} for name in self.receivers}
-        if top_k is not None and self.takes_top_k:
-            data.setdefault(self.output, {})["top_k"] = top_k
-        if filters is not None:
-            if not self.takes_filters:
-                raise ValueError(f"{self.name} takes no filters")
-            data.setdefault(self.output, {})["filters"] = filters
-        return data
+        return request_inputs(self.pipeline, query=query, top_k=top_k, filters=filters, results=[self.output])
 
     def search(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         data = self._inputs(query, top_k, filters)

@@ -1,7 +1,8 @@
 """Type paths that components had before the package was laid out by role, kept loadable until
 ``REMOVED_IN``: the old modules (``dpr_components.ranker``, ``dpr_components.reader``,
-``dpr_components.evaluation.evaluators`` and the package faces ``dpr_components.retrievers`` and
-``dpr_components.embedders`` for ``<package>.<Class>`` paths) register them with
+``dpr_components.evaluation.evaluators``, ``dpr_components.training.component`` and the package
+faces ``dpr_components.retrievers`` and ``dpr_components.embedders`` for ``<package>.<Class>``
+paths) register them with
 :func:`dpr_components.utils.type_paths.register_legacy_paths`."""
 
 from __future__ import annotations
@@ -18,4 +19,5 @@ LEGACY_TYPE_PATHS: dict[str, str] = {
     "dpr_components.reader.span_reader.SpanReader": "dpr_components.readers.span_reader.SpanReader",
     "dpr_components.evaluation.evaluators.RetrievalAccuracyEvaluator": "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator",
     "dpr_components.evaluation.evaluators.AnswerExactMatchF1Evaluator": "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator",
+    "dpr_components.training.component.DPRTrainer": "dpr_components.encoder_training.component.DPRTrainer",
 }

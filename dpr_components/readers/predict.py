@@ -54,6 +54,7 @@ class SpanPrediction:
     rank_weight: float = 1.0  # r^-α of the passage's retrieval rank r (1.0 without a rank prior)
     score_weight: float = 1.0  # e^(γ(s - s_max)) of the passage's incoming score s (1.0 without a score prior)
     selection_weight: float = 1.0  # a, the power P(passage) is raised to
+    selection_logit: float = 0.0  # the passage's raw [CLS] selection logit (its best window's), before the softmax
 
     @property
     def passage_rank_score(self) -> float:
@@ -288,6 +289,7 @@ def read_input(
         return []
     logits = row_logits(reader, rows, prepared.pad_id, settings.batch_size, bf16)
     passage_probability = passage_probabilities(rows, logits)
+    selection = best_relevance(rows, [relevance for _, _, relevance in logits])
     indices = sorted(passage_probability)
 
     candidates: dict[int, dict[tuple[int, int], SpanPrediction]] = {i: {} for i in indices}
@@ -318,6 +320,7 @@ def read_input(
                 rank_weight=rank_weight(row.passage_index + 1, settings.rank_prior),
                 score_weight=1.0 if weights_by_score is None else weights_by_score[row.passage_index],
                 selection_weight=settings.selection_weight,
+                selection_logit=selection[row.passage_index],
             )
     per_passage = {i: _non_overlapping(list(c.values()), settings.spans_per_passage) for i, c in candidates.items()}
     if settings.ranking == "combined":

@@ -13,6 +13,7 @@ from haystack.dataclasses import ExtractedAnswer
 from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import trained_objective
+from dpr_components.readers.no_answer import AnswerSettings
 from dpr_components.readers.predict import (
     NonFiniteLogits,
     Ranking,
@@ -28,6 +29,10 @@ from dpr_components.utils.type_paths import from_dict_any_path
 DEFAULT_READER = "models/reader-minilm"
 
 logger = logging.getLogger(__name__)
+
+
+def _by_score(answer: ExtractedAnswer) -> float:
+    return -answer.score
 
 
 @component
@@ -68,6 +73,15 @@ class SpanReader(ReadingComponent):
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
     :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
         OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
+    :param no_answer: also return an answer with ``data=None`` whose score is the probability that the
+        passages hold no answer (as Haystack's ``ExtractiveReader``); the answers' scores are then
+        (1 − P(no answer)) × their share of the candidates' scores. Needs ``no_answer_calibration``.
+    :param no_answer_calibration: the logistic model of P(no answer) for this reader and retrieval
+        (``{"selection_logit", "span_score", "log_share", "retrieval_score", "bias"}``), fitted by
+        training/fit_no_answer.py (docs/no_answer.md).
+    :param no_answer_threshold: "no answer" takes first place when P(no answer) is at least this, and
+        never otherwise; the other answers keep their order by score.
+    :param score_threshold: answers scoring below it are left out (the no-answer is kept).
 
     Usage example (after any retriever, as in ``pipelines/qa.yml``):
 
@@ -101,7 +115,14 @@ class SpanReader(ReadingComponent):
         batch_size: int | None = None,
         precision: Precision = "auto",
         backend: Backend = "torch",
+        no_answer: bool = False,
+        no_answer_calibration: dict[str, float] | None = None,
+        no_answer_threshold: float = 0.5,
+        score_threshold: float | None = None,
     ) -> None:
+        self.answer_settings = AnswerSettings.checked(
+            no_answer, no_answer_calibration, no_answer_threshold, score_threshold
+        )
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
         self._init_reading(model, top_k, title_field, precision, input_settings, backend)
         self.read_settings = ReadSettings(
@@ -116,7 +137,9 @@ class SpanReader(ReadingComponent):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **self._reading_parameters(), **asdict(self.read_settings))
+        return default_to_dict(
+            self, **self._reading_parameters(), **asdict(self.read_settings), **self.answer_settings.to_dict()
+        )
 
     def warm_up(self) -> None:
         """Load the model once; warns when it was trained for passage selection alone (its spans are random)."""
@@ -142,22 +165,19 @@ class SpanReader(ReadingComponent):
         :param query: the question.
         :param documents: the passages to read, in the retriever's order; documents without text are skipped.
         :param top_k: answers returned; ``None`` keeps the init value.
-        :returns: ``answers``: up to ``top_k`` ``ExtractedAnswer``s, best first (none when no document has text).
+        :returns: ``answers``: up to ``top_k`` ``ExtractedAnswer``s, best first (none when no document has
+            text), plus with ``no_answer`` one whose ``data`` is ``None``, ranked by P(no answer).
         :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
             ``top_k`` is not a positive integer.
         """
         top_k, readable = self._prepare(query, documents, top_k)
-        if not readable:
-            return {"answers": []}
-        return self._finish(query, readable, self._predict(query, readable), top_k)
+        return self._finish(query, readable, self._predict(query, readable) if readable else [], top_k)
 
     @component.output_types(answers=list[ExtractedAnswer])
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Asynchronous version of :meth:`run`, reading in a worker thread so the event loop is not blocked."""
         top_k, readable = self._prepare(query, documents, top_k)
-        if not readable:
-            return {"answers": []}
-        predictions = await asyncio.to_thread(self._predict, query, readable)
+        predictions = await asyncio.to_thread(self._predict, query, readable) if readable else []
         return self._finish(query, readable, predictions, top_k)
 
     def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
@@ -174,24 +194,44 @@ class SpanReader(ReadingComponent):
     def _finish(
         self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int
     ) -> dict[str, Any]:
-        answers = []
-        for p in predictions[:top_k]:
-            document = readable[p.passage_index]
-            score = p.passage_rank_score if self.read_settings.ranking == "passage" else p.score
-            answers.append(
-                ExtractedAnswer(
-                    query=query,
-                    score=float(score),
-                    data=p.text,
-                    document=document,
-                    document_offset=ExtractedAnswer.Span(p.start, p.end),
-                    meta={
-                        "passage_score": float(p.passage_score),
-                        "span_score": float(p.span_score),
-                        "span_probability": float(p.span_probability),
-                        "rank_weight": float(p.rank_weight),
-                        "score_weight": float(p.score_weight),
-                    },
-                )
+        ranking = [p.passage_rank_score if self.read_settings.ranking == "passage" else p.score for p in predictions]
+        retrieval = [d.score if isinstance(d.score, int | float) else None for d in readable]
+        scored = self.answer_settings.scores(predictions, ranking, retrieval)
+        threshold = self.answer_settings.score_threshold
+        answers = [
+            self._answer(query, readable[p.passage_index], p, score, scored.no_answer)
+            for p, score in zip(predictions[:top_k], scored.answers[:top_k])
+            if threshold is None or score >= threshold
+        ]
+        if scored.no_answer is not None:
+            meta: dict[str, Any] = {"no_answer": True}
+            if scored.features is not None:
+                meta["features"] = scored.features
+            no_answer = ExtractedAnswer(query=query, score=scored.no_answer, data=None, meta=meta)
+            first = self.answer_settings.no_answer_first(scored.no_answer) or not answers
+            answers = (
+                [no_answer, *answers] if first else [answers[0], *sorted([no_answer, *answers[1:]], key=_by_score)]
             )
         return {"answers": answers}
+
+    @staticmethod
+    def _answer(
+        query: str, document: Document, p: SpanPrediction, score: float, no_answer: float | None
+    ) -> ExtractedAnswer:
+        meta = {
+            "passage_score": float(p.passage_score),
+            "span_score": float(p.span_score),
+            "span_probability": float(p.span_probability),
+            "rank_weight": float(p.rank_weight),
+            "score_weight": float(p.score_weight),
+        }
+        if no_answer is not None:
+            meta["no_answer_probability"] = no_answer
+        return ExtractedAnswer(
+            query=query,
+            score=float(score),
+            data=p.text,
+            document=document,
+            document_offset=ExtractedAnswer.Span(p.start, p.end),
+            meta=meta,
+        )

@@ -1,9 +1,9 @@
 """Training steps whose loss or gradient norm is not a finite number: NaN or infinity, from a run
 that diverged (too high a learning rate) or an overflow.
 
-Both training loops (the DPR :class:`~dpr_components.training.trainer.Trainer` and the reader's
-:func:`~dpr_components.readers.training.train`) update their weights through :func:`apply_update`,
-so such a step never reaches the weights: it is skipped while the run's budget of skipped steps
+Both trainers' steps (:class:`~dpr_components.encoder_training.task.EncoderTask` and
+:class:`~dpr_components.reader_training.task.ReaderTask`) update their weights through
+:func:`apply_update`, so such a step never reaches the weights: it is skipped while the run's budget of skipped steps
 (``max_nonfinite_steps``, default 0) lasts, and then the run stops with a :class:`TrainingDiverged`
 error naming the step and the checkpoint that is kept. Weights that become NaN or infinite in an
 update of finite gradients (a learning rate so high that the step itself overflows) stop the run

@@ -1,104 +1,121 @@
 """The resumable training loop both trainers run: steps until the run's last, with a progress bar,
-the log window, evaluation and checkpoint cadence, a fault point after every step and the saving
-of a Ctrl-C'd run. What a step, an evaluation, a checkpoint or a log entry is, each trainer
-supplies as a :class:`LoopTask` (the DPR bi-encoder's ``Trainer``, the reader's ``ReaderTask``).
+the log window and its entries, evaluation and checkpoints when a step asks for them, a fault
+point after every step and the saving of a Ctrl-C'd run.
 
-The task owns its position (restored from its last checkpoint before the loop starts, so the loop
+A trainer supplies a :class:`LoopTask` (the bi-encoder's
+:class:`~dpr_components.encoder_training.task.EncoderTask`, the reader's
+:class:`~dpr_components.reader_training.task.ReaderTask`). Per step the loop calls it at most five
+times: :meth:`~LoopTask.finished`, :meth:`~LoopTask.step` (which says what is due after it),
+:meth:`~LoopTask.log_entry` every ``log_every`` steps and at the last, and
+:meth:`~LoopTask.evaluate` and :meth:`~LoopTask.checkpoint` when due.
+
+The task owns its state (restored from its last checkpoint before the loop starts, so the loop
 starts where the checkpoint stands) and takes each step's update through
 :func:`~dpr_components.runs.finite.apply_update`, so a step whose loss or gradient norm is not
 finite is skipped or stops the run the same way in both."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tqdm.auto import tqdm
 
+from dpr_components.runs.log_window import LogWindow
+from dpr_components.runs.run_log import RunLog
+from dpr_components.runs.state import TrainingState
 from dpr_components.utils.fault_points import fault_point
 
 
 @dataclass
 class StepOutcome:
-    """One optimizer step: its loss, what was not finite when its update was skipped (else None),
-    whether it ended an epoch, and the trainer's own numbers for its log window."""
+    """One optimizer step as its task reports it: the numbers its log window sums (the loss among
+    them), what was not finite when its update was skipped (else None), the examples it trained on
+    and whether the loop evaluates and checkpoints after it."""
 
-    loss: float
+    numbers: dict[str, float]
     skipped: str | None = None
-    epoch_done: bool = False
-    details: dict[str, float] = field(default_factory=dict)
+    examples: int = 0
+    evaluate: bool = False
+    checkpoint: bool = False
 
 
 @dataclass(frozen=True)
 class ProgressBar:
-    """How the loop's progress bar looks."""
+    """How the loop's progress bar looks; ``postfix`` shows log entry values (name -> format of the entry)."""
 
     description: str
     enabled: bool
     smoothing: float = 0.3  # tqdm's default
+    postfix: Mapping[str, str] = field(default_factory=dict)
 
 
 class LoopTask(ABC):
-    """What one trainer supplies to :func:`run_loop`."""
+    """What one trainer supplies to :func:`run_loop`: its state, cadence and the work of a step."""
 
+    state: TrainingState
     total_steps: int
     log_every: int
+    log: RunLog | None  # None in processes that do not log
+    window: LogWindow
+    looks: ProgressBar
     fault: str  # the fault point reached after every step
-
-    @property
-    @abstractmethod
-    def steps_done(self) -> int:
-        """Optimizer steps done so far (restored ones included)."""
 
     def finished(self) -> bool:
         """Whether the run has no step left."""
-        return self.steps_done >= self.total_steps
-
-    @abstractmethod
-    def progress_bar(self) -> ProgressBar:
-        """How the progress bar looks."""
+        return self.state.step >= self.total_steps
 
     @abstractmethod
     def step(self) -> StepOutcome | None:
         """Run the next optimizer step (None when the data gave no step to run)."""
 
     @abstractmethod
-    def record(self, outcome: StepOutcome, bar: tqdm) -> None:
-        """Count a step in the log window, or log why it was skipped; move to the next epoch."""
+    def log_entry(self, window: LogWindow, now: float) -> dict[str, Any]:
+        """The log entry of ``window`` (which has at least one updating step)."""
 
     @abstractmethod
-    def write_log(self, bar: tqdm) -> None:
-        """Write the log window's entry (when due) and start a new window."""
-
-    @abstractmethod
-    def evaluation_due(self, outcome: StepOutcome, last: bool) -> bool:
-        """Whether to evaluate after this step."""
-
-    @abstractmethod
-    def evaluate(self) -> None:
-        """Evaluate the model (and keep it if it is the best so far)."""
-
-    @abstractmethod
-    def checkpoint_due(self, outcome: StepOutcome, last: bool) -> bool:
-        """Whether to write a checkpoint after this step."""
+    def evaluate(self) -> bool:
+        """Evaluate the model (and keep it if it is the best so far); True stops the run (early stopping)."""
 
     @abstractmethod
     def checkpoint(self) -> None:
         """Write a resumable checkpoint."""
 
-    def after_step(self) -> None:
-        """The caller's per-step callback, if any."""
-
     def interrupted(self) -> None:
         """Ctrl-C stopped the run (the loop re-raises it afterwards); by default nothing is saved."""
 
 
-def run_loop(task: LoopTask) -> None:
-    """Run ``task``'s remaining steps; evaluate, log and checkpoint on their cadence."""
-    looks = task.progress_bar()
+def _write_log(task: LoopTask, bar: tqdm) -> None:
+    """Write the window's entry (a window of skipped steps only has their events) and start a new one."""
+    now = time.perf_counter()
+    if task.log is not None and task.window.steps:
+        entry = task.log_entry(task.window, now)
+        task.log.write(entry)
+        if task.looks.postfix:
+            bar.set_postfix({name: shown.format(**entry) for name, shown in task.looks.postfix.items()})
+    task.window.restart(now)
+
+
+def _finish_step(task: LoopTask, outcome: StepOutcome, bar: tqdm) -> None:
+    """Count ``outcome`` in the window and the bar; log, evaluate and checkpoint when due."""
+    task.window.add(outcome.examples, None if outcome.skipped else outcome.numbers)
+    bar.update(1)
+    if task.state.step % task.log_every == 0 or task.state.step >= task.total_steps:
+        _write_log(task, bar)
+    stopped = task.evaluate() if outcome.evaluate else False
+    if outcome.checkpoint or stopped:
+        task.checkpoint()
+
+
+def run_loop(task: LoopTask, on_step: Callable[[TrainingState], None] | None = None) -> None:
+    """Run ``task``'s remaining steps; ``on_step(state)`` is called after each one."""
+    looks = task.looks
     bar = tqdm(
         total=task.total_steps,
-        initial=task.steps_done,
+        initial=task.state.step,
         desc=looks.description,
         unit="step",
         disable=not looks.enabled,
@@ -109,16 +126,9 @@ def run_loop(task: LoopTask) -> None:
             outcome = task.step()
             if outcome is None:
                 continue
-            task.record(outcome, bar)
-            bar.update(1)
-            last = task.steps_done >= task.total_steps
-            if task.steps_done % task.log_every == 0 or last:
-                task.write_log(bar)
-            if task.evaluation_due(outcome, last):
-                task.evaluate()
-            if task.checkpoint_due(outcome, last):
-                task.checkpoint()
-            task.after_step()
+            _finish_step(task, outcome, bar)
+            if on_step is not None:
+                on_step(task.state)
             fault_point(task.fault)
     except KeyboardInterrupt:
         task.interrupted()

@@ -59,7 +59,7 @@ FACES: dict[str, dict[str, str]] = {
         "HybridRetriever": "dpr_components.retrievers.hybrid",
     },
     TRAINERS: {
-        "DPRTrainer": "dpr_components.training.component",
+        "DPRTrainer": "dpr_components.encoder_training.component",
     },
     WRITERS: {
         "PassageWriter": "dpr_components.indexing.writer",

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from haystack import Document
 
-from dpr_components.readers.data import MinedQuestion, Passage, PassageLookup
-from dpr_components.readers.training import TrainConfig, train
+from dpr_components.reader_training.data import MinedQuestion, Passage, PassageLookup
+from dpr_components.reader_training.train import ReaderTrainingSettings, train
 
 
 class DictStore:
@@ -55,7 +55,7 @@ def mined_questions() -> list[MinedQuestion]:
     ]
 
 
-def reader_config(output: Path, encoder: Path, **changes: Any) -> TrainConfig:
+def reader_config(output: Path, encoder: Path, **changes: Any) -> ReaderTrainingSettings:
     """6 steps (batch 2, 2 epochs), evaluation and checkpoint every 2 steps."""
     settings = dict(
         output_dir=str(output),
@@ -74,7 +74,7 @@ def reader_config(output: Path, encoder: Path, **changes: Any) -> TrainConfig:
         dev_passages=3,
         progress=False,
     )
-    return TrainConfig(**{**settings, **changes})
+    return ReaderTrainingSettings(**{**settings, **changes})
 
 
 def train_reader(output: Path, encoder: Path, after_step: Callable[[int], None] | None = None, **changes: Any) -> Any:

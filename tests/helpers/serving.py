@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from dpr_components.cli.serving import pipeline_files
+from dpr_components.serving.deployment import pipeline_files
 from dpr_components.store_access.serialization import replace_store_paths
 
 ROOT = Path(__file__).resolve().parents[2]

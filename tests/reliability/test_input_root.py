@@ -259,7 +259,7 @@ def test_record_with_a_lone_surrogate(tmp_path: Path) -> None:
 @pytest.mark.reliability(category="input root", expect="clear error")
 def test_training_data_read_through_a_link_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Training data named through a symlink in the input root that points outside (every open is checked)"""
-    from dpr_components.training.data import load_training_examples
+    from dpr_components.encoder_training.data import load_training_examples
 
     root, outside = tmp_path / "served", tmp_path / "secret.jsonl"
     root.mkdir()
@@ -289,8 +289,8 @@ def test_served_index_requests_while_the_corpus_is_swapped(
     """For 5 s haystack serve gets index requests for a corpus that another process swaps with a symlink outside"""
     from starlette.testclient import TestClient
 
-    from dpr_components.cli.server_security import ServerPolicy
-    from dpr_components.cli.serving import build_app
+    from dpr_components.serving.app import build_app
+    from dpr_components.serving.security import ServerPolicy
     from tests.helpers.serving import write_pipelines
 
     store, root = indexed_store, tmp_path / "served"  # a private copy

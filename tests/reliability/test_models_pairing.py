@@ -16,7 +16,7 @@ from tests.reliability.harness import PIPELINES, assert_clear_error, assert_succ
 @pytest.fixture(scope="session")
 def trained_pair(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) -> Path:
     """A DPR pair saved by the project (``question_encoder/`` + ``passage_encoder/``)."""
-    from dpr_components.training.convert import to_dpr
+    from dpr_components.encoder_training.convert import to_dpr
 
     return to_dpr(str(tiny_bert_dir), tmp_path_factory.mktemp("pair") / "pair")
 

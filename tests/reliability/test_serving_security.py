@@ -17,9 +17,9 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from dpr_components.cli.server_guards import RequestGuard
-from dpr_components.cli.server_security import ServerPolicy
-from dpr_components.cli.serving import build_app
+from dpr_components.serving.app import build_app
+from dpr_components.serving.guards import RequestGuard
+from dpr_components.serving.security import ServerPolicy
 from dpr_components.store_access.serialization import replace_store_paths
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
 

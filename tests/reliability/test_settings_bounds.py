@@ -108,10 +108,10 @@ def test_serve_option_replaces_a_bad_variable(tmp_path: Path, monkeypatch: pytes
 @CLEAR
 def test_training_threads_above_the_cores(tmp_path: Path, tiny_bert_dir: Path) -> None:
     """A DPR training run whose settings ask for 10,000 threads"""
-    from dpr_components.training.config import TrainingConfig
-    from dpr_components.training.trainer import train
+    from dpr_components.encoder_training.settings import EncoderTrainingSettings
+    from dpr_components.encoder_training.train import train
 
-    config = TrainingConfig(model=str(tiny_bert_dir), threads=10_000)
+    config = EncoderTrainingSettings(model=str(tiny_bert_dir), threads=10_000)
     with pytest.raises(ValueError, match=re.escape(f"training setting 'threads' 10000: {RANGE}")):
         train(config, [], str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()  # refused before the run folder was made

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.training.records import (
+from dpr_components.encoder_training.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_QUESTION_CHARS,
     MAX_TRAINING_TITLE_CHARS,
@@ -80,7 +80,7 @@ def test_ten_megabyte_line(tmp_path: Path, line: int) -> None:
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_json_array_over_the_whole_file_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Training DPR on a JSON array of records larger than a file parsed at once may be (limit lowered to 1 KB)"""
-    from dpr_components.training import data as training_data
+    from dpr_components.encoder_training import data as training_data
 
     monkeypatch.setattr(training_data, "MAX_JSON_FILE_BYTES", 1024)
     data = tmp_path / "train.json"
@@ -101,7 +101,7 @@ def test_squad_paragraph_too_long(tmp_path: Path) -> None:
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_reader_questions_with_a_ten_megabyte_line(tmp_path: Path) -> None:
     """Reading reader training questions (JSON lines) where one line is 10 MB long"""
-    from dpr_components.readers.data import read_questions
+    from dpr_components.reader_training.data import read_questions
 
     records = [
         {"id": str(i), "question": "who?", "answers": ["me"], "positive_ctxs": [{"text": "me"}]} for i in range(3)
@@ -114,7 +114,7 @@ def test_reader_questions_with_a_ten_megabyte_line(tmp_path: Path) -> None:
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_reader_squad_question_too_long(tmp_path: Path) -> None:
     """Reading reader training questions from SQuAD JSON where one question has 40,000 characters"""
-    from dpr_components.readers.data import read_questions
+    from dpr_components.reader_training.data import read_questions
 
     qas = [{"id": "a", "question": "why " * 10_000, "answers": [{"text": "me", "answer_start": 0}]}]
     squad = {"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "me and you", "qas": qas}]}]}

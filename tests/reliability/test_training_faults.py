@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from dpr_components.encoder_training.train import RESULT_FILE
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
 from dpr_components.readers.model import load_reader
 from dpr_components.runs.run_log import read_log
-from dpr_components.training.trainer import RESULT_FILE
 from tests.helpers.corpora import write_training_data
 from tests.helpers.models import one_torch_thread
 from tests.helpers.reader_training import assert_same_state, reader_state, train_reader
@@ -150,24 +150,24 @@ class _NanLoss(torch.nn.Module):
 @pytest.fixture()
 def nan_loss_on_question(monkeypatch: pytest.MonkeyPatch) -> None:
     """DPR steps whose batch holds POISONED_QUESTION compute a NaN loss (and NaN gradients)."""
-    from dpr_components.training import trainer
+    from dpr_components.encoder_training import task
 
-    original = trainer.backward_batch
+    original = task.backward_batch
 
     def backward(model, loss_fn, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
         if POISONED_QUESTION in batch.questions:
             loss_fn = _NanLoss(loss_fn)
         return original(model, loss_fn, batch, *args, **kwargs)
 
-    monkeypatch.setattr(trainer, "backward_batch", backward)
+    monkeypatch.setattr(task, "backward_batch", backward)
 
 
 @pytest.fixture()
 def nan_reader_loss_on_question(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reader steps whose batch holds question POISONED_READER_QUESTION get a NaN loss and gradients."""
-    from dpr_components.readers import training
+    from dpr_components.reader_training import task
 
-    build, backward = training.build_group, training._backward
+    build, backward = task.build_group, task.backward
 
     def build_group(question, *args, **kwargs):  # type: ignore[no-untyped-def]
         group = build(question, *args, **kwargs)
@@ -184,8 +184,8 @@ def nan_reader_loss_on_question(monkeypatch: pytest.MonkeyPatch) -> None:
             parts.update(loss=float("nan"), grad_norm=float("nan"))
         return parts
 
-    monkeypatch.setattr(training, "build_group", build_group)
-    monkeypatch.setattr(training, "_backward", poisoned_backward)
+    monkeypatch.setattr(task, "build_group", build_group)
+    monkeypatch.setattr(task, "backward", poisoned_backward)
 
 
 def _checkpoints(run: Path) -> list[str]:
@@ -287,6 +287,6 @@ def test_reader_training_resumed_with_a_skip_budget(
     run = tmp_path / "run"
     assert as_command(lambda: train_reader(run, tiny_encoder_dir)).code == 2
     result = train_reader(run, tiny_encoder_dir, max_nonfinite_steps=2)
-    assert result.position.step == result.total_steps and result.position.nonfinite_steps == 2
+    assert result.state.step == result.total_steps and result.state.nonfinite_steps == 2
     assert [e["step"] for e in read_log(run / "log.jsonl") if e.get("event") == "skipped"] == [3, 5]
     load_reader(result.export_dir)  # refuses NaN or infinite weights

@@ -74,8 +74,8 @@ def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str
 @pytest.mark.parametrize("change, setting", list(READER_SETTINGS.values()), ids=list(READER_SETTINGS))
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_reader_setting(tmp_path: Path, change: dict, setting: str) -> None:
-    """Configuring reader training (TrainConfig) with a setting of the wrong type"""
-    from dpr_components.readers.training import TrainConfig
+    """Configuring reader training (ReaderTrainingSettings) with a setting of the wrong type"""
+    from dpr_components.reader_training.train import ReaderTrainingSettings
 
-    result = as_command(lambda: TrainConfig(output_dir=str(tmp_path / "run"), **change))
+    result = as_command(lambda: ReaderTrainingSettings(output_dir=str(tmp_path / "run"), **change))
     assert_clear_error(result, "reader training setting", setting)

@@ -1,1 +1,1 @@
-from dpr_components.training.component import DPRTrainer as DPRTrainer
+from dpr_components.encoder_training.component import DPRTrainer as DPRTrainer

@@ -1,0 +1,107 @@
+"""Which pipeline files ``haystack serve`` serves, and each one built, checked and warmed up behind the
+wrapper of its kind.
+
+Each file is built the way the command line builds it (checked parameters, local components only,
+store folders that exist) and warmed up once. Its declared ``inputs:`` / ``outputs:`` say which kind
+it is (wrappers.py). A pipeline with a ``DPRTrainer`` is served only with ``enable_training``.
+Pipelines that need the network (Elasticsearch) are skipped unless ``ELASTICSEARCH_URL`` is set, which
+then replaces the ``hosts`` of their Elasticsearch stores, or ``DPR_ALLOW_NETWORK=1``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from haystack import Pipeline
+
+from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from dpr_components.pipeline_files.policy import (
+    NetworkNotAllowedError,
+    check_local_only,
+    network_allowed_by_environment,
+)
+from dpr_components.serving.jobs import TrainingJobs, TrainWrapper
+from dpr_components.serving.routes import TRAINING_OFF
+from dpr_components.serving.wrappers import DeclaredPipelineWrapper, wrapper_kind
+
+ELASTICSEARCH_URL_ENV = "ELASTICSEARCH_URL"
+ELASTICSEARCH_STORE = "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore"
+KINDS = (
+    "search: query -> documents; qa: query -> answers; index: path, records -> documents_written; "
+    "evaluation: ground_truth_answers, ... -> scores; training: a DPRTrainer"
+)
+
+
+class ServingError(ValueError):
+    """The pipelines folder is missing, or none of its pipelines can be served."""
+
+
+class TrainingNotEnabledError(ServingError):
+    """A pipeline trains a model, and the server was not started with ``--enable-training``."""
+
+
+def pipeline_files(folder: str | Path) -> list[Path]:
+    """The YAML pipeline files of ``folder``, sorted by name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ServingError(f"pipelines folder {folder} does not exist or is not a folder")
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".yml", ".yaml"))
+
+
+def _elasticsearch_components(spec: dict[str, Any]) -> list[str]:
+    """Components whose ``document_store`` is an Elasticsearch store."""
+    names = []
+    for name, data in spec["components"].items():
+        store = (data.get("init_parameters") or {}).get("document_store")
+        if isinstance(store, dict) and store.get("type") == ELASTICSEARCH_STORE:
+            names.append(name)
+    return names
+
+
+def network_overrides(spec: dict[str, Any]) -> list[str] | None:
+    """``--set`` style overrides for a pipeline that may be served, ``None`` when it must not be.
+
+    A local pipeline needs none; one with Elasticsearch stores needs ``ELASTICSEARCH_URL`` (it becomes
+    their ``hosts``); any other remote component needs ``DPR_ALLOW_NETWORK=1``."""
+    try:
+        check_local_only(spec["components"])
+        return []
+    except NetworkNotAllowedError:
+        pass
+    url = os.environ.get(ELASTICSEARCH_URL_ENV, "").strip()
+    elastic = _elasticsearch_components(spec)
+    if elastic and url:
+        return [f"{name}.document_store.hosts={url}" for name in elastic]
+    return [] if network_allowed_by_environment() else None
+
+
+def _trains_a_model(pipeline: Pipeline) -> bool:
+    from dpr_components.encoder_training.component import DPRTrainer
+
+    return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
+
+
+def prepare_pipeline(
+    path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None
+) -> DeclaredPipelineWrapper:
+    """The set-up wrapper serving the file at ``path``, its pipeline built, checked and warmed up;
+    ``ServingError`` says why the file cannot be served."""
+    spec = load_pipeline_spec(path)
+    overrides = network_overrides(spec)
+    if overrides is None:
+        hint = f"set {ELASTICSEARCH_URL_ENV}" if _elasticsearch_components(spec) else "set DPR_ALLOW_NETWORK=1"
+        raise ServingError(f"{path}: it uses components that reach the network; {hint} to serve it")
+    if not spec.get("inputs") or not spec.get("outputs"):
+        raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so it cannot be served")
+    pipeline = load_pipeline(path, overrides=overrides, allow_network=bool(overrides), require_stores=True)
+    trains = _trains_a_model(pipeline)
+    if trains and not enable_training:
+        raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))
+    kind = None if trains else wrapper_kind(spec)
+    if not trains and kind is None:
+        raise ServingError(f"{path}: its inputs/outputs fit no served kind ({KINDS})")
+    pipeline.warm_up()  # once, before concurrent requests could race to load the models
+    wrapper = TrainWrapper(pipeline, spec, path.stem, jobs or TrainingJobs()) if trains else kind(pipeline, spec)  # type: ignore[misc]
+    wrapper.setup()
+    return wrapper

@@ -1,0 +1,233 @@
+"""hayhooks pipeline wrappers with typed ``run_api`` signatures, one per kind of served pipeline.
+
+hayhooks turns a wrapper's ``run_api`` parameters into the request model and its return annotation
+into the response model. Each wrapper hands its request fields to
+:func:`~dpr_components.pipeline_requests.inputs.request_inputs`, as the command line and the LangChain
+retriever do, with the YAML file's ``inputs:`` section as the declared targets and the components its
+``outputs:`` section names as the results: ``query`` to its declared sockets, ``top_k`` to the
+component whose output is returned (the retriever, or the reader of a QA pipeline), ``filters`` to
+every component that takes filters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from hayhooks import BasePipelineWrapper
+from haystack import Document, Pipeline
+from haystack.dataclasses import ExtractedAnswer
+from pydantic import Field
+
+from dpr_components.pipeline_requests.inputs import components_taking, request_inputs
+from dpr_components.serving.models import (
+    AnswerOut,
+    AnswerResult,
+    DocumentIn,
+    DocumentOut,
+    EvalResult,
+    IndexResult,
+    Offsets,
+    SearchResult,
+)
+
+MAX_TOP_K = 1000
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"how many results, 1 to {MAX_TOP_K}")]
+
+
+class DeclaredPipelineWrapper(BasePipelineWrapper):
+    """A built, warmed-up pipeline run with the inputs its YAML file declares."""
+
+    def __init__(self, pipeline: Pipeline, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.built = pipeline
+        self.spec = spec
+
+    def setup(self) -> None:
+        """The pipeline was built and warmed up by the server; nothing is loaded twice."""
+        self.pipeline = self.built
+
+    def run_declared(
+        self,
+        values: Mapping[str, Any] | None = None,
+        *,
+        query: str | None = None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        per_component: Mapping[str, dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Run with the request's fields placed by :func:`request_inputs` (``values``: other inputs by
+        declared name, ``None`` left out; ``per_component``: inputs of one component each); the outputs by
+        declared name, plus the raw result."""
+        other = {name: value for name, value in (values or {}).items() if value is not None}
+        declared = {name: str(path).split(".", 1) for name, path in self.spec["outputs"].items()}
+        returning = [component for component, _ in declared.values()]
+        data = request_inputs(
+            self.built,
+            query=query,
+            top_k=top_k,
+            filters=filters,
+            other={**other, **(per_component or {})},
+            results=returning,
+            declared=self.spec.get("inputs"),
+        )
+        result = self.built.run(data, include_outputs_from=set(returning))
+        outputs = {name: result.get(component, {}).get(socket) for name, (component, socket) in declared.items()}
+        return {"outputs": outputs, "raw": result}
+
+
+def document_out(document: Document, include_embedding: bool) -> DocumentOut:
+    """``document`` as the API returns it."""
+    meta = dict(document.meta or {})
+    title = meta.pop("title", "") or ""
+    embedding = [float(x) for x in document.embedding] if include_embedding and document.embedding is not None else None
+    return DocumentOut(
+        id=document.id, content=document.content, title=str(title), score=document.score, meta=meta, embedding=embedding
+    )
+
+
+def answer_out(answer: ExtractedAnswer) -> AnswerOut:
+    """An extracted answer with its passage as context and the span's offsets in it."""
+    document, span = answer.document, answer.document_offset
+    return AnswerOut(
+        data=answer.data,
+        score=float(answer.score),
+        document_id=document.id if document else None,
+        document_title=str((document.meta or {}).get("title", "")) if document else "",
+        context=document.content if document else None,
+        offsets_in_context=Offsets(start=span.start, end=span.end) if span is not None else None,
+        meta=dict(answer.meta or {}),
+    )
+
+
+class SearchWrapper(DeclaredPipelineWrapper):
+    """A retrieval pipeline (BM25, dense, hybrid): ranked passages for a question."""
+
+    def run_api(
+        self,
+        query: str,
+        top_k: TopK | None = None,
+        filters: dict[str, Any] | None = None,
+        include_embeddings: bool = False,
+    ) -> SearchResult:
+        """Search the store.
+
+        Args:
+            query: the question or keywords
+            top_k: how many passages to return (default: the pipeline's top_k)
+            filters: a Haystack metadata filter, e.g. {"field": "meta.title", "operator": "==", "value": "Hamlet"}
+            include_embeddings: also return the query vector and the passage vectors (from the
+                retrievers that can return them: dense ones)
+
+        Returns:
+            the passages, best first
+        """
+        vectors = {name: {"return_embedding": True} for name in components_taking(self.built, "return_embedding")}
+        ran = self.run_declared(
+            query=query, top_k=top_k, filters=filters, per_component=vectors if include_embeddings else None
+        )
+        documents = ran["outputs"]["documents"] or []
+        query_embedding = None
+        if include_embeddings:
+            found = [out["query_embedding"] for out in ran["raw"].values() if out.get("query_embedding") is not None]
+            query_embedding = [float(x) for x in found[0]] if found else None
+        return SearchResult(
+            documents=[document_out(d, include_embeddings) for d in documents], query_embedding=query_embedding
+        )
+
+
+class AnswerWrapper(DeclaredPipelineWrapper):
+    """A retrieval + reader pipeline: answer spans inside the retrieved passages."""
+
+    def run_api(self, query: str, top_k: TopK | None = None, filters: dict[str, Any] | None = None) -> AnswerResult:
+        """Answer a question with spans of the retrieved passages.
+
+        Args:
+            query: the question
+            top_k: how many answers to return (default: the reader's top_k)
+            filters: a Haystack metadata filter on the passages the reader reads
+
+        Returns:
+            the answers, best first, each with its passage as context
+        """
+        ran = self.run_declared(query=query, top_k=top_k, filters=filters)
+        return AnswerResult(answers=[answer_out(a) for a in ran["outputs"]["answers"] or []])
+
+
+class IndexWrapper(DeclaredPipelineWrapper):
+    """An indexing pipeline: a corpus file or records in, passages written to the store."""
+
+    def run_api(self, path: str | None = None, records: list[dict[str, Any]] | None = None) -> IndexResult:
+        """Index a corpus file inside the server's input root, or the records sent.
+
+        Args:
+            path: a JSONL/TSV corpus file inside the server's input root
+            records: the documents themselves, [{"id", "title", "text"}, ...]
+
+        Returns:
+            how many passages were written
+        """
+        ran = self.run_declared({"path": path, "records": records})
+        return IndexResult(documents_written=int(ran["outputs"]["documents_written"] or 0))
+
+
+def _document(document: DocumentIn | dict[str, Any]) -> Document:
+    data = document.model_dump() if isinstance(document, DocumentIn) else dict(document)
+    meta = {**data.get("meta", {}), "title": data.get("title", "")}
+    return Document(id=data["id"], content=data.get("content"), meta=meta, score=data.get("score"))
+
+
+class EvalWrapper(DeclaredPipelineWrapper):
+    """An evaluation pipeline: scores of retrieved passages and predicted answers against gold answers."""
+
+    def run_api(
+        self,
+        ground_truth_answers: list[list[str]],
+        retrieved_documents: list[list[DocumentIn]] | None = None,
+        predicted_answers: list[str | None] | None = None,
+    ) -> EvalResult:
+        """Score a batch of questions.
+
+        Args:
+            ground_truth_answers: the gold answers of each question
+            retrieved_documents: the passages retrieved for each question (as a search returns them)
+            predicted_answers: the answer predicted for each question, or null
+
+        Returns:
+            top-k accuracy and MRR of the passages, exact match and F1 of the answers
+        """
+        documents = (
+            None if retrieved_documents is None else [[_document(d) for d in docs] for docs in retrieved_documents]
+        )
+        ran = self.run_declared(
+            {
+                "ground_truth_answers": ground_truth_answers,
+                "retrieved_documents": documents,
+                "predicted_answers": predicted_answers,
+            }
+        )
+        outputs = ran["outputs"]
+        accuracy = outputs.get("top_k_accuracy")
+        return EvalResult(
+            top_k_accuracy={str(k): float(v) for k, v in accuracy.items()} if accuracy is not None else None,
+            mrr=outputs.get("mrr"),
+            exact_match=outputs.get("exact_match"),
+            f1=outputs.get("f1"),
+        )
+
+
+def wrapper_kind(spec: dict[str, Any]) -> type[DeclaredPipelineWrapper] | None:
+    """The wrapper class for a pipeline by its declared inputs and outputs, ``None`` if none fits."""
+    inputs, outputs = set(spec.get("inputs") or {}), set(spec.get("outputs") or {})
+    if "query" in inputs and outputs == {"documents"}:
+        return SearchWrapper
+    if "query" in inputs and outputs == {"answers"}:
+        return AnswerWrapper
+    if outputs == {"documents_written"} and inputs <= {"path", "records"}:
+        return IndexWrapper
+    if "ground_truth_answers" in inputs and inputs <= {
+        "ground_truth_answers",
+        "retrieved_documents",
+        "predicted_answers",
+    }:
+        return EvalWrapper
+    return None

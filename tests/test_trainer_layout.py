@@ -1,0 +1,31 @@
+"""The two trainers are laid out alike: one module per shared role, in both packages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dpr_components"
+SHARED_ROLES = ("settings", "data", "model", "task", "checkpoints", "export", "train")
+
+
+def _modules(package: str) -> set[str]:
+    return {path.stem if path.is_file() else path.name for path in (PACKAGE / package).iterdir()}
+
+
+def test_both_trainers_have_a_module_for_each_shared_role() -> None:
+    for package in ("encoder_training", "reader_training"):
+        missing = [role for role in SHARED_ROLES if role not in _modules(package)]
+        assert missing == [], f"{package} lacks {missing}"
+    assert {"loss", "losses"} & _modules("encoder_training") and {"loss", "losses"} & _modules("reader_training")
+
+
+def test_both_tasks_and_states_share_the_loop_names() -> None:
+    from dpr_components.encoder_training.checkpoints import EncoderTrainingState
+    from dpr_components.encoder_training.task import EncoderTask
+    from dpr_components.reader_training.checkpoints import ReaderTrainingState
+    from dpr_components.reader_training.task import ReaderTask
+    from dpr_components.runs.loop import LoopTask
+    from dpr_components.runs.state import TrainingState
+
+    assert issubclass(EncoderTask, LoopTask) and issubclass(ReaderTask, LoopTask)
+    assert issubclass(EncoderTrainingState, TrainingState) and issubclass(ReaderTrainingState, TrainingState)
