@@ -17,8 +17,11 @@ setup() {
   if [ ! -f "$stamp" ]; then
     echo "Installing dependencies into $VENV (log: $VENV/install.log)" >&2
     # torch first, pinned, from PyTorch's CPU wheel index: from PyPI (or unpinned) it is a multi-GB CUDA build.
+    # Then the trained models, distributions of their own built from dpr_components/models, then the code.
     if ! { "$VENV/bin/python" -m pip install --upgrade pip \
            && "$VENV/bin/python" -m pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
+           && "$VENV/bin/python" packaging/build_distributions.py stage --out "$VENV/model-sources" \
+           && "$VENV/bin/python" -m pip install "$VENV"/model-sources/* \
            && "$VENV/bin/python" -m pip install -e ".[dev]"; } > "$VENV/install.log" 2>&1; then
       tail -n 40 "$VENV/install.log" >&2
       echo "installation failed; full log in $VENV/install.log" >&2

@@ -1,4 +1,4 @@
-"""Shared fixtures: offline settings, one torch thread, tiny random encoders and readers, small corpora."""
+"""Shared fixtures and the test tiers: offline settings, one torch thread, tiny random models, small corpora."""
 
 from __future__ import annotations
 
@@ -19,8 +19,15 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from dpr_components.utils.settings import data_dir  # noqa: E402
+from tests.helpers.commands import index_args  # noqa: E402
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl  # noqa: E402
-from tests.helpers.models import TINY_BERT, bundled_tokenizer, one_torch_thread, save_tiny_bert  # noqa: E402
+from tests.helpers.models import (  # noqa: E402
+    bundled_tokenizer,
+    one_torch_thread,
+    save_tiny_bert,
+    save_with_tokenizer,
+    tiny_config,
+)
 
 # Property tests (hypothesis) run a fixed, reproducible budget: few examples, the same ones on every run,
 # no per-example deadline (a first request warms the models); HYPOTHESIS_PROFILE=dev explores more.
@@ -35,6 +42,25 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Fixtures that only the integration tier may use: the real data.
+INTEGRATION_FIXTURES = frozenset({"shared_data"})
+
+
+def is_integration(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the integration tier: marked so, or asking for an integration fixture."""
+    fixtures = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("integration") is not None or not INTEGRATION_FIXTURES.isdisjoint(fixtures)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test in exactly one tier (before ``-m`` selects): ``integration`` as marked, ``unit`` otherwise."""
+    for item in items:
+        if not is_integration(item):
+            item.add_marker(pytest.mark.unit)
+        elif item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture()
@@ -84,13 +110,11 @@ def tiny_dpr_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
 
     torch.manual_seed(1)
     tokenizer = bundled_tokenizer()
-    config = DPRConfig(vocab_size=len(tokenizer), **TINY_BERT)
-    dirs = []
-    for name, model_class in (("question", DPRQuestionEncoder), ("context", DPRContextEncoder)):
-        path = tmp_path_factory.mktemp(f"tiny_dpr_{name}")
-        model_class(config).save_pretrained(path)
-        tokenizer.save_pretrained(path)
-        dirs.append(path)
+    config = tiny_config(DPRConfig, len(tokenizer))
+    dirs = [
+        save_with_tokenizer(model_class(config), tokenizer, tmp_path_factory.mktemp(f"tiny_dpr_{name}"))
+        for name, model_class in (("question", DPRQuestionEncoder), ("context", DPRContextEncoder))
+    ]
     return dirs[0], dirs[1]
 
 
@@ -137,21 +161,5 @@ def indexed_store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) ->
     from dpr_components.cli.main import main
 
     store = tmp_path / "index"
-    code = main(
-        [
-            "run",
-            str(Path(__file__).resolve().parents[1] / "pipelines" / "index.yml"),
-            "--input",
-            f"path={small_corpus_file}",
-            "--store",
-            str(store),
-            "--set",
-            f"embedder.model={tiny_st_dir}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        ]
-    )
-    assert code == 0
+    assert main(index_args(small_corpus_file, store, tiny_st_dir)) == 0
     return store

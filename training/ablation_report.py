@@ -12,17 +12,13 @@ from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.intervals import wilson_interval
 from dpr_components.evaluation.metric_intervals import interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.run_records import ABLATIONS, ablation_groups, collect_sampled
 
 KS = (1, 5, 20, 100)
 SETTINGS = ("subset", "batch_size", "negatives", "epochs", "learning_rate", "grad_cache_chunk")
-PROTOCOL_NOTE = (
-    "**Made before the selection protocol.** The settings compared here were judged on these nq/dev numbers "
-    "(and the recipe's run was validated on nq/dev), so the numbers are optimistic. Under the protocol, "
-    "choices are made on selection splits of NQ and SQuAD train and dev is reported once: "
-    "`docs/training/selection.md`."
-)
+TEMPLATE = sibling_template(__file__, "ablation_report.md.template")
 WILSON_NOTE = (
     "In brackets: the 95% Wilson score interval of each top-k accuracy (Wilson 1927). Only each run's "
     "accuracies, MRR and average rank over its questions were kept, not per-question results: a bootstrap over "
@@ -55,31 +51,13 @@ def _speed_cells(run: dict[str, Any]) -> list[str]:
 def render(
     baseline: dict[str, Any] | None, runs: list[dict[str, Any]], command: str, rerendered_by: str | None = None
 ) -> str:
+    """ablations.md: the zero-shot baseline and one table per setting the runs differ in."""
     some = baseline or runs[0]
     produced = f"Produced by: `{command}` after the training commands listed in training/README.md."
     if rerendered_by:
         produced += f" Intervals added from the stored results, nothing evaluated again, by: `{rerendered_by}`."
     intervals = any(row.get("questions") for row in [*([baseline] if baseline else []), *runs])
-    lines = [
-        "# DPR recipe ablations on a reduced budget",
-        "",
-        PROTOCOL_NOTE,
-        "",
-        "Table 3 of Karpukhin et al. (2020) at CPU scale. Each run trains from all-MiniLM-L6-v2 for one epoch "
-        "on a seeded sample of nq/train (BM25 negatives mined from the pool), with no validation during training; "
-        f"its final encoders are then scored on all {some['questions']} nq/dev questions against one fixed "
-        f"candidate set of {some['candidates']:,} passages: every question's gold passage, its first 5 BM25 "
-        "negatives and 10,000 passages sampled from the pool (DPR's validation protocol, larger). The gold "
-        "passages are always in the set, so accuracies run higher than over the full pool "
-        "(docs/training/dpr_nq.md) and compare only with each other. The 7,167-question run is the recipe's "
-        "NQ model (validated while training, which does not change its training).",
-        "",
-        produced,
-        "",
-        "Training hours, examples/s and peak memory are from each run's log; runs shared the 2-core CPU with "
-        "other jobs, so compare speeds only in docs/training/speed.md.",
-        *(["", WILSON_NOTE] if intervals else []),
-    ]
+    lines = ["", WILSON_NOTE] if intervals else []
     if baseline:
         lines += [
             "",
@@ -91,7 +69,13 @@ def render(
     lines += ablation_sections(runs)
     if any(ablation_groups(runs, "subset")):
         lines += ["", "![top-k accuracy against training questions](sample_efficiency.png)"]
-    return "\n".join(lines) + "\n"
+    values = {
+        "questions": some["questions"],
+        "candidates": f"{some['candidates']:,}",
+        "produced": produced,
+        "sections": "".join(f"\n{line}" for line in lines),
+    }
+    return fill_template(TEMPLATE, values)
 
 
 def ablation_sections(runs: list[dict[str, Any]]) -> list[str]:

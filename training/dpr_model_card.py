@@ -14,15 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dpr_components.evaluation.tables import table_header, table_row
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.model_card import read_json
 
 KS = ("1", "5", "20", "100")
 DATASETS = {"nq/dev.jsonl": "NQ dev", "squad/dev.jsonl": "SQuAD dev"}
+TEMPLATE = sibling_template(__file__, "dpr_model_card.md.template")
 
 
 def _size_mb(folder: Path) -> float:
@@ -86,6 +89,33 @@ def _ingredients(run: Path) -> tuple[list[Path], list[str] | None]:
     return [run], None
 
 
+@dataclass(frozen=True)
+class RunFiles:
+    """What the card reads from the run folder (the first ingredient of a soup) and its mined negatives."""
+
+    config: dict[str, Any]
+    result: dict[str, Any]
+    variant: dict[str, Any]
+    mined: dict[str, Any]
+
+    @classmethod
+    def read(cls, first: Path) -> RunFiles:
+        """The files of the run folder ``first``."""
+        variant = read_json(first / "variant.json")
+        suffix = "bm25-dense" if variant.get("dense_negatives", False) else "bm25"
+        return cls(
+            config=read_json(first / "config.json")["config"],
+            result=read_json(first / "result.json"),
+            variant=variant,
+            mined=read_json(first.parent / "data" / f"nq-train-{suffix}.jsonl.meta.json"),
+        )
+
+    @property
+    def question_side(self) -> bool:
+        """Whether only the question encoder was trained."""
+        return not self.config.get("train_passage_encoder", True)
+
+
 def render(
     model: Path,
     run: Path,
@@ -97,15 +127,33 @@ def render(
     """The card; ``shipped``: ``training.evaluate`` of the committed (float16) copy itself;
     ``passed_over``: runs or soups of the report that were compared on dev and not picked."""
     runs, soup = _ingredients(run)
-    first = runs[0]
-    config = read_json(first / "config.json")["config"]
-    result = read_json(first / "result.json")
-    variant = read_json(first / "variant.json")
-    question_side = not config.get("train_passage_encoder", True)
-    dense = variant.get("dense_negatives", False)
-    suffix = "bm25-dense" if dense else "bm25"
-    mined = read_json(first.parent / "data" / f"nq-train-{suffix}.jsonl.meta.json")
-    evaluation = _find(report["soups" if soup else "runs"], run.name)
+    files = RunFiles.read(runs[0])
+    squad = files.variant.get("squad_questions", 0)
+    title, what = _description(model, files.question_side, squad)
+    values = {
+        "title": title,
+        "what": what,
+        "commands": "\n".join(_commands(model, run, runs, soup, files, shipped is not None)),
+        "soup_note": _soup_note(runs, soup),
+        **_recipe_values(files, soup),
+        "report_command": report["command"],
+        "table": "\n".join(accuracy_table(model, run.name, report, hybrid, shipped, passed_over, soup)),
+        "squad_licence": " and SQuAD v1.1 (CC BY-SA 4.0)" if squad else "",
+    }
+    return fill_template(TEMPLATE, values)
+
+
+def accuracy_table(
+    model: Path,
+    run_name: str,
+    report: dict[str, Any],
+    hybrid: list[dict[str, Any]] | None,
+    shipped: dict[str, Any] | None,
+    passed_over: list[str] | None,
+    soup: list[str] | None,
+) -> list[str]:
+    """Baselines, the model (and its committed copy), the runs passed over and the hybrid, per dataset and k."""
+    evaluation = _find(report["soups" if soup else "runs"], run_name)
     baselines = {b["name"]: b for b in report["baselines"]}
     columns = ["system", *(f"{DATASETS[d]} top-{k}" for d in DATASETS for k in KS)]
     rows = [
@@ -124,11 +172,15 @@ def render(
     if hybrid:
         label, datasets = _hybrid_datasets(hybrid)
         rows.append(_accuracy_row(f"BM25 + {model.name}, {label}", datasets))
-    squad = variant.get("squad_questions", 0)
+    return [*table_header(columns, "l" + "r" * (len(columns) - 1)), *rows]
+
+
+def _description(model: Path, question_side: bool, squad: int) -> tuple[str, str]:
+    """The card's title and what the model is."""
     data_name = "Natural Questions and SQuAD" if squad else "Natural Questions"
     if question_side:
-        title = f"# {model.name}: a DPR question encoder for all-MiniLM-L6-v2's passage vectors, trained on {data_name}"
-        what = (
+        return (
+            f"# {model.name}: a DPR question encoder for all-MiniLM-L6-v2's passage vectors, trained on {data_name}",
             "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale, question side only: `question_encoder/` "
             "(`DPRQuestionEncoder`, initialised from all-MiniLM-L6-v2: 6 layers, 384 dimensions, mean pooling, "
             "unit-length vectors, so scores are cosine similarities) was trained against the fixed passage vectors of "
@@ -136,114 +188,105 @@ def render(
             "(`encoder_pair.json` records it, and `DenseRetriever` checks a store's vectors against it), so a store "
             "already indexed with MiniLM needs no re-indexing. Weights in float16 safetensors "
             f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). The pipelines in `pipelines/` use it "
-            "by default."
+            "by default.",
         )
-        train = "python -m training.train_dpr_nq " + _recipe_flags(variant)
-        export = f"python -m training.convert question-only {run}/final {model}/question_encoder --paired-with bundled:all-MiniLM-L6-v2 --fp16"
-    else:
-        title = f"# {model.name}: DPR question and passage encoders from all-MiniLM-L6-v2, trained on {data_name}"
-        what = (
-            "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale: two independent encoders, "
-            "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
-            "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
-            f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
-            'float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=".../question_encoder")` '
-            'and `PassageEmbedder(model=".../passage_encoder")`. Index passages with the passage encoder: vectors of '
-            "another encoder do not match its questions."
-        )
-        train = "python -m training.train_dpr_nq " + _recipe_flags(variant)
-        export = (
-            f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
-            f"{run}/best/passage_encoder --fp16"
-        )
-    commands = [f"{'python -m training.train_dpr_nq ' + _recipe_flags(read_json(r / 'variant.json'))}" for r in runs]
+    return (
+        f"# {model.name}: DPR question and passage encoders from all-MiniLM-L6-v2, trained on {data_name}",
+        "Dense Passage Retrieval (Karpukhin et al. 2020) at CPU scale: two independent encoders, "
+        "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
+        "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
+        f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
+        'float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=".../question_encoder")` '
+        'and `PassageEmbedder(model=".../passage_encoder")`. Index passages with the passage encoder: vectors of '
+        "another encoder do not match its questions.",
+    )
+
+
+def _commands(
+    model: Path, run: Path, runs: list[Path], soup: list[str] | None, files: RunFiles, shipped: bool
+) -> list[str]:
+    """The commands that trained, exported (and evaluated the committed copy of) the model."""
     if soup:
+        commands = ["python -m training.train_dpr_nq " + _recipe_flags(read_json(r / "variant.json")) for r in runs]
         commands.append("python -m training.train_dpr_nq --soup " + ",".join(soup))
     else:
-        commands = [train]
-    negatives = (
-        (
-            "BM25's and zero-shot MiniLM's hard negatives interleaved (top 100 of each, MiniLM's first "
-            f"{mined.get('skip_dense_top', 0)} left out)"
-        )
-        if dense
-        else "BM25 hard negatives (top 100 of BM25)"
+        commands = ["python -m training.train_dpr_nq " + _recipe_flags(files.variant)]
+    if not files.question_side:
+        return commands + [
+            f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
+            f"{run}/best/passage_encoder --fp16"
+        ]
+    commands.append(
+        f"python -m training.convert question-only {run}/final {model}/question_encoder --paired-with bundled:all-MiniLM-L6-v2 --fp16"
     )
+    if shipped:
+        commands.append(
+            f"python -m training.evaluate --system {model}/question_encoder "
+            "--questions nq/dev.jsonl,squad/dev.jsonl --out EVAL.json   # the float16 row"
+        )
+    return commands
+
+
+def _soup_note(runs: list[Path], soup: list[str] | None) -> str:
+    """The paragraph naming a soup's runs (empty for a single run)."""
+    if not soup:
+        return ""
+    names = ", ".join(f"`{name}`" for name in soup)
+    return (
+        f"The model is the uniform average of the question encoders of {len(runs)} runs (a model soup, Wortsman et al. "
+        f"2022; the runs were picked after seeing their dev numbers): {names}.\n\n"
+    )
+
+
+def _recipe_values(files: RunFiles, soup: list[str] | None) -> dict[str, object]:
+    """The placeholders of the data, settings and cost sentences."""
+    config, result, variant = files.config, files.result, files.variant
+    squad = variant.get("squad_questions", 0)
     nq_questions = result["examples"] - (squad if variant.get("multi") else 0)
     questions = f"the {nq_questions:,} questions of `nq/train.jsonl`" + (
         f" and {squad:,} of `squad/train-v1.1.json` (seeded sample), in one mix" if squad else ""
     )
+    negatives = (
+        "BM25's and zero-shot MiniLM's hard negatives interleaved (top 100 of each, MiniLM's first "
+        f"{files.mined.get('skip_dense_top', 0)} left out)"
+        if variant.get("dense_negatives", False)
+        else "BM25 hard negatives (top 100 of BM25)"
+    )
+    return {
+        "questions": questions,
+        "num_negatives": files.mined["mining"]["num_negatives"],
+        "negatives": negatives,
+        "sampled": variant["negatives"],
+        "of_first_run": " (of the first run)" if soup else "",
+        "batch_size": variant["batch_size"],
+        "similarity": config["similarity"],
+        "epochs": variant["epochs"],
+        "steps": result["steps"],
+        "learning_rate": f"{config['learning_rate']:g}",
+        "warmup": f"{config['warmup_ratio']:.0%}",
+        "max_grad_norm": f"{config['max_grad_norm']:g}",
+        "dropout": f"{config['dropout']:g}",
+        "max_length": config["max_length"],
+        "precision": "bf16 autocast" if config["bf16"] else "fp32",
+        "passage_fixed": ", passage encoder fixed (question-side training, training/README.md)"
+        if files.question_side
+        else "",
+        "selection": _selection(config, result, squad),
+        "examples_per_second": f"{result['examples_per_second']:.1f}",
+        "peak_gb": f"{result['peak_rss_mb'] / 1024:.1f}",
+    }
+
+
+def _selection(config: dict[str, Any], result: dict[str, Any], squad: int) -> str:
+    """How the checkpoint was chosen: the final step, or the best validation MRR."""
+    if squad:
+        return f"Reported at its final step ({result['steps']} steps)."
     validation = result.get("last_validation") or {}
-    selection = (
-        f"Reported at its final step ({result['steps']} steps)."
-        if squad
-        else f"Selected by MRR on {config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled "
+    return (
+        f"Selected by MRR on {config['val_questions']} nq/dev questions against {config['val_pool_size']:,} sampled "
         f"pool passages: MRR {validation.get('mrr', float('nan')):.3f}, top-1 {validation.get('top1', float('nan')):.1f} "
         f"at step {result.get('best_step')}."
     )
-    soup_note = (
-        [
-            f"The model is the uniform average of the question encoders of {len(runs)} runs (a model soup, Wortsman et al. "
-            "2022; the runs were picked after seeing their dev numbers): "
-            + ", ".join(f"`{name}`" for name in soup)
-            + ".",
-            "",
-        ]
-        if soup
-        else []
-    )
-    lines = [
-        title,
-        "",
-        what,
-        "",
-        "## How it was made",
-        "",
-        "```bash",
-        *commands,
-        export,
-        *(
-            [
-                f"python -m training.evaluate --system {model}/question_encoder "
-                "--questions nq/dev.jsonl,squad/dev.jsonl --out EVAL.json   # the float16 row"
-            ]
-            if shipped is not None and question_side
-            else []
-        ),
-        "```",
-        "",
-        *soup_note,
-        f"Data: {questions}; positive: the gold paragraph's 100-word block containing an answer; negatives: "
-        f"{mined['mining']['num_negatives']} per question from the 55,350-passage pool, {negatives}, without the answer "
-        f"string and not the positive; {variant['negatives']} sampled per question per step and shared by the batch.",
-        "",
-        f"Settings{' (of the first run)' if soup else ''}: batch {variant['batch_size']} questions, in-batch negatives, "
-        f"NLL over {config['similarity']} similarity, {variant['epochs']} epoch(s) ({result['steps']} steps), "
-        f"AdamW lr {config['learning_rate']:g}, warm-up {config['warmup_ratio']:.0%} then linear decay, gradient "
-        f"clipping {config['max_grad_norm']:g}, dropout {config['dropout']:g}, inputs of at most "
-        f"{config['max_length']} tokens, {'bf16 autocast' if config['bf16'] else 'fp32'}"
-        + (", passage encoder fixed (question-side training, training/README.md)" if question_side else "")
-        + ". "
-        + selection,
-        "",
-        f"Training cost on the shared 2-core CPU: {result['examples_per_second']:.1f} questions/s on average, peak "
-        f"memory {result['peak_rss_mb'] / 1024:.1f} GB.",
-        "",
-        "## Results (docs/training/dpr_nq.md)",
-        "",
-        f"Top-k retrieval accuracy over the full 55,350-passage pool, exact inner-product search "
-        f"(`{report['command']}`); every choice of recipe and run was made on these dev sets:",
-        "",
-        *table_header(columns, "l" + "r" * (len(columns) - 1)),
-        *rows,
-        "",
-        "## Licence and data",
-        "",
-        "Derived from all-MiniLM-L6-v2 (Apache-2.0). Trained on Natural Questions (CC BY-SA 3.0)"
-        + (" and SQuAD v1.1 (CC BY-SA 4.0)" if squad else "")
-        + " with passages from English Wikipedia (CC BY-SA).",
-    ]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.no_answer import FEATURES, AnswerSettings, NoAnswerModel, fit_no_answer
 from dpr_components.readers.span_reader import SpanReader
+from dpr_components.utils.sources import resolve_data_source
 from training.fit_qa_rerank import SHORT_ANSWER_WORDS, short_answers
 from training.no_answer_report import outcomes, render
 from training.report_folder import add_report_options, measured_summary, write_report_folder
@@ -95,7 +96,7 @@ def _record(reading: dict[str, Any], example: QAExample, golds: list[str], kind:
 def collect(path: str, limit: int | None, reading: ReadingPipeline) -> dict[str, Any]:
     """Both versions of each question of ``path`` (the first ``limit`` with a short enough answer)."""
     rows: list[dict[str, Any]] = []
-    for example in tqdm(load_questions(path), desc=f"reading {Path(path).name}", unit="q"):
+    for example in tqdm(load_questions(resolve_data_source(path)), desc=f"reading {Path(path).name}", unit="q"):
         golds = short_answers(list(example.answers), SHORT_ANSWER_WORDS)
         if not golds:
             continue

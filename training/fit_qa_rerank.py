@@ -40,6 +40,7 @@ from dpr_components.evaluation.intervals import paired_bootstrap_difference, sco
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.span_reader import SpanReader
 from dpr_components.utils.validation import model_and_max_length
@@ -51,6 +52,7 @@ SHORT_ANSWER_WORDS = 5
 # the settings pipelines/qa.yml and qa_rerank.yml ship with
 QA_LENGTH_PENALTY = 0.3
 RERANK_WEIGHT = 0.75
+TEMPLATE = sibling_template(__file__, "fit_qa_rerank.md.template")
 
 
 @dataclass(frozen=True)
@@ -213,22 +215,39 @@ def split_section(split: dict[str, Any], shown: list[tuple[str, Decoding]], cand
 
 
 def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, float], command: str) -> str:
+    """The report: ``fit_qa_rerank.md.template`` filled with :func:`report_values`."""
+    return fill_template(TEMPLATE, report_values(summary, chosen, means, command))
+
+
+def report_values(
+    summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, float], command: str
+) -> dict[str, object]:
+    """The values of the report's template: settings, one section per split, the best decodings."""
     candidate = summary.get("candidate") is not None
-    lines = [
-        "# Question answering after re-ranking: the decoding chosen on the selection splits",
-        "",
-        f"The hybrid's top {CANDIDATES} on `{summary['store']}` (pipelines/qa_rerank.yml), re-ranked by ranker "
-        f"logit + {RERANK_WEIGHT:g} × hybrid score. A decoding reads the best k passages and scores each "
-        "passage's best span by a·log P_reader(passage) + log P(span) + γ·(ranker score) − α·log(rank). "
-        f"Exact match (SQuAD normalisation); NQ train questions only with an answer of at most "
-        f"{SHORT_ANSWER_WORDS} words, scored against those. Cells: EM with its 95% bootstrap interval; "
-        "differences are paired, against pipelines/qa.yml's decoding. *reader*: bundled:reader-minilm (256 "
-        "tokens); *ranker*: the ranker's folder read as a span reader (192 tokens)"
-        + (f"; *candidate*: {summary['candidate']} ({summary['candidate_length']} tokens)." if candidate else "."),
-        "",
-        f"Chosen (best mean EM over the splits, {len(means)} decodings): **{chosen.label()}**.",
-        "",
-    ]
+    top = sorted(means.items(), key=lambda item: -item[1])[:15]
+    shown = shown_decodings(means, chosen, candidate)
+    sections = [line for split in summary["splits"] for line in split_section(split, shown, candidate)]
+    return {
+        "candidates": CANDIDATES,
+        "store": summary["store"],
+        "rerank_weight": f"{RERANK_WEIGHT:g}",
+        "short_answer_words": SHORT_ANSWER_WORDS,
+        "candidate_reader": (
+            f"; *candidate*: {summary['candidate']} ({summary['candidate_length']} tokens)." if candidate else "."
+        ),
+        "decodings": len(means),
+        "chosen": chosen.label(),
+        "splits": "".join(f"{line}\n" for line in sections),
+        "best_table": "\n".join(
+            markdown_table(["settings", "mean EM"], [[d.label(), f"{100 * m:.1f}"] for d, m in top], "lr")
+        ),
+        "produced_by": "\n".join(produced_by(command)),
+    }
+
+
+def shown_decodings(means: dict[Decoding, float], chosen: Decoding, candidate: bool) -> list[tuple[str, Decoding]]:
+    """The decodings each split's table shows, with their labels: qa.yml's, the shipped ones, the best
+    with each other reading and the chosen one."""
     shown = [
         ("qa.yml (hybrid top 10, reader)", QA_DEFAULT),
         ("qa.yml read by the ranker's folder", QA_RANKER_READING),
@@ -238,19 +257,7 @@ def render(summary: dict[str, Any], chosen: Decoding, means: dict[Decoding, floa
         best = max((d for d in means if d.reader == reader), key=lambda d: means[d])
         shown.append((f"the best with the {reader} reading", best))
     shown.append(("chosen", chosen))
-    for split in summary["splits"]:
-        lines += split_section(split, shown, candidate)
-    top = sorted(means.items(), key=lambda item: -item[1])[:15]
-    lines += [
-        "## The best decodings (mean EM over the splits)",
-        "",
-        "Reading more passages of the re-ranked order changes nothing once the priors favour its first ones: "
-        "such decodings tie, and the grid's first (the fewest passages) is chosen.",
-        "",
-    ]
-    lines += [*markdown_table(["settings", "mean EM"], [[d.label(), f"{100 * m:.1f}"] for d, m in top], "lr"), ""]
-    lines += produced_by(command)
-    return "\n".join(lines) + "\n"
+    return shown
 
 
 def main(argv: list[str] | None = None) -> int:

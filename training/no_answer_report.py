@@ -90,7 +90,7 @@ def _cells(rows: list[dict[str, Any]], model: NoAnswerModel, threshold: float) -
 
 def summary_table(summary: dict[str, Any]) -> str:
     model, threshold = _model(summary), float(summary["threshold"])
-    rows = [[Path(split["file"]).name, *_cells(split["questions"], model, threshold)] for split in summary["splits"]]
+    rows = [[str(split["file"]), *_cells(split["questions"], model, threshold)] for split in summary["splits"]]
     everything = [row for split in summary["splits"] for row in split["questions"]]
     rows.append(["all", *_cells(everything, model, threshold)])
     columns = [

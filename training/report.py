@@ -28,6 +28,7 @@ from typing import Any
 from dpr_components.evaluation.intervals import wilson_interval
 from dpr_components.evaluation.metric_intervals import interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.ablation_report import render_ablations_from_json, write_ablation_report
 from training.run_records import (
@@ -44,12 +45,7 @@ KS = ("1", "5", "20", "100")
 DATASETS = ("nq/dev.jsonl", "squad/dev.jsonl")
 
 
-PROTOCOL_NOTE = (
-    "**Made before the selection protocol.** The runs here, their settings, their checkpoints (validated on "
-    "nq/dev) and the soups were compared and chosen on these dev numbers, so they are optimistic. Under the "
-    "protocol, choices are made on selection splits of NQ and SQuAD train and dev is reported once: "
-    "`docs/training/selection.md` has the numbers of the shipped encoder."
-)
+TEMPLATE = sibling_template(__file__, "report.md.template")
 WILSON_NOTE = (
     "In brackets: the 95% Wilson score interval of each accuracy (Wilson 1927). This report keeps only each "
     "system's accuracy and number of questions, not per-question results, so a bootstrap over questions is not "
@@ -167,40 +163,31 @@ def render(
     soups: list[dict[str, Any]] | None = None,
     rerendered_by: str | None = None,
 ) -> str:
+    """dpr_nq.md: the results table (baselines, runs, hybrid rows), the soups and one table per ablation."""
     produced = f"Produced by: `{command}` (machine: {platform.machine()}, shared 2-core CPU)."
     if rerendered_by:
         produced += f" Intervals added from the stored results, nothing evaluated again, by: `{rerendered_by}`."
     lines = [
-        "# DPR on Natural Questions at CPU scale",
-        "",
-        PROTOCOL_NOTE,
-        "",
-        "Dense Passage Retrieval (Karpukhin et al. 2020) fine-tuned from all-MiniLM-L6-v2: separate question and "
-        "passage encoders, NLL over in-batch negatives plus BM25 hard negatives shared by the batch, "
-        "trained on nq/train (7,167 questions with gold paragraphs) with negatives mined from the pool. "
-        "Top-k accuracy: percent of questions with a passage containing an answer among the top k retrieved "
-        "from the full pool (55,350 passages), exact inner-product search. The checkpoint kept is the one "
-        "with the best MRR on a 300-question subset of nq/dev against a 3,000-passage sample of the pool "
-        "(validated before training and after each epoch), so NQ numbers are mildly optimistic; SQuAD dev is never looked at "
-        "during training. The SQuAD-added model continues from the NQ model on N SQuAD train questions plus N replayed "
-        "NQ ones and is reported at its final step (NQ-only validation would keep its starting point); a run named multi-… "
-        "trains from MiniLM on all of nq/train plus the SQuAD questions in one mix, also reported at its final step. "
-        "A run named qside-… trains the question encoder alone against all-MiniLM-L6-v2's fixed passage vectors "
-        "(training/README.md), so MiniLM is its passage encoder; hn4dense: 4 hard negatives per question sampled from "
-        "BM25's and zero-shot MiniLM's mined lists, interleaved.",
-        "",
-        produced,
-        "",
-        "## Results",
         "",
         *([WILSON_NOTE, ""] if _has_intervals([*baselines, *runs, *(soups or [])]) else []),
-        *_header(["system", "train questions", "batch", "hard neg.", "epochs", "train hours"]),
+        *results_table(baselines, runs, hybrid),
+        *soup_lines(soups or []),
+        *ablation_tables(runs),
     ]
+    if any(r.get("archived") for r in [*runs, *(soups or [])]):
+        lines += ["", ARCHIVED_NOTE]
+    return fill_template(TEMPLATE, {"produced": produced, "results": "\n".join(lines)})
+
+
+def results_table(
+    baselines: list[dict[str, Any]], runs: list[dict[str, Any]], hybrid: list[dict[str, Any]] | None
+) -> list[str]:
+    """The baselines' and runs' rows, then the hybrid rows and what they are."""
+    lines = _header(["system", "train questions", "batch", "hard neg.", "epochs", "train hours"])
     for baseline in baselines:
         cells = [baseline.get("name", baseline["system"]), "", "", "", "", ""] + _accuracy_cells(baseline)
         lines.append(table_row(cells))
-    for run in runs:
-        lines.append(table_row(_run_row(run) + _accuracy_cells(run)))
+    lines += [table_row(_run_row(run) + _accuracy_cells(run)) for run in runs]
     if hybrid:
         lines += hybrid_rows(hybrid)
         lines += [
@@ -210,7 +197,12 @@ def render(
             "so optimistic; its 2-fold tables fit and report on separate halves). That report kept these rows' "
             "per-question ranks: it gives them bootstrap intervals and paired differences from dense.",
         ]
-    lines += soup_lines(soups or [])
+    return lines
+
+
+def ablation_tables(runs: list[dict[str, Any]]) -> list[str]:
+    """One table per setting that runs differ in."""
+    lines: list[str] = []
     for field, title in ABLATIONS.items():
         for group in ablation_groups(runs, field):
             lines += ["", f"## Ablation: {_group_title(title, group)}", "", *_header([field, "run", "train hours"])]
@@ -223,9 +215,7 @@ def render(
                         + _accuracy_cells(run)
                     )
                 )
-    if any(r.get("archived") for r in [*runs, *(soups or [])]):
-        lines += ["", ARCHIVED_NOTE]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_report(root: Path, out: Path, command: str) -> Path | None:

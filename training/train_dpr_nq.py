@@ -375,6 +375,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--stage", default="all", choices=["all", "mine", "baselines", "train", "evaluate", "sampled", "report"]
     )
     parser.add_argument("--sweep", choices=["negatives", "batch", "subsets", "squad"])
+    _add_data_options(parser)
+    _add_training_options(parser)
+    _add_run_options(parser)
+    return parser
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    """The questions, negatives and encoders a run trains on."""
     parser.add_argument("--subset", type=int, help="train on a seeded random subset of N NQ questions")
     parser.add_argument("--batch-size", type=int, default=Variant.batch_size)
     parser.add_argument("--negatives", type=int, default=Variant.negatives, help="BM25 negatives per question")
@@ -404,6 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="hard negatives from BM25 and zero-shot MiniLM interleaved (default: BM25 only)",
     )
+
+
+def _add_training_options(parser: argparse.ArgumentParser) -> None:
+    """The optimisation settings of a run."""
     parser.add_argument(
         "--seed", type=int, default=Variant.seed, help="training seed (batch order, negatives, dropout)"
     )
@@ -417,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)",
     )
     parser.add_argument("--threads", type=thread_count_option, default=Variant.threads)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Budget, soups, the selection protocol and dry runs."""
     parser.add_argument(
         "--ablation",
         action="store_true",
@@ -436,7 +452,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-exclude-selection trains on every question and validates on nq/dev, as runs before the protocol)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their expected time, do nothing")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ import json
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ from dpr_components.reader_training.data import (
     read_questions,
     write_mined,
 )
-from dpr_components.reader_training.train import ReaderTrainingSettings, train
+from dpr_components.reader_training.train import ReaderTrainingResult, ReaderTrainingSettings, train
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.output_folders import READER, READER_RUN, check_output_folder, claim_folder
@@ -192,6 +193,15 @@ def without_selection(name: str, mined: list[MinedQuestion]) -> list[MinedQuesti
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_folder_options(parser)
+    _add_data_options(parser)
+    _add_training_options(parser)
+    _add_evaluation_options(parser)
+    return parser
+
+
+def _add_folder_options(parser: argparse.ArgumentParser) -> None:
+    """The run folder and where its export is copied."""
     parser.add_argument("--output", default="runs/reader-minilm", help="run folder (checkpoints, log, best, export)")
     parser.add_argument(
         "--export-to",
@@ -201,6 +211,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--overwrite", action="store_true", help="let --export-to replace a folder whatever it holds (never a file)"
     )
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    """The training and dev questions and how their passages are mined."""
     parser.add_argument(
         "--train",
         default="squad/train-v1.1.json,nq/train.jsonl",
@@ -244,6 +258,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--limit", type=int, help="first N training questions of each file (smoke runs)")
     parser.add_argument("--sample", type=int, help="N training questions of each file drawn at random (seeded)")
+
+
+def _add_training_options(parser: argparse.ArgumentParser) -> None:
+    """The model to start from and the optimisation settings."""
     parser.add_argument(
         "--init-model",
         default=BUNDLED_MINILM,
@@ -270,6 +288,10 @@ def _parser() -> argparse.ArgumentParser:
         help="seed of the --sample draw and the dev draw (default: --seed); keep it and change --seed "
         "to train again on the same mined questions in a new order",
     )
+
+
+def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
+    """Dev evaluation, checkpoints, logging, the export and the threads."""
     parser.add_argument("--eval-every", type=int, default=1000, help="steps between dev evaluations (0: at the end)")
     parser.add_argument("--checkpoint-every", type=int, default=200)
     parser.add_argument("--log-every", type=int, default=10)
@@ -291,7 +313,6 @@ def _parser() -> argparse.ArgumentParser:
         help="skip up to N steps whose loss or gradient norm is NaN or infinite (weights not updated) "
         "before stopping with an error (default 0)",
     )
-    return parser
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -323,49 +344,15 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     store = _store(store_path, args.encoder if dense else None)
     settings = ReaderMiningSettings(depth=args.depth, positives_by=args.positives_by)
     data_seed = args.seed if args.data_seed is None else args.data_seed
-    train_questions: list[MinedQuestion] = []
-    data_record: dict[str, int] = {}
-    for name in [n.strip() for n in args.train.split(",") if n.strip()]:
-        mined = mined_questions(
-            _data_file(name),
-            store,
-            store_path,
-            names,
-            settings,
-            args.limit,
-            args.encoder,
-            False,
-            args.sample,
-            data_seed,
+
+    def mine(path: Path, limit: int | None, keep_all: bool, sample: int | None) -> list[MinedQuestion]:
+        return mined_questions(
+            path, store, store_path, names, settings, limit, args.encoder, keep_all, sample, data_seed
         )
-        if args.exclude_selection:
-            mined = without_selection(name, mined)
-        data_record[name] = len(mined)
-        train_questions += mined
-    dev_questions = []
-    if args.dev:
-        dev_questions = mined_questions(
-            _data_file(args.dev),
-            store,
-            store_path,
-            names,
-            settings,
-            None,
-            args.encoder,
-            True,
-            args.dev_limit,
-            data_seed,
-        )
-    same_names = "init_model batch_size epochs max_steps warmup_ratio max_length stride seed eval_every"
-    same_names += " checkpoint_every log_every dev_passages dev_limit export objective"
-    config = ReaderTrainingSettings(
-        **init_parameters(args, same_names),
-        output_dir=args.output,
-        passages_per_question=args.passages,
-        learning_rate=args.lr,
-        bf16=bf16_enabled(args.precision),
-        max_nonfinite_steps=args.skip_nonfinite_steps,
-    )
+
+    train_questions, data_record = _training_questions(args, mine)
+    dev_questions = mine(_data_file(args.dev), None, True, args.dev_limit) if args.dev else []
+    config = _settings(args)
     claim_folder(args.output, READER_RUN)
     command = "python -m training.train_reader " + " ".join(sys.argv[1:] if argv is None else argv)
     (Path(args.output) / "command.txt").write_text(command + "\n")
@@ -377,6 +364,41 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command to resume", file=sys.stderr)
         return 130
+    _finish(args, result, command, data_record)
+    return 0
+
+
+def _training_questions(
+    args: argparse.Namespace, mine: Callable[..., list[MinedQuestion]]
+) -> tuple[list[MinedQuestion], dict[str, int]]:
+    """The mined training questions of every ``--train`` file, and how many each file gave."""
+    train_questions: list[MinedQuestion] = []
+    data_record: dict[str, int] = {}
+    for name in [n.strip() for n in args.train.split(",") if n.strip()]:
+        mined = mine(_data_file(name), args.limit, False, args.sample)
+        if args.exclude_selection:
+            mined = without_selection(name, mined)
+        data_record[name] = len(mined)
+        train_questions += mined
+    return train_questions, data_record
+
+
+def _settings(args: argparse.Namespace) -> ReaderTrainingSettings:
+    """The training settings of ``args``."""
+    same_names = "init_model batch_size epochs max_steps warmup_ratio max_length stride seed eval_every"
+    same_names += " checkpoint_every log_every dev_passages dev_limit export objective"
+    return ReaderTrainingSettings(
+        **init_parameters(args, same_names),
+        output_dir=args.output,
+        passages_per_question=args.passages,
+        learning_rate=args.lr,
+        bf16=bf16_enabled(args.precision),
+        max_nonfinite_steps=args.skip_nonfinite_steps,
+    )
+
+
+def _finish(args: argparse.Namespace, result: ReaderTrainingResult, command: str, data_record: dict[str, int]) -> None:
+    """Say what was trained, record the export's provenance and copy it to ``--export-to``."""
     exported = "the last step's reader" if args.export == "last" else f"the best reader (step {result.state.best_step})"
     print(
         f"done: {result.state.step} steps, best dev EM {result.state.best_em:.2f} at step "
@@ -389,7 +411,6 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             shutil.copytree(result.export_dir, tmp, dirs_exist_ok=True)
             tmp.chmod(0o755)
         print(f"copied to {args.export_to}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -170,26 +170,11 @@ def render_from_json(out_md: Path, rerendered_by: str) -> None:
     log(f"re-rendered {out_md} from {out_md.with_suffix('.json')}")
 
 
-def main() -> None:
-    from benchmarks.bm25.bm25_report import render_markdown
-
-    args = parse_args()
-    module = ["python", "-m", "benchmarks.bm25.bm25_benchmark"]
-    if args.from_json:
-        render_from_json(args.out, shlex.join([*module, *sys.argv[1:]]))
-        return
-    load_before = os.getloadavg()
-    work = args.work_dir or cache_dir() / "bm25_benchmark"
-    results_dir = work / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    log("loading the pool and the questions")
-    data = bm25_data.load(args.data_dir or data_dir())
-    log(f"{len(data.passage_ids)} passages, {len(data.questions)} questions")
-    full_dir, subset_dir = work / "full", work / "subset"
-    bm25_data.write_inputs(data, full_dir)
-    small = bm25_data.subset(data, args.subset_passages, args.subset_questions, args.seed)
-    bm25_data.write_inputs(small, subset_dir)
-
+def run_engines(
+    args: argparse.Namespace, data: bm25_data.BenchmarkData, small: bm25_data.BenchmarkData, work: Path
+) -> tuple[dict[str, dict], dict[str, dict], dict[str, dict]]:
+    """Every engine's raw results and evaluation on the full pool, and ours and InMemory's on the subset."""
+    full_dir, subset_dir, results_dir = work / "full", work / "subset", work / "results"
     raw: dict[str, dict] = {}
     full: dict[str, dict] = {}
     repeats = args.query_repeats
@@ -207,40 +192,71 @@ def main() -> None:
         for engine in ("ours", "inmemory"):
             result = run_python_engine(engine, subset_dir, results_dir, f"subset-{engine}", repeats)
             subset[engine] = evaluate(result, small)
+    return raw, full, subset
 
-    agreement = {}
-    if "lucene" in raw:
-        for name in [n for n in raw if n.startswith("ours")]:
-            agreement[name] = ranking_agreement(raw[name]["ranked"], raw["lucene"]["ranked"], depth=100)
-    lengths_ablation = {}
-    if "lucene" in raw:
-        log("scoring with Lucene's rounded document lengths (ablation)")
-        analyzer = EnglishAnalyzer()
-        lengths_ablation = lucene_lengths.top1_agreement(
-            [analyzer.analyze(data.contents(i)) for i in range(len(data.passage_ids))],
-            data.passage_ids,
-            {q.qid: analyzer.analyze(q.question) for q in data.questions},
-            {qid: ranked[0] for qid, ranked in raw["lucene"]["ranked"].items() if ranked},
-        )
+
+def lucene_comparisons(raw: dict[str, dict], data: bm25_data.BenchmarkData) -> tuple[dict, dict]:
+    """Ranking agreement of our engines with Lucene, and the length-rounding ablation (empty without Lucene)."""
+    if "lucene" not in raw:
+        return {}, {}
+    agreement = {
+        name: ranking_agreement(raw[name]["ranked"], raw["lucene"]["ranked"], depth=100)
+        for name in raw
+        if name.startswith("ours")
+    }
+    log("scoring with Lucene's rounded document lengths (ablation)")
+    analyzer = EnglishAnalyzer()
+    lengths_ablation = lucene_lengths.top1_agreement(
+        [analyzer.analyze(data.contents(i)) for i in range(len(data.passage_ids))],
+        data.passage_ids,
+        {q.qid: analyzer.analyze(q.question) for q in data.questions},
+        {qid: ranked[0] for qid, ranked in raw["lucene"]["ranked"].items() if ranked},
+    )
+    return agreement, lengths_ablation
+
+
+def machine(load_before: tuple[float, float, float]) -> dict:
+    """The machine, and its 1-minute load average at the start and end of the run."""
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        # 1-minute load average; above ~0.5 other work shared the cores during the run.
+        "load_average_start": round(load_before[0], 2),
+        "load_average_end": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    from benchmarks.bm25.bm25_report import render_markdown
+
+    args = parse_args()
+    module = ["python", "-m", "benchmarks.bm25.bm25_benchmark"]
+    if args.from_json:
+        render_from_json(args.out, shlex.join([*module, *sys.argv[1:]]))
+        return
+    load_before = os.getloadavg()
+    work = args.work_dir or cache_dir() / "bm25_benchmark"
+    (work / "results").mkdir(parents=True, exist_ok=True)
+    log("loading the pool and the questions")
+    data = bm25_data.load(args.data_dir or data_dir())
+    log(f"{len(data.passage_ids)} passages, {len(data.questions)} questions")
+    bm25_data.write_inputs(data, work / "full")
+    small = bm25_data.subset(data, args.subset_passages, args.subset_questions, args.seed)
+    bm25_data.write_inputs(small, work / "subset")
+    raw, full, subset = run_engines(args, data, small, work)
+    agreement, lengths_ablation = lucene_comparisons(raw, data)
     parity_stats = {}
     if not args.skip_lucene and not args.skip_parity:
         parity_stats = parity(data, args.pyserini_python, work, ["porter", *args.compare_stemmers])
-
     report = {
         "command": shlex.join([*module, *sys.argv[1:]]),
         "date": date.today().isoformat(),
         "environment": run_environment(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            # 1-minute load average; above ~0.5 other work shared the cores during the run.
-            "load_average_start": round(load_before[0], 2),
-            "load_average_end": round(os.getloadavg()[0], 2),
-        },
-        "pool": {"passages": len(data.passage_ids), "questions": {"nq": 655, "squad": 3470}},
+        "machine": machine(load_before),
+        "pool": {"passages": len(data.passage_ids), "questions": full["ours"]["questions"]},
         "cutoffs": list(CUTOFFS),
-        "query_repeats": repeats,
+        "query_repeats": args.query_repeats,
         "full": full,
         "subset": subset,
         "subset_size": {"passages": len(small.passage_ids), "questions": len(small.questions), "seed": args.seed},
@@ -249,7 +265,6 @@ def main() -> None:
         "analyzer_parity": parity_stats,
         "skipped": {"lucene": args.skip_lucene, "inmemory": args.skip_inmemory},
     }
-    report["pool"]["questions"] = full["ours"]["questions"]
     out_md = args.out
     atomic_write_text(out_md.with_suffix(".json"), json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     atomic_write_text(out_md, render_markdown(report))

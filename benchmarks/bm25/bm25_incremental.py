@@ -151,7 +151,7 @@ def report(results: dict) -> str:
         "Synthetic corpus: the pool's 55,350 DPR passages recombined (title and first half of one, second",
         "half of another) into distinct passages; queries: NQ dev questions, top 100. BM25Index keeps raw",
         "term frequencies; N, document frequencies and the average length are computed per query, so an",
-        "index written to piecewise scores exactly like one built from scratch (tests/test_bm25_incremental.py).",
+        "index written to piecewise scores exactly like one built from scratch (tests/document_stores/test_bm25_incremental.py).",
         "",
     ]
     index = results.get("index")

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import command_line, write_report
 from dpr_components.evaluation.tables import produced_by, table_header
@@ -101,73 +102,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
-    parser = build_parser()
-    args = parser.parse_args()
+def measure(store: str, repeats: int) -> tuple[dict[str, list[float]], dict[str, list[float]], list, list[str]]:
+    """Wall and CPU seconds of every variant, ``repeats`` times interleaved, each repeat's phases and the
+    heavy modules the command imported."""
     walls: dict[str, list[float]] = {name: [] for name in VARIANTS}
     cpus: dict[str, list[float]] = {name: [] for name in VARIANTS}
     phases = []
-    _timed(_command(args.store))  # warm the file cache once
-    for _ in range(args.repeats):
+    imported: list[str] = []
+    _timed(_command(store))  # warm the file cache once
+    for _ in range(repeats):
         for name, code in VARIANTS.items():  # interleaved, so load changes hit every variant alike
-            wall, cpu, _ = _timed(_variant(code, args.store))
+            wall, cpu, _ = _timed(_variant(code, store))
             walls[name].append(wall)
             cpus[name].append(cpu)
-        _, _, out = _timed([sys.executable, "-c", PHASES, args.store, QUESTION])
+        _, _, out = _timed([sys.executable, "-c", PHASES, store, QUESTION])
         ended = time.time()
         run = json.loads(out.strip().splitlines()[-1])
         # Interpreter shutdown: from the script's last line to the parent seeing the process end.
         phases.append([*run["phases"], ("interpreter shutdown", ended - run["end"])])
         imported = run["imported"]
-    names = [name for name, _ in phases[0]]
-    median_phase = {name: statistics.median(run[i][1] for run in phases) for i, name in enumerate(names)}
-    load = os.getloadavg()[0]
-    command = command_line("benchmarks.cli.first_answer", sys.argv[1:])
-    main_name = next(iter(VARIANTS))
-    summary = {
-        "command": command,
-        "store": args.store,
-        "repeats": args.repeats,
-        "wall_s": walls[main_name],
-        "cpu_s": cpus[main_name],
-        "median_wall_s": statistics.median(walls[main_name]),
-        "median_cpu_s": statistics.median(cpus[main_name]),
-        "variants": {
-            name: {
-                "wall_s": walls[name],
-                "cpu_s": cpus[name],
-                "median_wall_s": statistics.median(walls[name]),
-                "median_cpu_s": statistics.median(cpus[name]),
-            }
-            for name in VARIANTS
-        },
-        "median_phase_s": median_phase,
-        "heavy_modules_imported": imported,
-        "load_average_1min_at_end": load,
+    return walls, cpus, phases, imported
+
+
+def _timings(walls: list[float], cpus: list[float]) -> dict[str, Any]:
+    return {
+        "wall_s": walls,
+        "cpu_s": cpus,
+        "median_wall_s": statistics.median(walls),
+        "median_cpu_s": statistics.median(cpus),
     }
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The report of ``summary``."""
+    variants, median_phase = summary["variants"], summary["median_phase_s"]
+    main_cpu = variants[next(iter(VARIANTS))]["median_cpu_s"]
     total = sum(median_phase.values())
+    variant_header = [
+        "command",
+        "wall time (s), median",
+        "CPU time, user + system (s), median",
+        "CPU vs `haystack run`",
+        "wall times (s)",
+    ]
     lines = [
         "# Time to first answer from the command line",
         "",
-        f'`haystack run pipelines/search.yml --store {args.store} -q "{QUESTION}" --top-k 1`, a fresh process each time '
-        f"(file cache warm), {args.repeats} repeats. The machine has 2 cores shared with other work "
-        f"(1-minute load average {load:.1f} at the end), so CPU time is the steadier number.",
+        f'`haystack run pipelines/search.yml --store {summary["store"]} -q "{QUESTION}" --top-k 1`, a fresh process '
+        f"each time (file cache warm), {summary['repeats']} repeats. The machine has 2 cores shared with other work "
+        f"(1-minute load average {summary['load_average_1min_at_end']:.1f} at the end), so CPU time is the steadier "
+        "number.",
         "",
-        *table_header(
-            [
-                "command",
-                "wall time (s), median",
-                "CPU time, user + system (s), median",
-                "CPU vs `haystack run`",
-                "wall times (s)",
-            ],
-            "lrrrl",
-        ),
+        *table_header(variant_header, "lrrrl"),
         *[
-            f"| {name} | {statistics.median(walls[name]):.2f} | {statistics.median(cpus[name]):.2f} | "
-            f"{statistics.median(cpus[name]) / statistics.median(cpus[main_name]):.2f}x | "
-            f"{', '.join(f'{w:.2f}' for w in walls[name])} |"
-            for name in VARIANTS
+            f"| {name} | {v['median_wall_s']:.2f} | {v['median_cpu_s']:.2f} | {v['median_cpu_s'] / main_cpu:.2f}x | "
+            f"{', '.join(f'{w:.2f}' for w in v['wall_s'])} |"
+            for name, v in variants.items()
         ],
         "",
         "The two other rows take one saving back each: `main(argv)` runs the command without "
@@ -182,12 +172,31 @@ def main() -> None:
         f"| total | {total:.2f} | |",
         "",
         "Heavy libraries imported on this path (transformers, sentence-transformers, datasets, scikit-learn, "
-        f"pandas): {', '.join(imported) or 'none'}.",
+        f"pandas): {', '.join(summary['heavy_modules_imported']) or 'none'}.",
         "",
-        *produced_by(command),
+        *produced_by(summary["command"]),
     ]
-    write_report(Path(args.out), summary, "\n".join(lines))
-    print("\n".join(lines))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    walls, cpus, phases, imported = measure(args.store, args.repeats)
+    names = [name for name, _ in phases[0]]
+    main_name = next(iter(VARIANTS))
+    summary = {
+        "command": command_line("benchmarks.cli.first_answer", sys.argv[1:]),
+        "store": args.store,
+        "repeats": args.repeats,
+        **_timings(walls[main_name], cpus[main_name]),
+        "variants": {name: _timings(walls[name], cpus[name]) for name in VARIANTS},
+        "median_phase_s": {name: statistics.median(run[i][1] for run in phases) for i, name in enumerate(names)},
+        "heavy_modules_imported": imported,
+        "load_average_1min_at_end": os.getloadavg()[0],
+    }
+    text = render(summary)
+    write_report(Path(args.out), summary, text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The drop-in matrix of docs/haystack_conformance.md: junit outcomes of tests/test_drop_in.py
+"""The drop-in matrix of docs/haystack_conformance.md: junit outcomes of tests/document_stores/test_drop_in.py
 as one cell per (component, store), labelled by the test module's ROWS, COLUMNS and REFUSED."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from dpr_components.evaluation.tables import markdown_table
-from tests.test_drop_in import COLUMNS, NO_SERVER, REFUSED, ROWS
+from tests.document_stores.test_drop_in import COLUMNS, NO_SERVER, REFUSED, ROWS
 
-TEST_FILE = "tests/test_drop_in.py"
+TEST_FILE = "tests/document_stores/test_drop_in.py"
 WORKS = "works"
 REFUSED_CELL = "refused (clear error)"
 NO_SERVER_CELL = "skipped: no server"
@@ -67,7 +67,7 @@ def render(table: dict[str, dict[str, str]], failures: list[str]) -> list[str]:
         "have `run_async` are run both ways. The first rows are our components on each store; the rows",
         'named "Haystack ..." are Haystack\'s own components that take a document store, on ours, with',
         "`InMemoryDocumentStore` as the reference. The Elasticsearch column runs only when `ELASTICSEARCH_URL`",
-        "names a server (see `tests/test_elasticsearch.py`). A refused cell is a test that asserts the clear error.",
+        "names a server (see `tests/document_stores/test_elasticsearch.py`). A refused cell is a test that asserts the clear error.",
         "",
         *markdown_table(
             ["Component", *(f"`{c}`" for c in COLUMNS)],

@@ -1,11 +1,11 @@
 """Run Haystack's own DocumentStore test suite (haystack.testing, sync and async) against
 EmbeddedDocumentStore (in a folder and in memory) and against Haystack's InMemoryDocumentStore,
 and write docs/haystack_conformance.md (+ .json): passed/failed/skipped per Haystack test class,
-then the drop-in matrix of tests/test_drop_in.py (our components on each store, Haystack's on ours).
+then the drop-in matrix of tests/document_stores/test_drop_in.py (our components on each store, Haystack's on ours).
 
     python -m benchmarks.conformance.haystack_conformance [--out docs]
 
-The tests are those of tests/test_store_contract.py (one class per Haystack test class, also
+The tests are those of tests/document_stores/test_store_contract.py (one class per Haystack test class, also
 part of the normal test run); ``DPR_CONTRACT_STORE=haystack_in_memory`` points them at the reference.
 The drop-in matrix has an Elasticsearch column that runs only when ELASTICSEARCH_URL is set.
 """
@@ -32,7 +32,7 @@ from benchmarks.conformance import drop_in_matrix
 from dpr_components.evaluation.tables import table_header, table_row
 
 COMMAND = "python -m benchmarks.conformance.haystack_conformance"
-TEST_FILE = "tests/test_store_contract.py"
+TEST_FILE = "tests/document_stores/test_store_contract.py"
 STORES = {
     "folder": ("EmbeddedDocumentStore (folder)", {}),
     "memory": ("EmbeddedDocumentStore (path=None)", {}),

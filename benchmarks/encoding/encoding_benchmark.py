@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import cpu_name, log
+from benchmarks.encoding.encoding_report import render_markdown
 from dpr_components.encoders.text_encoder import (
     EncoderSettings,
     TextEncoder,
@@ -37,7 +38,6 @@ from dpr_components.encoders.text_encoder import (
 from dpr_components.evaluation.pool import pool_passages, pool_path
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
-from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
 
@@ -208,114 +208,6 @@ def measure_retrieval(limit: int, others: int, seed: int, batch_size: int, ks: t
     return result
 
 
-LABELS = {
-    "ours_fp32": "ours, fp32",
-    "ours_auto": "ours, precision auto (bf16 weights here)",
-    "st_fp32_pair": "sentence-transformers, fp32, (title, text) pairs",
-    "st_bf16_pair": "sentence-transformers, bf16 autocast, (title, text) pairs",
-    "st_bf16w_pair": "sentence-transformers, bf16 weights (`model.to(torch.bfloat16)`), (title, text) pairs",
-    "st_fp32_prefix": 'sentence-transformers, fp32, "title. text" strings',
-}
-
-
-def render_markdown(report: dict, command: str) -> str:
-    cfg = report["config"]
-    lines = [
-        "# Passage encoding: our TextEncoder vs sentence-transformers",
-        "",
-        f"Produced by `{command}` (from the repository root) on {report['environment']['date']}.",
-        "",
-        f"- Model: bundled all-MiniLM-L6-v2 (384-d, mean pooling, unit-normalised), max length {cfg['max_length']}.",
-        f"- Passages: {cfg['passages']} DPR passages drawn at random (seed {cfg['seed']}) from the pool, "
-        f"{cfg['mean_tokens']:.0f} tokens each on average as pairs; batch size {cfg['batch_size']}.",
-        f"- Machine: {report['environment']['cpu']}, {report['environment']['torch_threads']} torch threads, "
-        f"torch {report['environment']['torch']}, sentence-transformers {report['environment']['sentence_transformers']}; "
-        f"native bf16: {report['environment']['bf16_supported']}. The machine is shared and noisy: "
-        f"compare the ratios (measured in the same repeat), not the absolute numbers.",
-        f"- Each of the {cfg['repeats']} repeats runs every system over all passages, the systems taking turns "
-        f"{cfg['chunk']} passages at a time (rotating order), so that load changes hit all of them alike; the table shows the "
-        "median passages/s and the median per-repeat ratio to sentence-transformers fp32 on the same pairs.",
-        "",
-        "Our encoder tokenises each window of inputs once, sorts them by token length and batches them (length "
-        "bucketing: a batch pads to about its own length; vectors come back in input order). With precision auto on "
-        "a CPU with native bf16 it runs a bf16 copy of the weights (cast once at load), pooling and normalising in "
-        "float32. sentence-transformers sorts by character length, which tracks token length poorly on some "
-        "passages (numbers, non-Latin names), so its batches carry more padding. Tokens computed per real token on "
-        f"these passages (batch size {cfg['batch_size']}, all sorted at once): sorted by characters "
-        f"{cfg['padding_overhead']['by_characters']:.2f}, by tokens {cfg['padding_overhead']['by_tokens']:.2f}, "
-        f"unsorted {cfg['padding_overhead']['unsorted']:.2f}.",
-        "",
-        "Inputs: our encoder builds DPR's pair input `[CLS] title [SEP] text [SEP]`. sentence-transformers is given "
-        "the same `(title, text)` pairs, so both compute the same thing (see the agreement table). The "
-        '`"title. text"` row is what a plain sentence-transformers user would write; its input and vectors differ slightly.',
-        "",
-        "## Throughput",
-        "",
-        *table_header(["system", "passages/s (median)", "runs", "ratio vs ST fp32 pairs"], "lrlr"),
-    ]
-    for name, row in report["throughput"].items():
-        runs = ", ".join(f"{x:.1f}" for x in row["passages_per_s_runs"])
-        lines.append(
-            f"| {LABELS[name]} | {row['passages_per_s_median']:.1f} | {runs} | {row['ratio_vs_st_fp32_pair_median']:.2f}x |"
-        )
-    lines += [
-        "",
-        "## Vector agreement (cosine similarity per passage)",
-        "",
-        *table_header(["compared", "min", "1st percentile", "mean"], "lrrr"),
-    ]
-    for name, row in report["agreement"].items():
-        lines.append(f"| {name} | {row['min']:.5f} | {row['p01']:.5f} | {row['mean']:.5f} |")
-    ret = report["retrieval"]
-    lines += [
-        "",
-        f"## Retrieval check: fp32 vs precision auto ({ret['questions']} NQ dev questions, {ret['passages']} passages)",
-        "",
-        f"The pool slice holds the passages of the questions' gold paragraphs ({ret['gold_paragraphs_found']} found in "
-        f"the pool) plus {cfg['retrieval_others']:,} random other pool passages; exact top-k search, answer-string match.",
-        "",
-        *table_header(["encoder", *(f"top-{k.split('_')[1]}" for k in ret["fp32"])], "l" + "r" * len(ret["fp32"])),
-    ]
-    for name in ("fp32", "auto"):
-        lines.append(table_row([f"ours, {name}", *(f"{v:.1f}" for v in ret[name].values())]))
-    agree = ret["agreement"]
-    lines += [
-        "",
-        f"Passage vectors on this slice, fp32 vs auto: cosine min {agree['min']:.5f}, 1st percentile "
-        f"{agree['p01']:.5f}, mean {agree['mean']:.5f}.",
-        "",
-        "## Tried and not kept",
-        "",
-        "- bf16 autocast (the previous path): slower than casting the weights once, which skips the per-call weight casts.",
-        "- ONNX Runtime (CPU, fp32, graph exported with `torch.onnx`): on this machine it was about as fast as torch "
-        "bf16, not faster, and needs the onnx exporter stack as extra dependencies; its dynamic int8 quantisation "
-        "moved vectors far below cosine 0.999. Not added.",
-        "- Back ends measured side by side in [backends.md](backends.md) (`python -m benchmarks.encoding.backends`): "
-        'OpenVINO (fp32, bf16) is kept as `PassageEmbedder(backend="openvino")`, an optional extra; int8 '
-        "(OpenVINO through NNCF, ONNX Runtime static) is faster still but moves vectors below cosine 0.999 "
-        "and is not offered; `torch.compile` gains under 10% over bf16 weights and costs a compilation per "
-        "process, so it is not used.",
-    ]
-    lat = report["latency"]
-    lines += [
-        "",
-        f"## Single-question latency ({cfg['latency_questions']} NQ dev questions, one call per question)",
-        "",
-        "Systems alternate question by question (rotating order). The first 10 questions are run once untimed to warm up; every question is then timed.",
-        "",
-        *table_header(["system", "p50 ms", "p95 ms", "mean ms"], "lrrr"),
-    ]
-    latency_labels = {
-        "ours_auto": "ours `encode_questions([q])`, precision auto (bf16 weights)",
-        "ours_fp32": "ours `encode_questions([q])`, fp32",
-        "st_fp32": "sentence-transformers `encode([q])`, fp32",
-    }
-    for name, row in lat.items():
-        lines.append(f"| {latency_labels[name]} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | {row['mean_ms']:.1f} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command's options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -334,35 +226,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
-    parser = build_parser()
-    args = parser.parse_args()
-    if args.quick:
-        args.passages, args.repeats, args.questions = 128, 1, 20
-        args.retrieval_questions, args.retrieval_others = 20, 100
-    out_dir = args.out_dir or (cache_dir() / "encoding_benchmark_quick" if args.quick else Path("docs/benchmarks"))
-
-    pool = pool_passages()
-    chosen = sorted(random.Random(args.seed).sample(range(len(pool)), args.passages))
-    titles = [pool[i].title for i in chosen]
-    texts = [pool[i].text for i in chosen]
-    log(f"{len(chosen)} passages sampled from {len(pool)}")
-
-    model = load_sentence_transformer()
-    model_bf16 = load_sentence_transformer(bf16_weights=True)
-    probe = TextEncoder(EncoderSettings(model=MODEL))
-    tokens = model.tokenizer(titles, texts, truncation="only_second", max_length=probe.max_length)
-    lengths = [len(ids) for ids in tokens["input_ids"]]
-    mean_tokens = float(np.mean(lengths))
-    padding = {
-        "by_characters": padding_overhead(
-            lengths, np.argsort([-len(a) - len(b) for a, b in zip(titles, texts)], kind="stable"), args.batch_size
-        ),
-        "by_tokens": padding_overhead(lengths, np.argsort([-n for n in lengths], kind="stable"), args.batch_size),
-        "unsorted": padding_overhead(lengths, np.arange(len(lengths)), args.batch_size),
+def padding_overheads(lengths: list[int], titles: list[str], texts: list[str], batch_size: int) -> dict[str, float]:
+    """Tokens computed per real token when sorting by characters, by tokens, or not at all."""
+    by_characters = np.argsort([-len(a) - len(b) for a, b in zip(titles, texts)], kind="stable")
+    return {
+        "by_characters": padding_overhead(lengths, by_characters, batch_size),
+        "by_tokens": padding_overhead(lengths, np.argsort([-n for n in lengths], kind="stable"), batch_size),
+        "unsorted": padding_overhead(lengths, np.arange(len(lengths)), batch_size),
     }
 
-    bounds = [(start, min(start + args.chunk, len(chosen))) for start in range(0, len(chosen), args.chunk)]
+
+def throughput_and_agreement(
+    titles: list[str], texts: list[str], args: argparse.Namespace, model, model_bf16
+) -> tuple[dict, dict[str, dict[str, float]]]:
+    """Every system's throughput, chunk by chunk in turns, and how far their vectors agree."""
+    bounds = [(start, min(start + args.chunk, len(titles))) for start in range(0, len(titles), args.chunk)]
     chunks = [throughput_systems(titles[a:b], texts[a:b], args.batch_size, model, model_bf16) for a, b in bounds]
     for run in throughput_systems(titles[:32], texts[:32], args.batch_size, model, model_bf16).values():
         run()  # warm-up: first calls allocate and pick kernels
@@ -374,41 +252,72 @@ def main() -> None:
         "ST fp32 pairs vs ST bf16 weights pairs": cosine_stats(vectors["st_fp32_pair"], vectors["st_bf16w_pair"]),
         'ours fp32 vs ST fp32 "title. text"': cosine_stats(vectors["ours_fp32"], vectors["st_fp32_prefix"]),
     }
-    del model_bf16, chunks
+    return throughput, agreement
+
+
+def environment() -> dict:
+    """The machine and library versions of the run."""
+    import sentence_transformers
+
+    return {
+        "cpu": cpu_name(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "bf16_supported": bf16_supported(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def measure(args: argparse.Namespace) -> dict:
+    """Every measurement of the benchmark, as its JSON report."""
+    pool = pool_passages()
+    chosen = sorted(random.Random(args.seed).sample(range(len(pool)), args.passages))
+    titles = [pool[i].title for i in chosen]
+    texts = [pool[i].text for i in chosen]
+    log(f"{len(chosen)} passages sampled from {len(pool)}")
+    model = load_sentence_transformer()
+    model_bf16 = load_sentence_transformer(bf16_weights=True)
+    probe = TextEncoder(EncoderSettings(model=MODEL))
+    tokens = model.tokenizer(titles, texts, truncation="only_second", max_length=probe.max_length)
+    lengths = [len(ids) for ids in tokens["input_ids"]]
+    padding = padding_overheads(lengths, titles, texts, args.batch_size)
+    throughput, agreement = throughput_and_agreement(titles, texts, args, model, model_bf16)
+    del model_bf16
     retrieval = measure_retrieval(args.retrieval_questions, args.retrieval_others, args.seed, args.batch_size)
     log("latency")
     latency = measure_latency(nq_questions(args.questions), model)
-
-    import sentence_transformers
-
-    report = {
-        "config": {
-            "model": MODEL,
-            "passages": len(chosen),
-            "seed": args.seed,
-            "batch_size": args.batch_size,
-            "repeats": args.repeats,
-            "chunk": args.chunk,
-            "latency_questions": args.questions,
-            "max_length": probe.max_length,
-            "mean_tokens": round(mean_tokens, 1),
-            "padding_overhead": {k: round(v, 3) for k, v in padding.items()},
-            "ours_auto_uses_bf16": probe.uses_bf16,
-            "retrieval_others": args.retrieval_others,
-        },
-        "environment": {
-            "cpu": cpu_name(),
-            "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-            "bf16_supported": bf16_supported(),
-            "date": time.strftime("%Y-%m-%d"),
-        },
+    config = {
+        "model": MODEL,
+        "passages": len(chosen),
+        "seed": args.seed,
+        "batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "chunk": args.chunk,
+        "latency_questions": args.questions,
+        "max_length": probe.max_length,
+        "mean_tokens": round(float(np.mean(lengths)), 1),
+        "padding_overhead": {k: round(v, 3) for k, v in padding.items()},
+        "ours_auto_uses_bf16": probe.uses_bf16,
+        "retrieval_others": args.retrieval_others,
+    }
+    return {
+        "config": config,
+        "environment": environment(),
         "throughput": throughput,
         "agreement": agreement,
         "retrieval": retrieval,
         "latency": latency,
     }
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.quick:
+        args.passages, args.repeats, args.questions = 128, 1, 20
+        args.retrieval_questions, args.retrieval_others = 20, 100
+    out_dir = args.out_dir or (cache_dir() / "encoding_benchmark_quick" if args.quick else Path("docs/benchmarks"))
+    report = measure(args)
     command = " ".join(["python -m benchmarks.encoding.encoding_benchmark", *sys.argv[1:]])
     atomic_write_text(out_dir / "encoding.json", json.dumps(report, indent=2) + "\n")
     atomic_write_text(out_dir / "encoding.md", render_markdown(report, command))

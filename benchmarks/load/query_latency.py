@@ -34,7 +34,8 @@ from typing import Any
 
 from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, log, timed, write_report
 from benchmarks.load.served_clients import bursts, clients, running_server, write_served_pipelines
-from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.evaluation.tables import markdown_table
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.threads import QUERY_THREADS_ENV, WAIT_POLICY_ENV
 
@@ -45,6 +46,8 @@ CORPUS = REPO_ROOT / "examples" / "corpus.jsonl"
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"
 LOAD_GOAL, CLIENTS_GOAL = 2.0, 4.0
 MODULE = "benchmarks.load.query_latency"
+TEMPLATE = sibling_template(__file__, "query_latency.md.template")
+SERVED_TEMPLATE = sibling_template(__file__, "query_latency_served.md.template")
 # OMP_WAIT_POLICY of the process measuring (a) and (b); None keeps OpenMP's default
 WAIT_POLICIES: dict[str, str | None] = {"spin": None, "passive": "PASSIVE"}
 WAIT_POLICY_LABELS = {
@@ -243,116 +246,98 @@ def summarise(conditions: dict[str, Any], behaviours: dict[str, int]) -> dict[st
 
 
 def render(summary: dict[str, Any], command: str) -> str:
-    """The markdown report."""
-    return "\n".join([*_intro(summary), *_in_process(summary), *_served(summary), "", *produced_by(command)])
+    """The markdown report: ``query_latency.md.template`` filled with :func:`report_values`."""
+    return fill_template(TEMPLATE, report_values(summary, command))
 
 
-def _intro(summary: dict[str, Any]) -> list[str]:
-    """The machine, the behaviours compared and how the in-process conditions were measured."""
-    s, behaviours = summary, summary["behaviours"]
-    return [
-        "# Question latency under load",
-        "",
-        f"{s['cpu']}, {s['cores']} cores; torch's default: {s['torch_default_threads']} intra-op threads, FAISS's "
-        f"{s['faiss_default_threads']} OpenMP threads. Load average (1 min) at the start: {s['load_average'][0]:.2f}, "
-        f"at the end: {s['load_average'][1]:.2f}. Store: {s['store']} ({s['passages']} passages); "
-        f"{s['questions']} questions of examples/questions.jsonl.",
-        "",
-        f"Behaviours, in the same run: **old** = every question on torch's default threads "
-        f"(`{QUERY_THREADS_ENV}={behaviours['old']}`), **new** = a question encoded and searched on "
-        f"`{QUERY_THREADS_ENV}={behaviours['new']}` thread(s) (docs/threads.md).",
-        "",
-        f"## (a) quiet and (b) beside {s['load']['processes']} process(es) encoding passages on "
-        f"{s['load']['threads']} threads",
-        "",
-        "Per question (ms), the behaviours alternating question by question in one process, so the old "
-        "behaviour's idle OpenMP threads are beside the new behaviour's questions, as batch work is beside "
-        "questions in a server (training jobs, indexing). That process ran twice, once per OpenMP wait "
-        "policy (*idle threads*): "
-        + "; ".join(f"*{policy}*: {WAIT_POLICY_LABELS[policy]}" for policy in s["wait_policies"])
-        + ". The background load keeps OpenMP's defaults. A pipeline asks the questions again, in whole "
-        f"rounds, until it has run for {s['min_seconds']:g} s in each condition (*asked*: questions "
-        "per behaviour, quiet / loaded), so a question of a few milliseconds samples the background load "
-        "over as long a time as a question that reads.",
-        "",
-    ]
-
-
-def _in_process(s: dict[str, Any]) -> list[str]:
-    """Sections (a) and (b): latency per pipeline, behaviour and idle-thread policy, and the results check."""
+def report_values(s: dict[str, Any], command: str) -> dict[str, object]:
+    """The values of the report's template: the machine, the behaviours compared, the tables of (a) and
+    (b), section (c) and the command."""
     behaviours = s["behaviours"]
-    lines: list[str] = []
-    table = []
-    for policy, pipelines in s["wait_policies"].items():
-        for name, row in pipelines.items():
-            for b in behaviours:
-                r = row[b]
-                table.append(
-                    [
-                        name,
-                        b,
-                        policy,
-                        f"{r['quiet']['p50_ms']:.1f}",
-                        f"{r['quiet']['p95_ms']:.1f}",
-                        f"{r['loaded']['p50_ms']:.1f}",
-                        f"{r['loaded']['p95_ms']:.1f}",
-                        f"{r['loaded_over_quiet_p50']:.2f}×",
-                        f"{r['asked']['quiet']} / {r['asked']['loaded']}",
-                    ]
-                )
-    columns = [
-        "pipeline",
-        "threads",
-        "idle threads",
-        "quiet p50",
-        "quiet p95",
-        "loaded p50",
-        "loaded p95",
-        "loaded / quiet p50",
-        "asked",
+    return {
+        "cpu": s["cpu"],
+        "cores": s["cores"],
+        "torch_threads": s["torch_default_threads"],
+        "faiss_threads": s["faiss_default_threads"],
+        "load_start": f"{s['load_average'][0]:.2f}",
+        "load_end": f"{s['load_average'][1]:.2f}",
+        "store": s["store"],
+        "passages": s["passages"],
+        "questions": s["questions"],
+        "threads_env": QUERY_THREADS_ENV,
+        "old_threads": behaviours["old"],
+        "new_threads": behaviours["new"],
+        "load_processes": s["load"]["processes"],
+        "load_threads": s["load"]["threads"],
+        "wait_policies": "; ".join(f"*{policy}*: {WAIT_POLICY_LABELS[policy]}" for policy in s["wait_policies"]),
+        "min_seconds": f"{s['min_seconds']:g}",
+        "latency_table": "\n".join(_latency_table(s)),
+        "load_goal": f"{LOAD_GOAL:g}",
+        "results_table": "\n".join(_results_table(s)),
+        "served": _served(s),
+        "command": command,
+    }
+
+
+def _latency_table(s: dict[str, Any]) -> list[str]:
+    """Sections (a) and (b): latency per pipeline, behaviour and idle-thread policy."""
+    table = [
+        [
+            name,
+            b,
+            policy,
+            f"{row[b]['quiet']['p50_ms']:.1f}",
+            f"{row[b]['quiet']['p95_ms']:.1f}",
+            f"{row[b]['loaded']['p50_ms']:.1f}",
+            f"{row[b]['loaded']['p95_ms']:.1f}",
+            f"{row[b]['loaded_over_quiet_p50']:.2f}×",
+            f"{row[b]['asked']['quiet']} / {row[b]['asked']['loaded']}",
+        ]
+        for policy, pipelines in s["wait_policies"].items()
+        for name, row in pipelines.items()
+        for b in s["behaviours"]
     ]
-    lines += markdown_table(columns, table, "lllrrrrrr")
-    lines += [
-        "",
-        f"Goal: loaded / quiet p50 ≤ {LOAD_GOAL:g}× with the new behaviour. Spinning idle threads take the "
-        "core a question needs: with the old behaviour's threads spinning beside them, the new behaviour's "
-        "questions wait for the load and for those threads; sleeping, they wait for the load alone.",
-        "",
-        "Same results, old against new:",
-        "",
-    ]
+    columns = ["pipeline", "threads", "idle threads", "quiet p50", "quiet p95", "loaded p50", "loaded p95"]
+    return markdown_table([*columns, "loaded / quiet p50", "asked"], table, "lllrrrrrr")
+
+
+def _results_table(s: dict[str, Any]) -> list[str]:
+    """Whether the two behaviours found the same results, per pipeline, idle-thread policy and condition."""
     check = [
         [name, policy, c, "yes" if r["same_ranking"] else "NO", f"{r['max_score_gap']:.2e}"]
         for policy, pipelines in s["wait_policies"].items()
         for name, row in pipelines.items()
         for c, r in row["results"].items()
     ]
-    lines += markdown_table(
+    return markdown_table(
         ["pipeline", "idle threads", "condition", "same ids / answers, same order", "largest score gap"],
         check,
         "lllll",
     )
-    return lines
 
 
-def _served(s: dict[str, Any]) -> list[str]:
-    """Section (c): the served pipeline with one client, many clients and bursts (nothing when not measured)."""
-    behaviours = s["behaviours"]
-    lines: list[str] = []
+def _served(s: dict[str, Any]) -> str:
+    """Section (c), ``query_latency_served.md.template`` filled: the served pipeline with one client, many
+    clients and bursts ("" when not measured)."""
     if not s.get("served"):
-        return lines
-    lines += ["", f"## (c) `haystack serve`, {SERVED}.yml: 1 client, then {s['clients']} at once", ""]
-    lines += [
-        "Per request (ms), quiet apart from the clients; each server with `haystack serve`'s default wait "
-        "policy (idle threads sleep). The old server runs every request at once "
-        f"(`--concurrent-runs {s['clients']}`); the new one its default, the cores divided by the query "
-        "threads, the other requests waiting their turn. *clients*: each client asks the next question "
-        f"as soon as it has an answer, so {s['clients']} requests are always waiting; *burst*: "
-        f"{s['clients']} questions sent at the same moment, {BURST_ROUNDS} times. With the clients, "
-        f"p50 cannot fall below {s['clients']} requests × their work / the cores whatever the order "
-        "(Little's law); in a burst, taking turns lets the first requests finish early.",
-        "",
-    ]
+        return ""
+    return fill_template(
+        SERVED_TEMPLATE,
+        {
+            "pipeline": SERVED,
+            "clients": s["clients"],
+            "burst_rounds": BURST_ROUNDS,
+            "table": "\n".join(_served_table(s)),
+            "clients_goal": f"{CLIENTS_GOAL:g}",
+            "same_answers": "yes" if s["served"]["same_answers_old_new"] else "NO",
+            "little_law": little_law_note(s["served"]["new"], s["clients"], s["cores"]),
+        },
+    )
+
+
+def _served_table(s: dict[str, Any]) -> list[str]:
+    """Per behaviour: 1 client, many clients and bursts (ms), their ratios and whether every client got
+    the same answers."""
     table = [
         [
             b,
@@ -366,7 +351,7 @@ def _served(s: dict[str, Any]) -> list[str]:
             "yes" if r["same_answers_across_clients"] else "NO",
         ]
         for b, r in s["served"].items()
-        if b in behaviours
+        if b in s["behaviours"]
     ]
     columns = [
         "threads",
@@ -376,15 +361,7 @@ def _served(s: dict[str, Any]) -> list[str]:
         f"{s['clients']} clients p95",
     ]
     burst = [f"burst of {s['clients']} p50", "burst ratio p50"]
-    lines += markdown_table([*columns, "ratio p50", *burst, "same answers for every client"], table, "lrrrrrrrl")
-    lines += [
-        "",
-        f"Goal: {s['clients']}-client p50 / 1-client p50 ≤ {CLIENTS_GOAL:g}× with the new behaviour. "
-        f"Old and new answered the same: {'yes' if s['served']['same_answers_old_new'] else 'NO'}.",
-        "",
-        little_law_note(s["served"]["new"], s["clients"], s["cores"]),
-    ]
-    return lines
+    return markdown_table([*columns, "ratio p50", *burst, "same answers for every client"], table, "lrrrrrrrl")
 
 
 def little_law_note(served: dict[str, Any], clients: int, cores: int) -> str:

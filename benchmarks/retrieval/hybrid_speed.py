@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from haystack import Pipeline
 
@@ -63,14 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main() -> None:
-    parser = build_parser()
-    args = parser.parse_args()
-    set_threads(args.threads)
-    questions = [q.question for q in load_questions(args.questions, limit=args.limit)]
-    search = load_pipeline("pipelines/search.yml", args.store, [f"hybrid.top_k={TOP_K}"], require_stores=True)
-    search.warm_up()
-    retriever = search.get_component("hybrid")
+ROWS = (
+    ("(a) BM25Retriever + DenseRetriever → HybridRanker, Pipeline.run", "composed"),
+    ("(b) pipelines/search.yml (HybridRetriever), Pipeline.run", "search.yml"),
+    ("(c) HybridRetriever.search_batch (64 questions per dense search)", "search_batch"),
+    ("question encoding alone (E_Q, one question per call)", "question encoding alone"),
+)
+
+
+def measure(
+    questions: list[str], search: Pipeline, retriever: HybridRetriever
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Seconds of each system over all ``questions``, and how many top-100 lists equal the composed one's."""
     composed = _composed(retriever)
     seconds = {"composed": 0.0, "search.yml": 0.0}
     composed_results, search_results = [], []
@@ -92,40 +97,28 @@ def main() -> None:
     for question in questions:
         retriever.dense.embedder.run(query=question)
     seconds["question encoding alone"] = time.perf_counter() - start
-    n = len(questions)
-    rate = {name: n / s for name, s in seconds.items()}
     identical = {
         "search.yml": sum(a == b for a, b in zip(composed_results, search_results, strict=True)),
         "search_batch": sum(a == b for a, b in zip(composed_results, batch_results, strict=True)),
     }
-    command = command_line("benchmarks.retrieval.hybrid_speed", sys.argv[1:])
-    summary = {
-        "command": command,
-        "questions": n,
-        "candidates": retriever.candidates,
-        "weight": retriever.weight,
-        "top_k": TOP_K,
-        "questions_per_second": rate,
-        "identical_top_100": identical,
-    }
-    rows = [
-        ("(a) BM25Retriever + DenseRetriever → HybridRanker, Pipeline.run", "composed"),
-        ("(b) pipelines/search.yml (HybridRetriever), Pipeline.run", "search.yml"),
-        ("(c) HybridRetriever.search_batch (64 questions per dense search)", "search_batch"),
-        ("question encoding alone (E_Q, one question per call)", "question encoding alone"),
-    ]
+    return seconds, identical
+
+
+def render(summary: dict[str, Any], questions_name: str, store: str) -> str:
+    """The report of ``summary``; ``questions_name``: the question file as ``folder/file``."""
+    n, rate, identical = summary["questions"], summary["questions_per_second"], summary["identical_top_100"]
     lines = [
         "# Exact hybrid speed: top-2000 lists, top-100 returned",
         "",
-        f"{n} questions of {Path(args.questions).parent.name}/{Path(args.questions).name} over the "
-        f"{args.store} store (the pool indexed by pipelines/index.yml), one process, 2 CPU cores shared with other work: "
+        f"{n} questions of {questions_name} over the "
+        f"{store} store (the pool indexed by pipelines/index.yml), one process, 2 CPU cores shared with other work: "
         "compare the ratios, measured in the same run, not the absolute rates. (a) and (b) alternate question by question.",
-        f"λ = {retriever.weight:g}, N = {retriever.candidates} candidates per list (the paper's hybrid: the union of "
+        f"λ = {summary['weight']:g}, N = {summary['candidates']} candidates per list (the paper's hybrid: the union of "
         "both lists, every member scored BM25 + λ·sim exactly).",
         "",
         *table_header(["system", "questions/s", "× (a)", "identical top-100 with (a)"], "lrrr"),
     ]
-    for label, key in rows:
+    for label, key in ROWS:
         same = f"{identical[key]}/{n}" if key in identical else "—"
         lines.append(f"| {label} | {rate[key]:.1f} | {rate[key] / rate['composed']:.1f} | {same} |")
     lines += [
@@ -136,9 +129,32 @@ def main() -> None:
         "as arrays of row ids inside the store (BM25 scores of all documents from one pass over the postings, "
         "dense scores from the FAISS index's own vectors), and only the final top k become Documents.",
         "",
-        *produced_by(command),
+        *produced_by(summary["command"]),
     ]
-    write_report(Path(args.out), summary, "\n".join(lines))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = build_parser()
+    args = parser.parse_args()
+    set_threads(args.threads)
+    questions = [q.question for q in load_questions(args.questions, limit=args.limit)]
+    search = load_pipeline("pipelines/search.yml", args.store, [f"hybrid.top_k={TOP_K}"], require_stores=True)
+    search.warm_up()
+    retriever = search.get_component("hybrid")
+    seconds, identical = measure(questions, search, retriever)
+    n = len(questions)
+    summary = {
+        "command": command_line("benchmarks.retrieval.hybrid_speed", sys.argv[1:]),
+        "questions": n,
+        "candidates": retriever.candidates,
+        "weight": retriever.weight,
+        "top_k": TOP_K,
+        "questions_per_second": {name: n / s for name, s in seconds.items()},
+        "identical_top_100": identical,
+    }
+    questions_name = f"{Path(args.questions).parent.name}/{Path(args.questions).name}"
+    write_report(Path(args.out), summary, render(summary, questions_name, args.store))
     print(json.dumps(summary, indent=1))
     if identical["search.yml"] != n or identical["search_batch"] != n:
         raise SystemExit("the fast hybrid and the composed pipeline disagree")

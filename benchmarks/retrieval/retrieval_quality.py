@@ -65,6 +65,7 @@ from dpr_components.evaluation.retrieval_metrics import (
     first_hit_rank,
 )
 from dpr_components.evaluation.tables import table_header, table_row
+from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.rankers.hybrid import rrf_scores
 from dpr_components.rankers.hybrid_fit import (
     Candidates,
@@ -82,19 +83,7 @@ from dpr_components.utils.settings import cache_dir, data_dir
 KS = (1, 5, 20, 100)
 FOLD_SYSTEMS = ("bm25", "dense", "hybrid", "rrf")
 WILSON_MARK = "ʷ"
-PROTOCOL_NOTE = (
-    "**Made before the selection protocol.** λ here is fitted on the same dev questions it is reported on "
-    "(the 2-fold tables fit on one half and report on the other; the all-questions rows are in-sample), and "
-    "a trained encoder measured here was chosen on these dev sets too, so the numbers are optimistic. Under "
-    "the protocol, choices are made on selection splits of NQ and SQuAD train and dev is reported once: "
-    "`docs/training/selection.md` has the numbers of the shipped encoder and hybrid."
-)
-INTERVALS_NOTE = (
-    "Cells: top-k accuracy in percent with its 95% percentile-bootstrap interval over questions (10,000 "
-    "resamples, seed 0). Rows *X − dense*: X minus dense on the same questions, its paired-bootstrap interval, "
-    "*gain* or *loss* when the interval excludes zero (— when it does not), and McNemar's exact p. "
-    "A difference is claimed only when its interval excludes zero."
-)
+TEMPLATE = sibling_template(__file__, "retrieval_quality.md.template")
 
 
 def wilson_note(labels: Sequence[str]) -> str:
@@ -391,89 +380,90 @@ def render(
     rerendered_by: str | None = None,
 ) -> str:
     """The markdown report from results in their JSON form (as ``retrieval_quality.json`` stores them)."""
-    default_weight = pipeline_weight(results)
     produced = f"Produced by: `{command}`"
     if rerendered_by:
         produced += (
             f". Intervals added from the stored first-hit ranks, nothing retrieved again, by: `{rerendered_by}` "
             "(a model path names the model that was there when the numbers were measured)."
         )
-    lines = [
-        f"# Retrieval accuracy on the pool: BM25, dense ({dense_name}), hybrid",
+    lines = [line for result in results for line in dataset_section(result, f"dense ({dense_name})")]
+    # A top-k every question hit: its cell says Wilson, and the note says why.
+    wilson = any(WILSON_SUFFIX in line for line in lines)
+    values = {
+        "dense_name": dense_name,
+        "produced": produced,
+        "default_weight": f"{pipeline_weight(results):g}",
+        "wilson_cells_note": f" {wilson_cells_note()}" if wilson else "",
+        "datasets": "\n".join(lines),
+    }
+    return fill_template(TEMPLATE, values)
+
+
+def dataset_section(result: Mapping[str, Any], dense_label: str) -> list[str]:
+    """One dataset: its two 2-fold tables, the all-questions table, what the intervals support, headroom
+    and timings."""
+    lines = ["", f"## {result['dataset']} ({result['n_questions']} questions)", ""]
+    known: list[str] = []
+    untested_folds = False
+    for fold in result["folds"]:
+        table, verdicts, untested = interval_table(fold_rows(result, fold, dense_label), FOLD_SYSTEMS.index("dense"))
+        half = fold["fit_half"] + 1
+        lines += [
+            f"λ fitted on half {half} → λ = {fold['weight']:g}; reported on the other half ({fold['n_test']} questions):",
+            "",
+            *table,
+            "",
+        ]
+        if untested:
+            untested_folds = True
+            lines += [wilson_note(untested), ""]
+        known.append(_verdict_sentence(f"On the half not used to fit λ (λ fitted on half {half})", verdicts))
+    lines += [
+        "All questions (the hybrid rows use λ fitted on these questions, among others, so they are optimistic):",
         "",
-        PROTOCOL_NOTE,
-        "",
-        "Pool: the shared Wikipedia pool split into DPR passages (55,350 passages of at most 100 words).",
-        "Top-k accuracy: percent of questions with a passage containing an answer among the top k "
-        "(DPR's answer matching on the passage text). BM25: Lucene-style scoring, k1=0.9, b=0.4, "
-        f"title + text indexed. Dense: {dense_name}, exact inner-product search. "
-        "Hybrid: the DPR paper's BM25 + λ·sim over the union of both top-N lists, both scores exact.",
-        "",
-        produced,
-        "",
-        f"**λ fitted on all questions of the datasets below = {default_weight:g}** (each dataset weighted "
-        "equally, maximising the mean of top-1, top-5 and top-20 accuracy): the *pipeline default* rows. Before "
-        "the selection protocol the pipelines' λ was fitted this way on these dev sets; they now use a λ chosen "
-        "on the selection splits of train (`docs/training/selection.md`). The per-dataset tables fit λ on one "
-        "half and report on the other.",
-        "",
-        INTERVALS_NOTE,
     ]
-    dense_label = f"dense ({dense_name})"
-    for result in results:
-        lines += ["", f"## {result['dataset']} ({result['n_questions']} questions)", ""]
-        known: list[str] = []
-        untested_folds = False
-        for fold in result["folds"]:
-            table, verdicts, untested = interval_table(
-                fold_rows(result, fold, dense_label), FOLD_SYSTEMS.index("dense")
-            )
-            half = fold["fit_half"] + 1
-            lines += [
-                f"λ fitted on half {half} → λ = {fold['weight']:g}; "
-                f"reported on the other half ({fold['n_test']} questions):",
-                "",
-                *table,
-                "",
-            ]
-            if untested:
-                untested_folds = True
-                lines += [wilson_note(untested), ""]
-            known.append(_verdict_sentence(f"On the half not used to fit λ (λ fitted on half {half})", verdicts))
-        lines += [
-            "All questions (the hybrid rows use λ fitted on these questions, among others, so they are optimistic):",
-            "",
-        ]
-        rows = full_rows(result)
-        names = [row.label for row in rows]
-        table, verdicts, _ = interval_table(rows, names.index("dense") if "dense" in names else 0)
-        lines += table
-        known.append(_verdict_sentence("On all questions (in-sample for the hybrid rows)", verdicts))
-        lines += ["", "What the intervals support (a difference from dense whose interval excludes zero):", ""]
-        lines += [f"- {sentence}" for sentence in known]
-        if untested_folds:
-            lines.append(
-                "- Not known: whether the hybrid with λ fitted on the other half differs from dense; its "
-                "per-question ranks were not stored, so that difference is not tested here."
-            )
-        lines.append("- Every other difference in these tables has an interval that contains zero: not a claim.")
-        room = result.get("headroom")
-        if room:
-            lines += [
-                "",
-                f"Top-1 headroom (all questions, in-sample): the best λ on the grid for top-1 alone gives "
-                f"{room['best_top1']:.1f} (λ={room['best_top1_weight']:g}). Only dense puts an answer first for "
-                f"{room['only_dense_first']:.1f}% of questions, only BM25 for {room['only_bm25_first']:.1f}%; "
-                f"a per-question oracle picking the better of the two would reach {room['either_first']:.1f}.",
-            ]
-        lines += [
-            "",
-            "Time per question (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items()),
-        ]
-        lines += ["", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
-    if any(WILSON_SUFFIX in line for line in lines):  # a top-k every question hit: its cell says Wilson
-        lines[lines.index(INTERVALS_NOTE)] = f"{INTERVALS_NOTE} {wilson_cells_note()}"
-    return "\n".join(lines) + "\n"
+    rows = full_rows(result)
+    names = [row.label for row in rows]
+    table, verdicts, _ = interval_table(rows, names.index("dense") if "dense" in names else 0)
+    lines += table
+    known.append(_verdict_sentence("On all questions (in-sample for the hybrid rows)", verdicts))
+    return (
+        lines
+        + _supported_lines(known, untested_folds)
+        + _headroom_lines(result.get("headroom"))
+        + _timing_lines(result)
+    )
+
+
+def _supported_lines(known: list[str], untested_folds: bool) -> list[str]:
+    """The list of what the intervals support, and what is not known."""
+    lines = ["", "What the intervals support (a difference from dense whose interval excludes zero):", ""]
+    lines += [f"- {sentence}" for sentence in known]
+    if untested_folds:
+        lines.append(
+            "- Not known: whether the hybrid with λ fitted on the other half differs from dense; its "
+            "per-question ranks were not stored, so that difference is not tested here."
+        )
+    return [*lines, "- Every other difference in these tables has an interval that contains zero: not a claim."]
+
+
+def _headroom_lines(room: Mapping[str, Any] | None) -> list[str]:
+    """The top-1 headroom sentence, when the result has one."""
+    if not room:
+        return []
+    return [
+        "",
+        f"Top-1 headroom (all questions, in-sample): the best λ on the grid for top-1 alone gives "
+        f"{room['best_top1']:.1f} (λ={room['best_top1_weight']:g}). Only dense puts an answer first for "
+        f"{room['only_dense_first']:.1f}% of questions, only BM25 for {room['only_bm25_first']:.1f}%; "
+        f"a per-question oracle picking the better of the two would reach {room['either_first']:.1f}.",
+    ]
+
+
+def _timing_lines(result: Mapping[str, Any]) -> list[str]:
+    """Time per question of each system, and where the curves are."""
+    timings = ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items())
+    return ["", f"Time per question (ms): {timings}", "", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
 
 
 def write_dataset_report(out: Path, result: Mapping[str, Any], command: str) -> None:

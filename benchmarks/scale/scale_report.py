@@ -229,6 +229,19 @@ def pair(a: Getter, b: Getter, digits: int) -> Callable[[dict], str]:
 
 Column = tuple[str, Callable[[dict], str]]
 
+
+def _variant_memory(label: str, variant: str) -> list[Column]:
+    """The heap of an extra dense index loaded plain and memory-mapped, and its queries/s either way."""
+    return [
+        (f"{label} heap plain", cell(get(variant, "load_plain", "anon_added_mb"), 0, variant)),
+        ("mapped", cell(get(variant, "load_mmap", "anon_added_mb"), 0, variant)),
+        (
+            "q/s plain/mapped",
+            pair(get(variant, "load_plain", "search", "per_s"), get(variant, "load_mmap", "search", "per_s"), 0),
+        ),
+    ]
+
+
 # The columns of each per-size table of the report (after the size column): (title, cell maker).
 TABLES: dict[str, list[Column]] = {
     "build": [
@@ -316,26 +329,8 @@ TABLES: dict[str, list[Column]] = {
             "q/s plain/mapped",
             pair(get("load_bm25_plain", "search", "per_s"), get("load_bm25_mmap", "search", "per_s"), 0),
         ),
-        ("HNSW heap plain", cell(get("variant_hnsw", "load_plain", "anon_added_mb"), 0, "variant_hnsw")),
-        ("mapped", cell(get("variant_hnsw", "load_mmap", "anon_added_mb"), 0, "variant_hnsw")),
-        (
-            "q/s plain/mapped",
-            pair(
-                get("variant_hnsw", "load_plain", "search", "per_s"),
-                get("variant_hnsw", "load_mmap", "search", "per_s"),
-                0,
-            ),
-        ),
-        ("IVF-PQ heap plain", cell(get("variant_ivfpq", "load_plain", "anon_added_mb"), 0, "variant_ivfpq")),
-        ("mapped", cell(get("variant_ivfpq", "load_mmap", "anon_added_mb"), 0, "variant_ivfpq")),
-        (
-            "q/s plain/mapped",
-            pair(
-                get("variant_ivfpq", "load_plain", "search", "per_s"),
-                get("variant_ivfpq", "load_mmap", "search", "per_s"),
-                0,
-            ),
-        ),
+        *_variant_memory("HNSW", "variant_hnsw"),
+        *_variant_memory("IVF-PQ", "variant_ivfpq"),
     ],
 }
 TEMPLATE = sibling_template(__file__, "scale_report.md.template")

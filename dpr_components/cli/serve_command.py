@@ -7,6 +7,7 @@ Its security model (origins, Host names, API key, body size, logs, training) is 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from dpr_components.serving.security import (
     read_api_key,
 )
 from dpr_components.serving.server import prepare_input_root, serve
+from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.knobs import check_option
 from dpr_components.utils.threads import (
     DEFAULT_QUERY_THREADS,
@@ -46,6 +48,15 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         "or --insecure-no-auth",
     )
     serve.add_argument("--port", type=option_number, default=1416, help="port (default: 1416)")
+    serve.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="[PIPELINE=]DIR",
+        help="serve the pipelines over this store folder instead of their own (e.g. your own, made by "
+        "haystack run index --store DIR); PIPELINE=DIR for one pipeline only; repeatable. A store not "
+        "indexed yet is served too: its searches answer 503 until an index request fills it",
+    )
     serve.add_argument(
         "--input-root",
         default=DEFAULT_INPUT_ROOT,
@@ -144,10 +155,21 @@ def server_policy(args: argparse.Namespace) -> ServerPolicy:
     )
 
 
+def check_serve_extra() -> None:
+    """``haystack serve`` needs hayhooks and uvicorn, which the ``serve`` extra installs; one line if missing."""
+    for module in ("hayhooks", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            raise ValueError(
+                f"haystack serve needs {module}, which it installs with: pip install 'dpr-components[serve]'"
+            )
+
+
 def command_serve(args: argparse.Namespace) -> int:
     """Check the options, then serve until interrupted."""
+    check_serve_extra()
     policy = server_policy(args)
     threads = apply_thread_settings(args)
     root = prepare_input_root(Path(args.input_root))
-    serve(args.pipelines_dir, policy, args.port, root, threads, args.concurrent_runs)
+    stores = StoreFolders.parse(args.store)
+    serve(args.pipelines_dir, policy, args.port, root, threads, args.concurrent_runs, stores)
     return 0

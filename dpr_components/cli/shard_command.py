@@ -10,15 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dpr_components.cli.option_bounds import option_number
 from dpr_components.cli.run_inputs import base_inputs
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.ray_sharding import (
-    MAX_RETRIES,
     RaySettings,
     ShardJob,
     ShardOutcome,
@@ -26,7 +23,7 @@ from dpr_components.indexing.ray_sharding import (
     index_on_ray,
 )
 from dpr_components.indexing.shard_check import find_shards
-from dpr_components.indexing.shard_merge import BATCH_PASSAGES, MergeResult, merge_shards
+from dpr_components.indexing.shard_merge import MergeResult, merge_shards
 from dpr_components.indexing.shard_run import run_shard
 from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec, writes_documents
@@ -34,42 +31,6 @@ from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.output_folders import SHARDS, check_output_folder
-
-SHARD_HELP = (
-    "index only shard i of N of the corpus file (contiguous lines, about 1/N of its bytes), streaming it "
-    "in chunks; 'auto' takes i and N from torchrun (RANK/WORLD_SIZE) or SLURM"
-)
-SHARD_DIR_HELP = (
-    "with --shard: write the shard's embedded passages to DIR/shard-<i>-of-<N>/ instead of the pipeline's "
-    "store; 'haystack merge-shards' writes the shards into one store"
-)
-
-
-def add_shard_options(run: argparse.ArgumentParser) -> None:
-    """``--shard`` and ``--shard-dir`` of ``haystack run``."""
-    run.add_argument("--shard", metavar="i/N", help=SHARD_HELP)
-    run.add_argument("--shard-dir", metavar="DIR", help=SHARD_DIR_HELP)
-
-
-def add_merge_parser(
-    commands: argparse._SubParsersAction, add_pipeline_options: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    """Register ``merge-shards``."""
-    merge = commands.add_parser(
-        "merge-shards", help="write the shards of a sharded run (--shard-dir) into the store of an indexing pipeline"
-    )
-    merge.add_argument(
-        "pipeline", help="indexing pipeline whose writer receives the passages, e.g. pipelines/index.yml"
-    )
-    merge.add_argument("shard_dir", help="the folder given as --shard-dir to the shard runs")
-    merge.add_argument(
-        "--batch-size",
-        type=option_number,
-        default=BATCH_PASSAGES,
-        help=f"passages per write (default {BATCH_PASSAGES})",
-    )
-    merge.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_pipeline_options(merge)
 
 
 def _report(line: str) -> None:
@@ -156,47 +117,6 @@ def _print_merge(args: argparse.Namespace, result: MergeResult) -> None:
         if args.json
         else f"merged {result.shards} shards: {result.documents:,} documents, {result.passages:,} passages"
     )
-
-
-def add_ray_parser(
-    commands: argparse._SubParsersAction, add_pipeline_options: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    """Register ``index-ray``."""
-    index = commands.add_parser(
-        "index-ray",
-        help="index a corpus file in N shards as Ray tasks (each one 'run --shard i/N --shard-dir'), then merge-shards",
-    )
-    index.add_argument("pipeline", help="indexing pipeline, e.g. pipelines/index.yml")
-    index.add_argument(
-        "--input", "-i", action="append", default=[], metavar="NAME=VALUE", help="pipeline inputs: path=CORPUS"
-    )
-    index.add_argument(
-        "--shards", type=option_number, required=True, metavar="N", help="shards to cut the corpus file into"
-    )
-    index.add_argument("--shard-dir", required=True, metavar="DIR", help="folder of the shard folders (kept)")
-    index.add_argument(
-        "--address", help="Ray cluster to join: auto or ray://HOST:10001 (default: start Ray on this machine)"
-    )
-    index.add_argument(
-        "--workers", type=option_number, help="shards encoded at once (default: as many as the CPUs allow)"
-    )
-    index.add_argument(
-        "--threads", type=option_number, default=1, help="CPUs (torch threads) per shard task (default 1)"
-    )
-    index.add_argument(
-        "--max-retries",
-        type=option_number,
-        default=MAX_RETRIES,
-        help=f"retries of a shard whose worker died or hit an OSError (default {MAX_RETRIES})",
-    )
-    index.add_argument(
-        "--batch-size",
-        type=option_number,
-        default=BATCH_PASSAGES,
-        help=f"passages per write of the merge (default {BATCH_PASSAGES})",
-    )
-    index.add_argument("--json", action="store_true", help="print the merge summary as JSON")
-    add_pipeline_options(index)
 
 
 def command_index_ray(args: argparse.Namespace) -> int:

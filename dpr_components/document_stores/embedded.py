@@ -56,7 +56,7 @@ from dpr_components.document_stores.store_backend import (
 )
 from dpr_components.hybrid_fusion import ScoredUnion, source_document_id
 from dpr_components.utils.fault_points import fault_point
-from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.init_parameters import init_parameters, named_values
 from dpr_components.utils.published import DOCUMENT_STORES, published_in
 from dpr_components.utils.similarity import Similarity, canonical_similarity
 from dpr_components.utils.type_paths import from_dict_any_path
@@ -65,6 +65,12 @@ from dpr_components.utils.vector_checks import unusable_rows, vector_problem
 from dpr_components.utils.worker_threads import in_worker_thread
 
 logger = logging.getLogger(__name__)
+
+# The init parameters kept as the store's settings (``StoreConfig`` fields of the same name), in to_dict's order.
+STORE_SETTINGS = (
+    "path embedding_dim similarity index_factory ef_search nprobe ef_construction memory_map "
+    "bm25_k1 bm25_b bm25_method bm25_title_field"
+)
 
 
 @published_in(DOCUMENT_STORES)
@@ -144,18 +150,7 @@ class EmbeddedDocumentStore(MetadataQueries):
         self.path = path
         self.autosave = autosave
         self._config = StoreConfig(
-            path=path,
-            embedding_dim=embedding_dim,
-            similarity=similarity,
-            index_factory=index_factory,
-            ef_search=ef_search,
-            nprobe=nprobe,
-            ef_construction=ef_construction,
-            bm25_k1=bm25_k1,
-            bm25_b=bm25_b,
-            bm25_method=bm25_method,
-            bm25_title_field=bm25_title_field,
-            memory_map=memory_map,
+            **named_values(locals(), STORE_SETTINGS),
             delta_fraction=float(dense_delta_fraction),
         )
         # Opened on first use (creating nothing before); settings conflicts are reported now.
@@ -198,13 +193,8 @@ class EmbeddedDocumentStore(MetadataQueries):
 
     def to_dict(self) -> dict[str, Any]:
         c = self._config
-        settings = "path embedding_dim similarity index_factory ef_search nprobe ef_construction memory_map"
-        bm25 = "bm25_k1 bm25_b bm25_method bm25_title_field"
         return default_to_dict(
-            self,
-            **init_parameters(c, f"{settings} {bm25}"),
-            autosave=self.autosave,
-            dense_delta_fraction=c.delta_fraction,
+            self, **init_parameters(c, STORE_SETTINGS), autosave=self.autosave, dense_delta_fraction=c.delta_fraction
         )
 
     @classmethod

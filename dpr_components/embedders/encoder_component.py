@@ -1,9 +1,12 @@
-"""What both embedders share: the encoder settings they take, the encoder built from them and its warm-up."""
+"""What both embedders share: the encoder settings they take, the encoder built from them, its warm-up and from_dict."""
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.text_encoder import Backend, Pooling, Precision, TitleMode
+from dpr_components.utils.type_paths import from_dict_any_path
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.
 QUERY_ENCODER_SETTINGS = "model pooling normalize max_length precision"
@@ -35,3 +38,8 @@ class EncoderComponent:
 
     def warm_up(self) -> None:
         self.encoder.load()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild from ``to_dict`` output."""
+        return from_dict_any_path(cls, data)

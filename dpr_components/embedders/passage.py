@@ -21,7 +21,6 @@ from dpr_components.encoders.text_encoder import (
 )
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 
 
 @component
@@ -73,10 +72,6 @@ class PassageEmbedder(EncoderComponent):
     def to_dict(self) -> dict[str, Any]:
         passage_settings = "title_mode title_field cache_dir progress_bar backend"
         return default_to_dict(self, **init_parameters(self, f"{ENCODER_SETTINGS} {passage_settings}"))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PassageEmbedder:
-        return from_dict_any_path(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_query
 
 
@@ -33,7 +32,7 @@ class QuestionEmbedder(EncoderComponent):
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
     pipeline = Pipeline()
-    pipeline.add_component("embedder", QuestionEmbedder(model="models/dpr-minilm-multi/question_encoder"))
+    pipeline.add_component("embedder", QuestionEmbedder(model="bundled:dpr-minilm-multi/question_encoder"))
     pipeline.add_component("retriever", InMemoryEmbeddingRetriever(document_store=store))
     pipeline.connect("embedder.embedding", "retriever.query_embedding")
     pipeline.run({"embedder": {"text": "who wrote hamlet?"}})
@@ -56,10 +55,6 @@ class QuestionEmbedder(EncoderComponent):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, **init_parameters(self, ENCODER_SETTINGS))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> QuestionEmbedder:
-        return from_dict_any_path(cls, data)
 
     @component.output_types(embedding=list[float])
     def run(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from dpr_components.encoder_training.dpr_layout import Role, dpr_class, dpr_to_bert
-from dpr_components.encoder_training.export import export_dpr, save_encoder_folder, save_weights
+from dpr_components.encoder_training.export import export_bi_encoder, save_encoder_folder, save_weights
 from dpr_components.encoder_training.frozen_passages import check_same_vectors
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
@@ -66,7 +66,7 @@ def to_dpr(
     (see :func:`dpr_components.utils.output_folders.check_output_folder` for ``overwrite``)."""
     check_output_folder(out, ENCODER_PAIR, inputs=[source, passage_source or ""], overwrite=overwrite)
     model = BiEncoder.from_pretrained(source, passage_model=passage_source, tie=passage_source is None)
-    return export_dpr(model, out, fp16=fp16, metadata={"converted_from": _portable(source)})
+    return export_bi_encoder(model, out, fp16=fp16, metadata={"converted_from": _portable(source)})
 
 
 def question_encoder_only(

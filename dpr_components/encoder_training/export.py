@@ -68,7 +68,9 @@ def stored_weights(model: torch.nn.Module, fp16: bool) -> dict[str, torch.Tensor
     return {name: t.to(torch.float16) if fp16 and t.is_floating_point() else t for name, t in state.items()}
 
 
-def export_dpr(model: BiEncoder, out: str | Path, fp16: bool = False, metadata: dict[str, Any] | None = None) -> Path:
+def export_bi_encoder(
+    model: BiEncoder, out: str | Path, fp16: bool = False, metadata: dict[str, Any] | None = None
+) -> Path:
     """Write ``model`` to ``out`` (replaced atomically) and return ``out``; weights holding NaN or
     infinity as stored are refused before anything is written."""
     out = Path(out)

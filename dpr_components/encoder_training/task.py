@@ -20,7 +20,7 @@ from dpr_components.encoder_training.checkpoints import (
     prune_checkpoints,
     save_checkpoint,
 )
-from dpr_components.encoder_training.export import export_dpr
+from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
@@ -205,7 +205,9 @@ class EncoderTask(LoopTask):
         )
         if improved:
             state.best_metric, state.best_step, state.bad_validations = value, state.step, 0
-            export_dpr(self.objects.model, self.shape.output_dir / "best", settings.fp16_export, self.metadata(metrics))
+            export_bi_encoder(
+                self.objects.model, self.shape.output_dir / "best", settings.fp16_export, self.training_info(metrics)
+            )
         else:
             state.bad_validations += 1
         state.stopped_early = settings.patience is not None and state.bad_validations >= settings.patience
@@ -222,7 +224,7 @@ class EncoderTask(LoopTask):
             prune_checkpoints(folder, self.settings.keep_checkpoints)
         distributed.barrier()
 
-    def metadata(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
+    def training_info(self, metrics: dict[str, float] | None = None) -> dict[str, Any]:
         """What an exported model records of its training."""
         state = self.state
         return {"step": state.step, "epoch": state.epoch, "metrics": metrics, "config": self.settings.to_dict()}

@@ -21,7 +21,6 @@ and :class:`~dpr_components.encoder_training.task.EncoderTask` supplies its step
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +34,7 @@ from dpr_components.encoder_training import distributed
 from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
 from dpr_components.encoder_training.checkpoints import EncoderTrainingState, latest_checkpoint, load_checkpoint
 from dpr_components.encoder_training.examples import Ctx, TrainingExample, ctx_key
-from dpr_components.encoder_training.export import export_dpr
+from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
 from dpr_components.encoder_training.losses import build_loss
 from dpr_components.encoder_training.model import BiEncoder
@@ -47,6 +46,7 @@ from dpr_components.runs.log_window import LogWindow
 from dpr_components.runs.loop import run_loop
 from dpr_components.runs.optimizer import adamw_with_decay_groups
 from dpr_components.runs.process_state import peak_rss_mb
+from dpr_components.runs.result import TrainingResult
 from dpr_components.runs.rng import seed_everything
 from dpr_components.runs.run_folder import (
     check_same_run,
@@ -67,19 +67,15 @@ from dpr_components.utils.threads import check_thread_count
 RESULT_FILE = "result.json"
 
 
-@dataclass
-class EncoderTrainingResult:
-    """Where the trained encoders are and how training went. ``model_dir`` is the best validated
-    model if there was validation, else the final one; it holds ``question_encoder/`` and
-    ``passage_encoder/``."""
+@dataclass(kw_only=True)
+class EncoderTrainingResult(TrainingResult):
+    """Where the trained encoders are and how training went (``result.json``). ``model_dir`` is the
+    best validated model if there was validation, else the final one; it holds ``question_encoder/``
+    and ``passage_encoder/``."""
 
-    output_dir: str
     model_dir: str
     final_dir: str
     best_dir: str | None
-    steps: int
-    total_steps: int
-    stopped_early: bool
     best_metric: float | None
     best_step: int | None
     last_validation: dict[str, float] | None
@@ -94,9 +90,6 @@ class EncoderTrainingResult:
     @property
     def passage_model(self) -> str:
         return str(Path(self.model_dir) / "passage_encoder")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def _fingerprint(examples: Sequence[TrainingExample]) -> str:
@@ -278,7 +271,9 @@ class EncoderRun:
             peak_rss_mb=peak_rss_mb(),
         )
         if self.shape.rank == 0:
-            export_dpr(task.objects.model, final_dir, self.settings.fp16_export, task.metadata(state.last_validation))
+            export_bi_encoder(
+                task.objects.model, final_dir, self.settings.fp16_export, task.training_info(state.last_validation)
+            )
             atomic_write_text(self.output_dir / RESULT_FILE, json.dumps(result.to_dict(), indent=1))
         distributed.barrier()
         return result

@@ -7,12 +7,17 @@
 - ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default);
 - ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa_rerank.yml``, trained on from the ranker.
 
-The four trained models (45 MB each in float16) ship as package data rather than as a separate
-download: nothing is ever fetched at run time, and they add about 180 MB to an installation whose
-required dependencies (torch, transformers, the MiniLM package) already weigh well over 1 GB."""
+The four trained models (45 MB each in float16) ship as two distributions of their own, each within a
+package index's 100 MB per file, so the code's wheel holds no weights: ``dpr-components-models`` (the
+default pipelines' encoder and reader; a dependency of ``dpr-components``) and
+``dpr-components-rerank-models`` (the re-ranking pipelines' ranker and reader; the ``rerank`` extra).
+In a source checkout the models are read from ``dpr_components/models`` itself. Nothing is ever fetched
+at run time."""
 
 from __future__ import annotations
 
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 BUNDLED_PREFIX = "bundled:"
@@ -21,7 +26,33 @@ BUNDLED_MINILM = BUNDLED_PREFIX + MINILM_NAME
 PACKAGED_ENCODERS = ("dpr-minilm-multi",)
 PACKAGED_READERS = ("reader-minilm", "ranker-minilm", "rerank-reader-minilm")
 PACKAGED_MODELS = PACKAGED_ENCODERS + PACKAGED_READERS
-PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"  # in a source checkout only
+
+
+@dataclass(frozen=True)
+class ModelDistribution:
+    """A distribution that ships trained models: its name, its import package and how to install it."""
+
+    name: str
+    package: str
+    models: tuple[str, ...]
+    install: str
+
+
+MODEL_DISTRIBUTIONS = (
+    ModelDistribution(
+        "dpr-components-models",
+        "dpr_components_models",
+        ("dpr-minilm-multi", "reader-minilm"),
+        "pip install dpr-components-models",
+    ),
+    ModelDistribution(
+        "dpr-components-rerank-models",
+        "dpr_components_rerank_models",
+        ("ranker-minilm", "rerank-reader-minilm"),
+        "pip install 'dpr-components[rerank]'",
+    ),
+)
 PAIR_QUESTION_DIR = "question_encoder"  # a pair's folder holds its question encoder under this name
 
 
@@ -71,10 +102,25 @@ def bundled_model_path(model: str) -> Path:
     known = ", ".join(BUNDLED_PREFIX + n for n in (MINILM_NAME, *PACKAGED_MODELS))
     if head not in PACKAGED_MODELS or ".." in Path(rest).parts or Path(rest).is_absolute():
         raise BundledModelError(f"unknown bundled model {model!r}; the bundled models are {known}")
-    path = PACKAGED_MODELS_DIR / name
+    path = _model_home(head) / rest if rest else _model_home(head)
     if not path.is_dir():
         raise BundledModelError(f"bundled model {model!r} is not installed: no folder {name!r} in the package's models")
     return path
+
+
+def _model_home(name: str) -> Path:
+    """The folder of the packaged model ``name``: the source checkout's, else its distribution's."""
+    source = PACKAGED_MODELS_DIR / name
+    if source.is_dir():
+        return source
+    distribution = next(d for d in MODEL_DISTRIBUTIONS if name in d.models)
+    spec = importlib.util.find_spec(distribution.package)
+    if spec is None or spec.origin is None:
+        raise BundledModelError(
+            f"{BUNDLED_PREFIX}{name} comes with the package {distribution.name}, which is not installed: "
+            f"{distribution.install}"
+        )
+    return Path(spec.origin).parent / name
 
 
 def model_folder(model: str, kind: str, missing_hint: str) -> Path:

@@ -12,7 +12,7 @@ weights, cast to bf16 when asked) is supported: ``model_type`` ``bert`` or a DPR
 encoder, absolute positions, exact ``gelu``, no decoder or cross-attention, one
 ``model.safetensors`` with transformers' weight names, and a ``BertTokenizer`` whose
 ``tokenizer.json`` holds only the named special tokens. The same torch operations run in the same
-order, so vectors equal transformers' (tests/test_bert_inference.py). For anything else the
+order, so vectors equal transformers' (tests/encoders/test_bert_inference.py). For anything else the
 loaders return ``None`` and the caller uses transformers; weights holding NaN or infinity are an
 error (:func:`dpr_components.encoders.model_files.check_finite_weights`), whichever path would load them.
 """

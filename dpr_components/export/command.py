@@ -24,7 +24,7 @@ def add_export_parsers(commands: Any) -> None:
         "export-qa",
         help="write a reader's span head as a BertForQuestionAnswering folder (TransformersExtractiveReader)",
     )
-    qa.add_argument("model", help="reader folder (DPRReader), e.g. models/reader-minilm")
+    qa.add_argument("model", help="reader folder (DPRReader) or bundled name, e.g. bundled:reader-minilm")
     qa.add_argument("out", help=OUT_HELP)
     for parser in (st, qa):
         parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)

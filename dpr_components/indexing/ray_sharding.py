@@ -28,10 +28,9 @@ from typing import Any
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.shard_files import ShardError, read_manifest, shard_records
 from dpr_components.indexing.shard_run import pipeline_settings, run_shard
-from dpr_components.indexing.shard_spec import ShardSpec
+from dpr_components.indexing.shard_spec import MAX_RETRIES, ShardSpec
 from dpr_components.pipeline_files.loading import load_pipeline
 
-MAX_RETRIES = 2
 WORKER_ENVIRONMENT = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",

@@ -31,13 +31,12 @@ from dpr_components.indexing.shard_check import (
     document_of,
     find_shards,
 )
+from dpr_components.indexing.shard_spec import BATCH_PASSAGES
 from dpr_components.indexing.shard_target import (
     new_store_folder,
     store_built_beside,
     writer_on,
 )
-
-BATCH_PASSAGES = 1000
 
 
 @dataclass(frozen=True)

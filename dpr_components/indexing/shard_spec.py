@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from dpr_components.utils.validation import short_repr
 
+BATCH_PASSAGES = 1000  # passages per write of a merge: each batch is held in memory with its vectors
+MAX_RETRIES = 2  # retries of a shard whose worker died or hit an OSError (index-ray)
+
 SPEC_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 FOLDER_PATTERN = re.compile(r"^shard-(\d+)-of-(\d+)$")
 MAX_SHARDS = 99_999  # five-digit folder names, which sort in shard order; far more processes than any run needs

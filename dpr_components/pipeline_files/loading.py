@@ -159,7 +159,11 @@ def writes_documents(components: dict[str, Any]) -> bool:
     return any(data["type"].rsplit(".", 1)[-1].endswith("Writer") for data in components.values())
 
 
-def _store_folders(node: Any) -> list[str]:
+class StoreNotIndexedError(PipelineFileError):
+    """A pipeline that only reads names a store folder that nothing was indexed into yet."""
+
+
+def embedded_store_folders(node: Any) -> list[str]:
     """The folders of every embedded store in the specification (in-memory stores have none)."""
     found = []
     if isinstance(node, dict):
@@ -167,16 +171,16 @@ def _store_folders(node: Any) -> list[str]:
         if is_embedded_store_type(node.get("type")) and isinstance(params, dict) and params.get("path") is not None:
             found.append(str(params["path"]))
         for value in node.values():
-            found += _store_folders(value)
+            found += embedded_store_folders(value)
     elif isinstance(node, list):
         for value in node:
-            found += _store_folders(value)
+            found += embedded_store_folders(value)
     return found
 
 
 def _check_store_paths(path: Path, spec: dict[str, Any]) -> None:
     """An empty store folder would silently mean the working folder: refused, for readers and writers alike."""
-    for folder in _store_folders(spec["components"]):
+    for folder in embedded_store_folders(spec["components"]):
         if not folder.strip():
             raise PipelineFileError(
                 f"{path}: an EmbeddedDocumentStore's path is empty; give the store's folder (--store DIR)"
@@ -185,14 +189,14 @@ def _check_store_paths(path: Path, spec: dict[str, Any]) -> None:
 
 def _check_stores_exist(spec: dict[str, Any]) -> None:
     """A pipeline that only reads must not open (and so create) an empty store in a mistyped folder."""
-    for folder in dict.fromkeys(_store_folders(spec["components"])):
+    for folder in dict.fromkeys(embedded_store_folders(spec["components"])):
         hint = f"index into it first: haystack run index --store {folder} --input path=CORPUS"
         if Path(folder).exists() and not Path(folder).is_dir():
             raise PipelineFileError(f"store folder {folder} is a file, not a folder; give the folder of a store")
         if not Path(folder).is_dir():
-            raise PipelineFileError(f"store folder {folder} does not exist; {hint}")
+            raise StoreNotIndexedError(f"store folder {folder} does not exist; {hint}")
         if not (Path(folder) / STORE_FILE).is_file():
-            raise PipelineFileError(f"store folder {folder} holds no document store (no {STORE_FILE}); {hint}")
+            raise StoreNotIndexedError(f"store folder {folder} holds no document store (no {STORE_FILE}); {hint}")
 
 
 def _one_line(error: BaseException) -> str:

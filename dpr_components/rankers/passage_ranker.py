@@ -3,7 +3,6 @@ together (a cross-encoder), past the ceiling of any fusion of separately compute
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import replace
 from typing import Any
@@ -16,7 +15,6 @@ from dpr_components.readers.predict import input_relevance
 from dpr_components.readers.reading_component import ReadingComponent
 from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
 
 DEFAULT_RANKER = "bundled:ranker-minilm"
@@ -99,11 +97,6 @@ class PassageRanker(ReadingComponent):
             self, **self._reading_parameters(), batch_size=self.batch_size, retrieval_weight=self.retrieval_weight
         )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PassageRanker:
-        """Rebuild from :meth:`to_dict` output."""
-        return from_dict_any_path(cls, data)
-
     @component.output_types(documents=list[Document])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Re-rank ``documents`` for ``query``.
@@ -116,19 +109,12 @@ class PassageRanker(ReadingComponent):
         :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
             ``top_k`` is not a positive integer.
         """
-        top_k, readable = self._prepare(query, documents, top_k)
-        if not readable:
-            return {"documents": []}
-        return self._finish(readable, self._fused(readable, self._score(query, readable)), top_k)
+        return self._run_reading(query, documents, top_k)
 
     @component.output_types(documents=list[Document])
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Asynchronous version of :meth:`run`, reading in a worker thread so the event loop is not blocked."""
-        top_k, readable = self._prepare(query, documents, top_k)
-        if not readable:
-            return {"documents": []}
-        scores = await asyncio.to_thread(self._score, query, readable)
-        return self._finish(readable, self._fused(readable, scores), top_k)
+        return await self._run_reading_async(query, documents, top_k)
 
     def _fused(self, readable: list[Document], logits: list[float]) -> list[float]:
         """``logit + retrieval_weight * incoming score`` per document (the logits alone at weight 0)."""
@@ -137,13 +123,17 @@ class PassageRanker(ReadingComponent):
         scores = self._incoming_scores(readable, "retrieval_weight", self.retrieval_weight)
         return [logit + self.retrieval_weight * score for logit, score in zip(logits, scores)]
 
+    def _read(self, query: str, readable: list[Document]) -> list[float]:
+        """Each document's score: its relevance logit, fused with its incoming score by ``retrieval_weight``."""
+        return self._fused(readable, self._score(query, readable))
+
     def _score(self, query: str, readable: list[Document]) -> list[float]:
         prepared = self._reader_input(query, readable)
         with torch_threads(read_threads()):
             return input_relevance(self._reader, prepared, self.batch_size, self.uses_bf16)
 
-    @staticmethod
-    def _finish(readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:
+    def _results(self, query: str, readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:
+        """``documents``: the best ``top_k`` by score, each keeping the score it came with in its meta."""
         order = sorted(range(len(readable)), key=lambda i: -scores[i])  # stable: ties keep the incoming order
         ranked = [
             replace(readable[i], score=scores[i], meta={**readable[i].meta, RETRIEVAL_SCORE: readable[i].score})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ from dpr_components.runs.run_log import RunLog
 from dpr_components.runs.state import TrainingState
 from dpr_components.utils.output_folders import READER_RUN, claim_folder
 
-STATE_FILE = "state.pt"
-MARKER_FILE = "position.json"
+CHECKPOINT_FILE = "state.pt"
+STATE_FILE = "position.json"  # written last: marks a complete checkpoint
 
 
 @dataclass
@@ -55,7 +55,7 @@ class ReaderRun:
         self.dir = Path(settings.output_dir)
         self.checkpoint_dir = self.dir / "checkpoint"
         self.fingerprint = data_fingerprint(q.to_json() for q in train)
-        self.total = total_steps(settings, len(train))
+        self.total_steps = total_steps(settings, len(train))
         self.hint = restart_hint(
             self.checkpoint_dir, f"use the last exported reader ({self.dir / 'best'} or {self.dir / 'export'})"
         )
@@ -75,22 +75,22 @@ class ReaderRun:
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "rng": rng,
-            "position": asdict(state),
-            "config": asdict(self.settings),
+            "position": state.to_dict(),
+            "config": self.settings.to_dict(),
             "data": self.fingerprint,
         }
         write_checkpoint(
             self.checkpoint_dir,
-            tensors={STATE_FILE: saved},
+            tensors={CHECKPOINT_FILE: saved},
             texts={},
-            marker=(MARKER_FILE, json.dumps(asdict(state)) + "\n"),
+            marker=(STATE_FILE, json.dumps(state.to_dict()) + "\n"),
             fault="reader_training.checkpoint.files_written",
         )
 
     def resume(self, reader: torch.nn.Module, optimizer: Any, scheduler: Any) -> ReaderTrainingState | None:
         """Put the checkpoint's state back into the training objects and return the training state
         (None without a checkpoint); the log loses the entries of steps after it (they will be run again)."""
-        path = self.checkpoint_dir / STATE_FILE
+        path = self.checkpoint_dir / CHECKPOINT_FILE
         if not path.is_file():
             self.log = resume_log(self.dir, None)
             return None
@@ -100,7 +100,7 @@ class ReaderRun:
             raise CheckpointError(f"checkpoint file {path} is damaged (it lacks the training state). {self.hint}")
         check_finite_checkpoint(path, saved["model"], self.hint)
         settings = {"objective": "reader", **saved["config"]}  # runs from before the setting trained the reader
-        check_same_run(self.dir, settings, asdict(self.settings), RESUMABLE_CHANGES, saved["data"], self.fingerprint)
+        check_same_run(self.dir, settings, self.settings.to_dict(), RESUMABLE_CHANGES, saved["data"], self.fingerprint)
         with resuming(self.checkpoint_dir, self.hint):
             restore_training(reader, optimizer, scheduler, saved)
             state = ReaderTrainingState(**saved["position"])
@@ -109,7 +109,7 @@ class ReaderRun:
 
     def last_good_checkpoint(self) -> str:
         """The checkpoint a stopped run keeps, for its error message."""
-        marker = self.checkpoint_dir / MARKER_FILE
+        marker = self.checkpoint_dir / STATE_FILE
         if not marker.is_file():
             return "none was written before it"
         try:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ def export_reader(run: ReaderRun, reader: torch.nn.Module, tokenizer: Any, state
     else:
         source, source_tokenizer = reader, tokenizer
         em, f1 = logged_dev(run.dir, state.step)
-        info = {"training": asdict(settings), "step": state.step, "exported": "last", "dev_em": em, "dev_f1": f1}
+        info = {"training": settings.to_dict(), "step": state.step, "exported": "last", "dev_em": em, "dev_f1": f1}
     export_dir = run.dir / "export"
     save_reader(source, source_tokenizer, export_dir, dtype=torch.float16, info=info, overwrite=True)
     return export_dir

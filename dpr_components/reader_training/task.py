@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from dpr_components.reader_training.batches import Group, build_group, collate_groups
+from dpr_components.reader_training.batching import Group, build_group, collate_groups
 from dpr_components.reader_training.checkpoints import ReaderRun, ReaderTrainingState
 from dpr_components.reader_training.data import MinedQuestion, PassageLookup, example_rng
 from dpr_components.reader_training.evaluate import ReadingCase, evaluate_reader
@@ -40,7 +40,7 @@ class ReaderObjects:
 
 def training_info(settings: ReaderTrainingSettings, state: ReaderTrainingState, dev_f1: float | None) -> dict[str, Any]:
     """What a saved reader records of its training (``reader_info.json``)."""
-    return {"training": asdict(settings), "step": state.step, "dev_em": state.best_em, "dev_f1": dev_f1}
+    return {"training": settings.to_dict(), "step": state.step, "dev_em": state.best_em, "dev_f1": dev_f1}
 
 
 def backward(
@@ -88,7 +88,7 @@ class ReaderTask(LoopTask):
         self.run, self.settings, self.objects, self.state = run, run.settings, objects, state
         self.questions, self.lookup, self.dev = questions, lookup, dev
         self.inputs = run.settings.input_settings()
-        self.total_steps, self.log_every, self.log = run.total, run.settings.log_every, run.log
+        self.total_steps, self.log_every, self.log = run.total_steps, run.settings.log_every, run.log
         self.looks = ProgressBar("Training reader", run.settings.progress, postfix=POSTFIX)
         self.window = LogWindow()
         self.rng_after_step = rng_states()  # what a checkpoint stores: the generators after the last step

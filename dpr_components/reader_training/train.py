@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpr_components.encoders.text_encoder import check_max_length
 from dpr_components.reader_training.checkpoints import ReaderRun, ReaderTrainingState
 from dpr_components.reader_training.data import MinedQuestion, PassageLookup
 from dpr_components.reader_training.evaluate import dev_cases
@@ -25,32 +26,29 @@ from dpr_components.reader_training.settings import ReaderTrainingSettings
 from dpr_components.reader_training.task import ReaderObjects, ReaderTask
 from dpr_components.runs.loop import run_loop
 from dpr_components.runs.optimizer import adamw_with_decay_groups
+from dpr_components.runs.result import TrainingResult
 from dpr_components.runs.rng import seed_everything
 from dpr_components.runs.schedule import linear_warmup_decay
 
 
-@dataclass
-class ReaderTrainingResult:
-    """Where the trained reader is and where training stopped."""
+@dataclass(kw_only=True)
+class ReaderTrainingResult(TrainingResult):
+    """Where the trained reader is and where training stopped (the reader does not stop early)."""
 
     state: ReaderTrainingState
-    total_steps: int
     best_dir: Path | None
     export_dir: Path | None
 
 
-def _objects(settings: ReaderTrainingSettings, run: ReaderRun) -> ReaderObjects:
+def _build(settings: ReaderTrainingSettings, run: ReaderRun) -> ReaderObjects:
     """The reader to train (checked to fit ``max_length``), its tokenizer, optimizer and schedule."""
     reader, tokenizer = reader_to_train(settings.init_model, seed=settings.seed)
     positions = getattr(reader.config, "max_position_embeddings", None)
-    if positions is not None and settings.max_length > positions:
-        raise ValueError(
-            f"reader training setting 'max_length' {settings.max_length} exceeds the {positions} positions "
-            f"of {settings.init_model}"
-        )
+    if positions is not None:
+        check_max_length(settings.max_length, positions, f"{settings.LABEL} 'max_length' (for {settings.init_model})")
     optimizer = adamw_with_decay_groups(reader, settings.learning_rate, settings.weight_decay)
-    warmup = int(settings.warmup_ratio * run.total)
-    scheduler = linear_warmup_decay(optimizer, warmup, run.total, first_step_nonzero=True)
+    warmup = int(settings.warmup_ratio * run.total_steps)
+    scheduler = linear_warmup_decay(optimizer, warmup, run.total_steps, first_step_nonzero=True)
     return ReaderObjects(reader, tokenizer, optimizer, scheduler)
 
 
@@ -65,7 +63,7 @@ def train(
     if not train_questions:
         raise ValueError("no training questions")
     run = ReaderRun(settings, train_questions)
-    objects = _objects(settings, run)
+    objects = _build(settings, run)
     state = run.resume(objects.reader, objects.optimizer, objects.scheduler)
     if state is not None:
         print(f"resuming from step {state.step} (epoch {state.epoch}, example {state.index})", flush=True)
@@ -85,4 +83,11 @@ def train(
     task.checkpoint()
     export_dir = export_reader(run, objects.reader, objects.tokenizer, state)
     best_dir = run.dir / "best"
-    return ReaderTrainingResult(state, run.total, best_dir if best_dir.is_dir() else None, export_dir)
+    return ReaderTrainingResult(
+        output_dir=str(run.dir),
+        steps=state.step,
+        total_steps=run.total_steps,
+        state=state,
+        best_dir=best_dir if best_dir.is_dir() else None,
+        export_dir=export_dir,
+    )

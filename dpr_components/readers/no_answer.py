@@ -3,8 +3,10 @@
 A span reader always finds a best span, also in passages that say nothing about the question. Four
 signals of a reading tell the two cases apart: the best passage's selection logit (the reader's raw
 relevance, before the softmax over passages hides how relevant the best one is), the best span's score
-(start + end logit), the best span's share of the candidates' scores, and the best incoming retrieval
-score of the passages read (the first stage's or the re-ranker's: 0 when the documents carry none). A
+(start + end logit), the best span's share of the candidates' scores, and the best dense similarity of
+the passages read to the question (``meta["dense_score"]``, which the hybrid retrieval records: 0 when
+the documents carry none). Each is on a scale of its own model, not of the corpus: BM25 scores, which
+grow with a corpus's size, are left out so that a calibration holds on the user's own corpus too. A
 logistic model over them (Platt 1999), fitted on questions held aside from training, half of them made
 unanswerable by removing every passage that holds an answer (``training/fit_no_answer.py``), gives
 P(no answer). The answers' scores become (1 − P(no answer)) × their share of the candidates' scores;
@@ -20,7 +22,7 @@ import numpy as np
 
 from dpr_components.readers.predict import SpanPrediction
 
-FEATURES = ("selection_logit", "span_score", "log_share", "retrieval_score")
+FEATURES = ("selection_logit", "span_score", "log_share", "dense_similarity")
 _SMALLEST_SHARE = 1e-12
 
 
@@ -64,12 +66,12 @@ def answer_shares(scores: Sequence[float]) -> list[float]:
 
 
 def no_answer_features(
-    predictions: Sequence[SpanPrediction], scores: Sequence[float], retrieval_scores: Sequence[float | None]
+    predictions: Sequence[SpanPrediction], scores: Sequence[float], similarities: Sequence[float | None]
 ) -> np.ndarray:
     """The features of one question's reading: ``predictions`` best first as the reader ranks them, the
-    ``scores`` it ranks them by, and the incoming scores of the passages it read (``None``: none given)."""
+    ``scores`` it ranks them by, and the dense similarities of the passages it read (``None``: none given)."""
     share = answer_shares(scores)[0]
-    given = [float(score) for score in retrieval_scores if score is not None]
+    given = [float(similarity) for similarity in similarities if similarity is not None]
     return np.array(
         [
             max(p.selection_logit for p in predictions),
@@ -141,7 +143,7 @@ class AnswerSettings:
         }
 
     def scores(
-        self, predictions: Sequence[SpanPrediction], ranking: Sequence[float], retrieval: Sequence[float | None]
+        self, predictions: Sequence[SpanPrediction], ranking: Sequence[float], similarities: Sequence[float | None]
     ) -> Scores:
         """The score each prediction is returned with, and with ``no_answer`` P(no answer) and the features it
         was computed from (P = 1 without any prediction); without it, the ranking scores as they are."""
@@ -149,7 +151,7 @@ class AnswerSettings:
             return Scores(list(ranking))
         if not predictions:
             return Scores([], 1.0)
-        features = no_answer_features(predictions, ranking, retrieval)
+        features = no_answer_features(predictions, ranking, similarities)
         probability = float(self.calibration.probability(features[None, :])[0])
         shares = answer_shares(ranking)
         return Scores([(1.0 - probability) * s for s in shares], probability, dict(zip(FEATURES, features.tolist())))

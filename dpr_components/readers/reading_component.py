@@ -1,11 +1,13 @@
 """What the components that read question and passage together share (``SpanReader``,
 ``PassageRanker``): a reader folder loaded once per process, the input settings, the documents that
-have text, and tokenising under the model's lock while the model itself runs unlocked."""
+have text, tokenising under the model's lock while the model itself runs unlocked, and the steps of
+``run`` and ``run_async`` (each component reads with ``_read`` and answers with ``_results``)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Self
 
 from haystack import Document
 
@@ -15,6 +17,7 @@ from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
 from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_documents, check_positive_int, check_query
 
 
@@ -63,6 +66,11 @@ class ReadingComponent:
         """The init parameters every reading component writes to its pipeline data."""
         return {**init_parameters(self, "model top_k title_field precision backend"), **asdict(self.input_settings)}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """Rebuild from :meth:`to_dict` output."""
+        return from_dict_any_path(cls, data)
+
     @property
     def uses_bf16(self) -> bool:
         return bf16_enabled(self.precision)
@@ -73,6 +81,26 @@ class ReadingComponent:
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         check_documents("documents", documents)
         return top_k, [d for d in documents if isinstance(d.content, str) and d.content.strip()]
+
+    def _run_reading(self, query: str, documents: list[Document], top_k: int | None) -> dict[str, Any]:
+        """``run``: the documents that have text read for ``query``, and the results made of that reading."""
+        top_k, readable = self._prepare(query, documents, top_k)
+        return self._results(query, readable, self._read(query, readable) if readable else [], top_k)
+
+    async def _run_reading_async(self, query: str, documents: list[Document], top_k: int | None) -> dict[str, Any]:
+        """``run_async``: as :meth:`_run_reading`, reading in a worker thread so the event loop is not blocked."""
+        top_k, readable = self._prepare(query, documents, top_k)
+        read = await asyncio.to_thread(self._read, query, readable) if readable else []
+        return self._results(query, readable, read, top_k)
+
+    def _read(self, query: str, readable: list[Document]) -> list[Any]:
+        """What the model makes of ``readable`` (one or more items per document), for :meth:`_results`."""
+        raise NotImplementedError
+
+    def _results(self, query: str, readable: list[Document], read: list[Any], top_k: int) -> dict[str, Any]:
+        """The component's output: the best ``top_k`` of what :meth:`_read` made (``read`` is empty
+        when no document has text)."""
+        raise NotImplementedError
 
     def _reader_input(self, query: str, readable: list[Document]) -> ReaderInput:
         """``readable`` tokenised with ``query`` into model rows (loads the model on first use). The shared

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import asdict
 from typing import Any
@@ -22,17 +21,27 @@ from dpr_components.readers.predict import (
     read_input,
 )
 from dpr_components.readers.reading_component import ReadingComponent
+from dpr_components.utils.init_parameters import named_values
 from dpr_components.utils.published import READERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
-from dpr_components.utils.type_paths import from_dict_any_path
 
-DEFAULT_READER = "models/reader-minilm"
+DEFAULT_READER = "bundled:reader-minilm"
+# The init parameters kept as ``ReadSettings`` fields of the same name.
+READ_SETTINGS = (
+    "max_answer_length spans_per_passage ranking batch_size rank_prior length_penalty score_prior selection_weight"
+)
 
 logger = logging.getLogger(__name__)
 
 
 def _by_score(answer: ExtractedAnswer) -> float:
     return -answer.score
+
+
+def _dense_similarity(document: Document) -> float | None:
+    """The document's similarity to the question as a dense retriever scored it (hybrid retrieval keeps it)."""
+    value = (document.meta or {}).get("dense_score")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @component
@@ -77,7 +86,7 @@ class SpanReader(ReadingComponent):
         passages hold no answer (as Haystack's ``ExtractiveReader``); the answers' scores are then
         (1 − P(no answer)) × their share of the candidates' scores. Needs ``no_answer_calibration``.
     :param no_answer_calibration: the logistic model of P(no answer) for this reader and retrieval
-        (``{"selection_logit", "span_score", "log_share", "retrieval_score", "bias"}``), fitted by
+        (``{"selection_logit", "span_score", "log_share", "dense_similarity", "bias"}``), fitted by
         training/fit_no_answer.py (docs/no_answer.md).
     :param no_answer_threshold: "no answer" takes first place when P(no answer) is at least this, and
         never otherwise; the other answers keep their order by score.
@@ -88,7 +97,7 @@ class SpanReader(ReadingComponent):
     ```python
     from haystack import Document
 
-    reader = SpanReader(model="models/reader-minilm", top_k=1)
+    reader = SpanReader(model="bundled:reader-minilm", top_k=1)
     reader.warm_up()
     passages = [Document(content="Hamlet is a tragedy written by William Shakespeare.", meta={"title": "Hamlet"})]
     reader.run(query="who wrote hamlet?", documents=passages)["answers"][0].data  # "William Shakespeare"
@@ -125,16 +134,7 @@ class SpanReader(ReadingComponent):
         )
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
         self._init_reading(model, top_k, title_field, precision, input_settings, backend)
-        self.read_settings = ReadSettings(
-            max_answer_length=max_answer_length,
-            spans_per_passage=spans_per_passage,
-            ranking=ranking,
-            batch_size=batch_size,
-            rank_prior=rank_prior,
-            length_penalty=length_penalty,
-            score_prior=score_prior,
-            selection_weight=selection_weight,
-        )
+        self.read_settings = ReadSettings(**named_values(locals(), READ_SETTINGS))
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -154,10 +154,6 @@ class SpanReader(ReadingComponent):
                 self.model,
             )
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SpanReader:
-        return from_dict_any_path(cls, data)
-
     @component.output_types(answers=list[ExtractedAnswer])
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Extract answers to ``query`` from ``documents`` (loading the model on first use).
@@ -170,17 +166,14 @@ class SpanReader(ReadingComponent):
         :raises ValueError: when ``query`` is not text, has no visible character or is too long, or
             ``top_k`` is not a positive integer.
         """
-        top_k, readable = self._prepare(query, documents, top_k)
-        return self._finish(query, readable, self._predict(query, readable) if readable else [], top_k)
+        return self._run_reading(query, documents, top_k)
 
     @component.output_types(answers=list[ExtractedAnswer])
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """Asynchronous version of :meth:`run`, reading in a worker thread so the event loop is not blocked."""
-        top_k, readable = self._prepare(query, documents, top_k)
-        predictions = await asyncio.to_thread(self._predict, query, readable) if readable else []
-        return self._finish(query, readable, predictions, top_k)
+        return await self._run_reading_async(query, documents, top_k)
 
-    def _predict(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
+    def _read(self, query: str, readable: list[Document]) -> list[SpanPrediction]:
         """The model's spans over ``readable``, best first (loads the model on first use)."""
         prior = self.read_settings.score_prior
         scores = self._incoming_scores(readable, "score_prior", prior) if prior else None
@@ -191,12 +184,12 @@ class SpanReader(ReadingComponent):
             except NonFiniteLogits:
                 raise NonFiniteLogits(self.model) from None
 
-    def _finish(
+    def _results(
         self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int
     ) -> dict[str, Any]:
         ranking = [p.passage_rank_score if self.read_settings.ranking == "passage" else p.score for p in predictions]
-        retrieval = [d.score if isinstance(d.score, int | float) else None for d in readable]
-        scored = self.answer_settings.scores(predictions, ranking, retrieval)
+        similarities = [_dense_similarity(d) for d in readable]
+        scored = self.answer_settings.scores(predictions, ranking, similarities)
         threshold = self.answer_settings.score_threshold
         answers = [
             self._answer(query, readable[p.passage_index], p, score, scored.no_answer)

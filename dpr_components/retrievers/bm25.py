@@ -8,10 +8,9 @@ from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 
 from dpr_components.store_access.filter_settings import effective_filters
-from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
 from dpr_components.utils.published import RETRIEVERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
@@ -62,8 +61,7 @@ class BM25Retriever(StoreRetriever):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BM25Retriever:
-        data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-        return from_dict_any_path(cls, data)
+        return from_dict_with_store(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(

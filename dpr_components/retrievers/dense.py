@@ -18,11 +18,10 @@ from dpr_components.encoders.pairing import (
 )
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.store_access.filter_settings import effective_filters
-from dpr_components.store_access.serialization import store_from_dict, store_to_dict
+from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RETRIEVERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 
 
@@ -35,6 +34,18 @@ class _Search(NamedTuple):
     filters: dict[str, Any] | None
     scale_score: bool
     return_embedding: bool
+
+
+def question_retriever_dict(retriever: Any, embedder: QuestionEmbedder, settings: str) -> dict[str, Any]:
+    """``to_dict`` of a retriever that encodes the question with ``embedder``: its store, the question
+    encoder's settings, its own space-separated ``settings`` and its filter policy."""
+    return default_to_dict(
+        retriever,
+        document_store=store_to_dict(retriever.document_store),
+        **init_parameters(embedder, QUERY_ENCODER_SETTINGS),
+        **init_parameters(retriever, settings),
+        filter_policy=retriever.filter_policy.value,
+    )
 
 
 @component
@@ -65,7 +76,7 @@ class DenseRetriever(StoreRetriever):
     embedder.warm_up()
     documents = [Document(content="Hamlet is a tragedy written by William Shakespeare.")]
     store.write_documents(embedder.run(documents=documents)["documents"])
-    retriever = DenseRetriever(document_store=store, model="models/dpr-minilm-multi/question_encoder")
+    retriever = DenseRetriever(document_store=store, model="bundled:dpr-minilm-multi/question_encoder")
     retriever.warm_up()
     found = retriever.run(query="who wrote hamlet?")["documents"]
     ```
@@ -98,19 +109,11 @@ class DenseRetriever(StoreRetriever):
         self.check_store_pairing()
 
     def to_dict(self) -> dict[str, Any]:
-        e = self.embedder
-        return default_to_dict(
-            self,
-            document_store=store_to_dict(self.document_store),
-            **init_parameters(e, QUERY_ENCODER_SETTINGS),
-            **init_parameters(self, "top_k filters scale_score return_embedding"),
-            filter_policy=self.filter_policy.value,
-        )
+        return question_retriever_dict(self, self.embedder, "top_k filters scale_score return_embedding")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DenseRetriever:
-        data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-        return from_dict_any_path(cls, data)
+        return from_dict_with_store(cls, data)
 
     @component.output_types(documents=list[Document], query_embedding=list[float])
     def run(

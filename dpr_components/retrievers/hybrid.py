@@ -13,15 +13,14 @@ from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.bm25 import BM25Retriever
-from dpr_components.retrievers.dense import DenseRetriever
+from dpr_components.retrievers.dense import DenseRetriever, question_retriever_dict
 from dpr_components.store_access.filter_settings import (
     effective_filters,
     parse_filter_policy,
 )
-from dpr_components.store_access.serialization import store_from_dict, store_to_dict
-from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
+from dpr_components.utils.init_parameters import init_parameters, named_values
 from dpr_components.utils.published import RETRIEVERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import (
     check_finite,
     check_positive_int,
@@ -63,7 +62,7 @@ class HybridRetriever:
     from dpr_components.retrievers import HybridRetriever
 
     retriever = HybridRetriever(
-        EmbeddedDocumentStore(path="indexes/example"), model="models/dpr-minilm-multi/question_encoder", weight=31.6
+        EmbeddedDocumentStore(path="indexes/example"), model="bundled:dpr-minilm-multi/question_encoder", weight=31.6
     )
     retriever.warm_up()
     documents = retriever.run(query="who wrote hamlet?")["documents"]
@@ -93,13 +92,7 @@ class HybridRetriever:
         self.filter_policy = parse_filter_policy(filter_policy)
         # The dense side (question encoding, pairing checks, the store's vector search) is a DenseRetriever.
         self.dense = DenseRetriever(
-            document_store=document_store,
-            model=model,
-            top_k=candidates,
-            pooling=pooling,
-            normalize=normalize,
-            max_length=max_length,
-            precision=precision,
+            document_store=document_store, top_k=candidates, **named_values(locals(), QUERY_ENCODER_SETTINGS)
         )
         self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
         if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods
@@ -110,19 +103,11 @@ class HybridRetriever:
         self.dense.warm_up()
 
     def to_dict(self) -> dict[str, Any]:
-        e = self.dense.embedder
-        return default_to_dict(
-            self,
-            document_store=store_to_dict(self.document_store),
-            **init_parameters(e, QUERY_ENCODER_SETTINGS),
-            **init_parameters(self, "candidates weight top_k filters"),
-            filter_policy=self.filter_policy.value,
-        )
+        return question_retriever_dict(self, self.dense.embedder, "candidates weight top_k filters")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HybridRetriever:
-        data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-        return from_dict_any_path(cls, data)
+        return from_dict_with_store(cls, data)
 
     @component.output_types(documents=list[Document], query_embedding=list[float])
     def run(

@@ -15,9 +15,10 @@ from dpr_components.utils.type_checks import type_mismatch
 
 def check_setting_types(settings: Any, what: str) -> None:
     """Raise ``ValueError`` naming the first field of the dataclass ``settings`` whose value does
-    not fit its type hint (floats must be finite numbers; booleans are not integers)."""
+    not fit its type hint (floats must be finite numbers; booleans are not integers), as
+    ``<what> '<name>' must be <type>, got <value>`` (the format of :mod:`dpr_components.runs.settings`)."""
     hints = typing.get_type_hints(type(settings))
     for field in dataclasses.fields(settings):
         problem = type_mismatch(getattr(settings, field.name), hints[field.name])
         if problem:
-            raise ValueError(f"{what} {field.name!r}: {problem}")
+            raise ValueError(f"{what} {field.name!r} must be {problem.removeprefix('expected ')}")

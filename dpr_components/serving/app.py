@@ -33,6 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from haystack.core.serialization import allow_deserialization_module
 
+import dpr_components
 from dpr_components.pipeline_requests.errors import one_line
 from dpr_components.serving.ask_page import PAGE_PATHS, add_page_routes
 from dpr_components.serving.deployment import (
@@ -58,6 +59,7 @@ from dpr_components.serving.security import (
     ServerPolicy,
     configure_server_logs,
 )
+from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from dpr_components.utils.threads import default_concurrent_runs
 
@@ -144,14 +146,19 @@ def _hayhooks_app() -> FastAPI:
 
 
 def _deploy(
-    app: FastAPI, files: list[Path], enable_training: bool, jobs: TrainingJobs, limiter: anyio.CapacityLimiter
+    app: FastAPI,
+    files: list[Path],
+    enable_training: bool,
+    jobs: TrainingJobs,
+    limiter: anyio.CapacityLimiter,
+    stores: StoreFolders | None = None,
 ) -> tuple[ServedPipelines, list[str], list[str]]:
     """Add the route of every file that can be served; also the names of those that train a model, left out
     (training off) and served (as background jobs)."""
     served, training_off, training_on = ServedPipelines(), [], []
     for path in files:
         try:
-            wrapper = prepare_pipeline(path, enable_training=enable_training, jobs=jobs)
+            wrapper = prepare_pipeline(path, enable_training=enable_training, jobs=jobs, stores=stores)
         except TrainingNotEnabledError as error:
             served.skipped[path.stem] = one_line(error)
             training_off.append(path.stem)
@@ -173,13 +180,15 @@ def build_app(
     input_root: str | Path | None = None,
     policy: ServerPolicy | None = None,
     concurrent_runs: int | None = None,
+    stores: StoreFolders | None = None,
 ) -> tuple[FastAPI, ServedPipelines]:
     """The app serving every pipeline of ``pipelines_dir`` that can be served, and the ask page at ``/``,
     behind ``policy``.
 
     ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it.
     ``concurrent_runs``: pipeline runs at once (default :func:`default_concurrent_runs`); more requests
-    wait, first come first served."""
+    wait, first come first served. ``stores``: the store folders that replace the pipelines' own
+    (``haystack serve --store``)."""
     policy = policy or ServerPolicy()
     if input_root is not None:
         os.environ[INPUT_ROOT_ENV] = str(input_root)  # as given: error messages show it, not an absolute path
@@ -191,7 +200,7 @@ def build_app(
     app.add_exception_handler(RequestValidationError, _one_line_422)
     jobs = TrainingJobs()
     limiter = anyio.CapacityLimiter(concurrent_runs or default_concurrent_runs())
-    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs, limiter)
+    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs, limiter, stores)
     if not served.deployed:
         jobs.shutdown()
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"
@@ -204,6 +213,8 @@ def build_app(
         add_jobs_route(app, jobs)
         paths.add(JOBS_PATH)
     add_page_routes(app)
+    app.title, app.version = "dpr-components", dpr_components.__version__  # OpenAPI names this project, not hayhooks
+    app.description = "Dense Passage Retrieval pipelines served by haystack serve"
     app.openapi_schema = None
     app.setup()  # the one /openapi.json, of the routes above
     _keep_only(app, paths)

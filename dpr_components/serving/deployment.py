@@ -15,7 +15,12 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from dpr_components.pipeline_files.loading import (
+    StoreNotIndexedError,
+    embedded_store_folders,
+    load_pipeline,
+    load_pipeline_spec,
+)
 from dpr_components.pipeline_files.policy import (
     NetworkNotAllowedError,
     check_local_only,
@@ -23,6 +28,7 @@ from dpr_components.pipeline_files.policy import (
 )
 from dpr_components.serving.jobs import TrainingJobs, TrainWrapper
 from dpr_components.serving.routes import TRAINING_OFF
+from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.serving.wrappers import DeclaredPipelineWrapper, wrapper_kind
 
 ELASTICSEARCH_URL_ENV = "ELASTICSEARCH_URL"
@@ -82,11 +88,18 @@ def _trains_a_model(pipeline: Pipeline) -> bool:
     return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
 
 
+def _built(path: Path, store: str | None, overrides: list[str]) -> Pipeline:
+    pipeline = load_pipeline(path, store, overrides=overrides, allow_network=bool(overrides), require_stores=True)
+    pipeline.warm_up()  # once, before concurrent requests could race to load the models
+    return pipeline
+
+
 def prepare_pipeline(
-    path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None
+    path: Path, enable_training: bool = False, jobs: TrainingJobs | None = None, stores: StoreFolders | None = None
 ) -> DeclaredPipelineWrapper:
-    """The set-up wrapper serving the file at ``path``, its pipeline built, checked and warmed up;
-    ``ServingError`` says why the file cannot be served."""
+    """The set-up wrapper serving the file at ``path``, its pipeline built, checked and warmed up; a search or
+    QA pipeline whose store was not indexed yet is served too, built at its first request after an index
+    (until then its route answers 503). ``ServingError`` says why the file cannot be served."""
     spec = load_pipeline_spec(path)
     overrides = network_overrides(spec)
     if overrides is None:
@@ -94,7 +107,16 @@ def prepare_pipeline(
         raise ServingError(f"{path}: it uses components that reach the network; {hint} to serve it")
     if not spec.get("inputs") or not spec.get("outputs"):
         raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so it cannot be served")
-    pipeline = load_pipeline(path, overrides=overrides, allow_network=bool(overrides), require_stores=True)
+    store = (stores or StoreFolders()).folder_for(path.stem) if embedded_store_folders(spec["components"]) else None
+    try:
+        pipeline = load_pipeline(path, store, overrides=overrides, allow_network=bool(overrides), require_stores=True)
+    except StoreNotIndexedError:
+        kind = wrapper_kind(spec)
+        if kind is None:
+            raise
+        wrapper = kind(None, spec, builder=lambda: _built(path, store, overrides))
+        wrapper.setup()
+        return wrapper
     trains = _trains_a_model(pipeline)
     if trains and not enable_training:
         raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))

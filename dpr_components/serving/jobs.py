@@ -111,7 +111,7 @@ class TrainWrapper(DeclaredPipelineWrapper):
 
     def trainer_name(self) -> str:
         """The name of the pipeline's trainer component (the one taking ``output_dir``)."""
-        for name, instance in self.built.walk():
+        for name, instance in self.ready().walk():
             if hasattr(instance, "output_dir"):
                 return name
         raise ValueError("the training pipeline has no component with an output_dir")
@@ -121,7 +121,7 @@ class TrainWrapper(DeclaredPipelineWrapper):
         parts = Path(output).parts
         if not parts or Path(output).is_absolute() or any(part in ("..", ".") for part in parts):
             raise ValueError(f"output {output!r}: give a folder name inside the trainer's output folder")
-        base = Path(getattr(self.built.get_component(self.trainer_name()), "output_dir"))
+        base = Path(getattr(self.ready().get_component(self.trainer_name()), "output_dir"))
         return base / Path(*parts)
 
     def run_job(self, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     },
     503: {
         "model": ErrorDetail,
-        "description": "The store's server (Elasticsearch) does not answer: which one, on one line",
+        "description": "Not yet or not now: the pipeline's store was not indexed yet (index first), or the "
+        "store's server (Elasticsearch) does not answer; on one line",
     },
 }
 

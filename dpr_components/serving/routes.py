@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from dpr_components.pipeline_requests.errors import one_line, unreachable_server, user_error_cause
 from dpr_components.serving.jobs import TrainingJobs
 from dpr_components.serving.models import ERROR_RESPONSES, ErrorDetail, TrainingJob, strict_request
+from dpr_components.serving.wrappers import StoreNotReadyError
 
 # Errors that describe a bad request; any other failure stays a 500 (a server fault).
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
@@ -69,6 +70,8 @@ def _endpoint(
             cause = request_error(error)
             if cause is not None:
                 raise HTTPException(status_code=400, detail=one_line(cause)) from None
+            if isinstance(error, StoreNotReadyError):  # served before its store was indexed: index first
+                raise HTTPException(status_code=503, detail=one_line(error)) from None
             unreachable = unreachable_server(error)
             if unreachable is not None:  # the store's server is down: the request may succeed later
                 raise HTTPException(status_code=503, detail=one_line(unreachable)) from None

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from dpr_components.serving.security import ServerPolicy, is_loopback
+from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.threads import default_concurrent_runs
 
 
@@ -48,6 +49,7 @@ def serve(
     input_root: Path,
     threads: int,
     concurrent_runs: int | None = None,
+    stores: StoreFolders | None = None,
 ) -> None:
     """Build the app, say what is served, then run it with uvicorn on ``policy.host`` until interrupted."""
     import uvicorn
@@ -56,7 +58,9 @@ def serve(
 
     folder = default_pipelines_dir(pipelines_dir)
     print(f"pipelines from {folder}", file=sys.stderr)
-    app, served = build_app(folder, input_root=input_root, policy=policy, concurrent_runs=concurrent_runs)
+    app, served = build_app(
+        folder, input_root=input_root, policy=policy, concurrent_runs=concurrent_runs, stores=stores
+    )
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
     print(

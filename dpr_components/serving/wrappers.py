@@ -10,7 +10,8 @@ every component that takes filters."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from hayhooks import BasePipelineWrapper
@@ -18,6 +19,7 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ExtractedAnswer
 from pydantic import Field
 
+from dpr_components.pipeline_files.loading import StoreNotIndexedError
 from dpr_components.pipeline_requests.inputs import components_taking, request_inputs
 from dpr_components.serving.models import (
     AnswerOut,
@@ -34,17 +36,41 @@ MAX_TOP_K = 1000
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"how many results, 1 to {MAX_TOP_K}")]
 
 
-class DeclaredPipelineWrapper(BasePipelineWrapper):
-    """A built, warmed-up pipeline run with the inputs its YAML file declares."""
+class StoreNotReadyError(RuntimeError):
+    """A served pipeline reads a store that nothing was indexed into yet (the server answers 503)."""
 
-    def __init__(self, pipeline: Pipeline, spec: dict[str, Any]) -> None:
+
+class DeclaredPipelineWrapper(BasePipelineWrapper):
+    """A pipeline run with the inputs its YAML file declares: built and warmed up by the server, or, when
+    its store was not indexed yet, built by ``builder`` at the first request that finds the store."""
+
+    def __init__(
+        self, pipeline: Pipeline | None, spec: dict[str, Any], builder: Callable[[], Pipeline] | None = None
+    ) -> None:
         super().__init__()
         self.built = pipeline
         self.spec = spec
+        self._builder = builder
+        self._building = threading.Lock()
 
     def setup(self) -> None:
         """The pipeline was built and warmed up by the server; nothing is loaded twice."""
         self.pipeline = self.built
+
+    def ready(self) -> Pipeline:
+        """The built pipeline; built now (once, whatever the concurrent requests) when its store has been
+        indexed since the server started; :class:`StoreNotReadyError` while it has not."""
+        if self.built is not None:
+            return self.built
+        with self._building:
+            if self.built is None:
+                assert self._builder is not None  # a wrapper without a pipeline always has its builder
+                try:
+                    self.built = self._builder()
+                except StoreNotIndexedError as error:
+                    raise StoreNotReadyError(f"{error}, or POST /index/run") from None
+                self.pipeline = self.built
+        return self.built
 
     def run_declared(
         self,
@@ -61,8 +87,9 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         other = {name: value for name, value in (values or {}).items() if value is not None}
         declared = {name: str(path).split(".", 1) for name, path in self.spec["outputs"].items()}
         returning = [component for component, _ in declared.values()]
+        pipeline = self.ready()
         data = request_inputs(
-            self.built,
+            pipeline,
             query=query,
             top_k=top_k,
             filters=filters,
@@ -70,7 +97,7 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
             results=returning,
             declared=self.spec.get("inputs"),
         )
-        result = self.built.run(data, include_outputs_from=set(returning))
+        result = pipeline.run(data, include_outputs_from=set(returning))
         outputs = {name: result.get(component, {}).get(socket) for name, (component, socket) in declared.items()}
         return {"outputs": outputs, "raw": result}
 
@@ -121,7 +148,7 @@ class SearchWrapper(DeclaredPipelineWrapper):
         Returns:
             the passages, best first
         """
-        vectors = {name: {"return_embedding": True} for name in components_taking(self.built, "return_embedding")}
+        vectors = {name: {"return_embedding": True} for name in components_taking(self.ready(), "return_embedding")}
         ran = self.run_declared(
             query=query, top_k=top_k, filters=filters, per_component=vectors if include_embeddings else None
         )

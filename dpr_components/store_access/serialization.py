@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore
 
 from dpr_components.utils.published import DOCUMENT_STORES
-from dpr_components.utils.type_paths import current_type_path
+from dpr_components.utils.type_paths import current_type_path, from_dict_any_path
 
 EMBEDDED_STORE_TYPE = f"{DOCUMENT_STORES}.EmbeddedDocumentStore"
+
+T = TypeVar("T")
 
 
 def is_embedded_store_type(type_path: Any) -> bool:
@@ -51,3 +53,9 @@ def replace_store_paths(node: Any, path: str) -> int:
         for value in node:
             count += replace_store_paths(value, path)
     return count
+
+
+def from_dict_with_store(cls: type[T], data: dict[str, Any]) -> T:
+    """A component of ``cls`` from its ``to_dict`` output, its ``document_store`` rebuilt first."""
+    data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
+    return from_dict_any_path(cls, data)

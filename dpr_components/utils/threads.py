@@ -10,7 +10,7 @@ default the query count. The count is set for the calling thread around the call
 it (docs/threads.md). Each variable takes a whole number from 1 to the usable cores; any other value
 is refused on one line, by every command at start (``check_thread_variables``) and at each read.
 
-Both libraries keep the setting per thread, which tests/test_threads.py checks on the installed
+Both libraries keep the setting per thread, which tests/utils/test_threads.py checks on the installed
 builds: FAISS's ``omp_set_num_threads`` changes the calling thread's OpenMP setting only; torch's
 ``set_num_threads`` (OpenMP backend) changes the calling thread's OpenMP and MKL settings, and is
 also the starting count of threads that run their first torch operation later: a thread whose

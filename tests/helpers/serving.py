@@ -1,17 +1,25 @@
-"""Served-pipeline folders for the serving tests: copies of pipelines/*.yml on the tiny models and a test store."""
+"""Served-pipeline folders for the serving tests (copies of pipelines/*.yml on the tiny models and a test store),
+and ``haystack serve`` in a child process."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+import pytest
 import yaml
 
-from dpr_components.serving.deployment import pipeline_files
+from dpr_components.serving.deployment import ELASTICSEARCH_URL_ENV, pipeline_files
 from dpr_components.store_access.serialization import replace_store_paths
-
-ROOT = Path(__file__).resolve().parents[2]
-PIPELINES = ROOT / "pipelines"
+from dpr_components.utils.input_files import INPUT_ROOT_ENV
+from tests.helpers.paths import PIPELINES, REPO
 
 
 def write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert: Path, run_dir: Path) -> None:
@@ -50,3 +58,44 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def server_environment(**changes: str) -> dict[str, str]:
+    """This environment without the settings a test server must not inherit, with one torch thread and ``changes``."""
+    env = {k: v for k, v in os.environ.items() if k not in (ELASTICSEARCH_URL_ENV, "DPR_ALLOW_NETWORK", INPUT_ROOT_ENV)}
+    env.update(PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **changes)  # one torch thread per request on a small CPU
+    return env
+
+
+@contextmanager
+def served(folder: Path, cwd: Path, *options: str, env: dict[str, str], timeout: float = 60) -> Iterator[str]:
+    """``haystack serve --pipelines-dir FOLDER`` with ``options`` on a free port, logging to ``cwd/server.log``,
+    until its ``/status`` answers; yields its URL and stops it afterwards."""
+    port = free_port()
+    log_path = cwd / "server.log"
+    command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), "--port", str(port)]
+    with log_path.open("w") as log:
+        process = subprocess.Popen([*command, *options], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_for_status(process, url, log_path, timeout)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+
+
+def _wait_for_status(process: subprocess.Popen, url: str, log_path: Path, timeout: float) -> None:
+    """Returns once ``url/status`` answers 200; fails the test, with the log's end, if the server stops or is late."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"the server stopped:\n{log_path.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/status", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server did not start:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.3)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl, write_training_data
 from tests.reliability.harness import EXPECTATIONS
 
@@ -59,26 +60,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 
 @pytest.fixture(scope="session")
 def _built_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> Path:
-    from tests.reliability.harness import PIPELINES, assert_success, cli
+    from tests.reliability.harness import assert_success, cli
 
     folder = tmp_path_factory.mktemp("reliability_store")
     corpus = write_jsonl(folder / "corpus.jsonl", SMALL_CORPUS)
-    assert_success(
-        cli(
-            "run",
-            PIPELINES / "index.yml",
-            "--input",
-            f"path={corpus}",
-            "--store",
-            folder / "store",
-            "--set",
-            f"embedder.model={tiny_st_dir}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        )
-    )
+    assert_success(cli(*index_args(corpus, folder / "store", tiny_st_dir)))
     return folder / "store"
 
 

@@ -57,6 +57,13 @@ def cli_process(
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
+def cases(argnames: str, table: dict[str, Any]) -> Any:
+    """``pytest.mark.parametrize`` over ``table``'s values, each case named by its key."""
+    import pytest
+
+    return pytest.mark.parametrize(argnames, list(table.values()), ids=list(table))
+
+
 def assert_clear_error(result: CliResult, *fragments: str) -> None:
     """Exit code 2, a single ``error:`` line on stderr that contains every fragment."""
     lines = [line for line in result.err.splitlines() if line.strip()]

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from tests.helpers.corpora import write_jsonl
-from tests.reliability.harness import PIPELINES
 
 QUERIES = ["who wrote hamlet", "highest mountain", "nobel prize physics", "largest planet gas giant"]
 DIM = 32  # the tiny test encoder
@@ -35,24 +34,6 @@ def searches(path: Path) -> list[list[tuple[str, float]]]:
     del store
     gc.collect()
     return results
-
-
-def index_args(corpus: Path, store: Path, model: Path) -> list[Any]:
-    """``haystack run pipelines/index.yml`` arguments for the tiny test encoder."""
-    return [
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={corpus}",
-        "--store",
-        store,
-        "--set",
-        f"embedder.model={model}",
-        "--set",
-        "embedder.cache_dir=null",
-        "--set",
-        "embedder.progress_bar=false",
-    ]
 
 
 def write_corpus(path: Path, records: list[dict[str, str]]) -> Path:

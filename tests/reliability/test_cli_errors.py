@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.reliability.harness import (
     PIPELINES,
     assert_clear_error,
@@ -131,20 +132,7 @@ def test_disk_full_while_writing_documents(
         "\n".join(json.dumps({"id": f"d{i}", "title": "T", "text": f"words {i} " * 90}) for i in range(300)) + "\n",
         encoding="utf-8",
     )
-    result = cli(
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={corpus}",
-        "--store",
-        indexed_store,
-        "--set",
-        f"embedder.model={tiny_st_dir}",
-        "--set",
-        "embedder.cache_dir=null",
-        "--set",
-        "embedder.progress_bar=false",
-    )
+    result = cli(*index_args(corpus, indexed_store, tiny_st_dir))
     assert_clear_error(result, f"disk full while writing {indexed_store / 'documents.sqlite'}")
     assert store_snapshot(indexed_store) == before
     record_property("documents kept", len(before))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.reliability.harness import (
     PIPELINES,
     assert_clear_error,
@@ -35,22 +36,7 @@ def hostile_store(tmp_path: Path, tiny_st_dir: Path) -> Path:
     ]
     corpus.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
     store = tmp_path / "store"
-    assert_success(
-        cli(
-            "run",
-            PIPELINES / "index.yml",
-            "--input",
-            f"path={corpus}",
-            "--store",
-            store,
-            "--set",
-            f"embedder.model={tiny_st_dir}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        )
-    )
+    assert_success(cli(*index_args(corpus, store, tiny_st_dir)))
     return store
 
 
@@ -175,6 +161,7 @@ def test_disk_full_writing_lambda_report(
 
 
 @pytest.mark.reliability(category="output", expect="nothing lost")
+@pytest.mark.integration
 def test_eval_killed_while_writing_report(
     indexed_store: Path, tmp_path: Path, record_property: pytest.RecordProperty
 ) -> None:

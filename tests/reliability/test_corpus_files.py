@@ -7,27 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
+from tests.helpers.commands import index_args
+from tests.reliability.harness import assert_clear_error, assert_success, cli
 
 CORPUS = pytest.mark.reliability(category="corpus files", expect="clear error")
 
 
 def index(corpus: Path, store: Path, model: Path, *extra: str):  # noqa: ANN201 - a CliResult
-    return cli(
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={corpus}",
-        "--store",
-        store,
-        "--set",
-        f"embedder.model={model}",
-        "--set",
-        "embedder.cache_dir=null",
-        "--set",
-        "embedder.progress_bar=false",
-        *extra,
-    )
+    return cli(*index_args(corpus, store, model, *extra))
 
 
 def _jsonl(tmp_path: Path, *documents: dict, name: str = "corpus.jsonl") -> Path:

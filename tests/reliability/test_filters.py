@@ -13,7 +13,7 @@ from haystack.errors import FilterError
 from haystack.utils.filters import document_matches_filter
 
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
+from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cases, cli
 
 DOCUMENTS = [
     Document(
@@ -68,7 +68,7 @@ def _ids(store: EmbeddedDocumentStore, filters: dict[str, Any]) -> set[str]:
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("field", list(HOSTILE_FIELDS.values()), ids=list(HOSTILE_FIELDS))
+@cases("field", HOSTILE_FIELDS)
 @pytest.mark.reliability(category="filters", expect="clear error")
 def test_hostile_field_name_is_refused(store: EmbeddedDocumentStore, field: Any) -> None:
     """A filter field name carrying SQL (quotes, comments, sub-selects, a recursive CTE) or no valid key"""
@@ -190,7 +190,7 @@ BAD_FILTERS = {
 }
 
 
-@pytest.mark.parametrize("filters, fragment", list(BAD_FILTERS.values()), ids=list(BAD_FILTERS))
+@cases("filters, fragment", BAD_FILTERS)
 @pytest.mark.reliability(category="filters", expect="clear error")
 def test_malformed_filter(store: EmbeddedDocumentStore, filters: Any, fragment: str) -> None:
     """A malformed filter (wrong operator, missing key, value of the wrong type)"""

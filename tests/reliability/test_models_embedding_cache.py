@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.reliability.harness import (
-    PIPELINES,
     assert_success,
     cli,
     cli_process,
@@ -22,22 +22,7 @@ PASSAGES = 6  # SMALL_CORPUS: five documents, the long one split in two passages
 
 
 def _index_args(corpus: Path, store: Path, model: Path, cache: Path) -> list[str]:
-    return [
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={corpus}",
-        "--store",
-        store,
-        "--set",
-        f"embedder.model={model}",
-        "--set",
-        f"embedder.cache_dir={cache}",
-        "--set",
-        "embedder.batch_size=2",
-        "--set",
-        "embedder.progress_bar=false",
-    ]
+    return index_args(corpus, store, model, "--set", "embedder.batch_size=2", cache_dir=cache)
 
 
 @pytest.fixture(scope="session")
@@ -76,6 +61,7 @@ def count_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.mark.reliability(category="embedding cache", expect="nothing lost")
+@pytest.mark.integration
 def test_indexing_killed_mid_encoding(
     tmp_path: Path,
     tiny_st_dir: Path,

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import dense_args, index_args, qa_args
 from tests.helpers.corpora import write_training_data
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
+from tests.helpers.models import tiny_config
+from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cases, cli
 from tests.reliability.training_checks import train_command
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -61,16 +63,7 @@ def _weights_of_another_model(folder: Path) -> None:
     """Weights of a wider BERT: every tensor has another shape than config.json says."""
     from transformers import BertConfig, BertModel
 
-    other = BertModel(
-        BertConfig(
-            vocab_size=30522,
-            hidden_size=48,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=37,
-            max_position_embeddings=128,
-        )
-    )
+    other = BertModel(tiny_config(BertConfig, 30522, hidden_size=48))
     other.save_pretrained(folder / "other")
     shutil.move(folder / "other" / WEIGHTS, folder / WEIGHTS)
     shutil.rmtree(folder / "other")
@@ -93,23 +86,14 @@ def _damaged_copy(source: Path, tmp_path: Path, damage: Callable[[Path], None]) 
     return folder
 
 
-@pytest.mark.parametrize("damage, fragments", list(DAMAGE.values()), ids=list(DAMAGE))
+@cases("damage, fragments", DAMAGE)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_damaged_question_encoder(
     indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, damage: Callable, fragments: tuple[str, ...]
 ) -> None:
     """Searching with a question encoder folder whose files are damaged (dense.model)"""
     folder = _damaged_copy(tiny_st_dir, tmp_path, damage)
-    result = cli(
-        "run",
-        PIPELINES / "dense.yml",
-        "--store",
-        indexed_store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"dense.model={folder}",
-    )
+    result = cli(*dense_args(indexed_store, folder))
     assert_clear_error(result, str(folder), *fragments)
 
 
@@ -120,20 +104,7 @@ def test_damaged_question_encoder(
 def test_damaged_passage_encoder(tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, damage: Callable) -> None:
     """Indexing with a passage encoder folder whose weights are damaged (embedder.model)"""
     folder = _damaged_copy(tiny_st_dir, tmp_path, damage)
-    result = cli(
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={small_corpus_file}",
-        "--store",
-        tmp_path / "store",
-        "--set",
-        f"embedder.model={folder}",
-        "--set",
-        "embedder.cache_dir=null",
-        "--set",
-        "embedder.progress_bar=false",
-    )
+    result = cli(*index_args(small_corpus_file, tmp_path / "store", folder))
     assert_clear_error(result, str(folder), WEIGHTS)
 
 
@@ -148,18 +119,7 @@ def test_damaged_reader(
 ) -> None:
     """Answering questions with a span reader folder whose weights are damaged (reader.model)"""
     folder = _damaged_copy(tiny_reader_dir, tmp_path, damage)
-    result = cli(
-        "run",
-        PIPELINES / "qa.yml",
-        "--store",
-        indexed_store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"hybrid.model={tiny_st_dir}",
-        "--set",
-        f"reader.model={folder}",
-    )
+    result = cli(*qa_args(indexed_store, tiny_st_dir, folder))
     assert_clear_error(result, str(folder), WEIGHTS)
 
 
@@ -198,17 +158,7 @@ def test_config_asking_for_remote_code(indexed_store: Path, tmp_path: Path, tiny
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     config["auto_map"] = {"AutoModel": "modeling_evil.EvilModel", "AutoConfig": "modeling_evil.EvilConfig"}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    result = cli(
-        "run",
-        PIPELINES / "dense.yml",
-        "--store",
-        indexed_store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"dense.model={folder}",
-        "--json",
-    )
+    result = cli(*dense_args(indexed_store, folder, "--json"))
     assert not marker.exists(), "the folder's own Python code was run"
     # The folder is the store's encoder plus the code reference: ignoring the code, the search works.
     assert_success(result)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import dense_args, index_args, qa_args
 from tests.helpers.corpora import write_training_data
-from tests.reliability.harness import PIPELINES, assert_clear_error, cli
+from tests.reliability.harness import CliResult, assert_clear_error, cases, cli
 from tests.reliability.training_checks import (
     edit_json,
     poison_weights,
@@ -49,16 +50,24 @@ def _copy(source: Path, tmp_path: Path) -> Path:
 
 
 def _search(store: Path, model: Path, *extra: str):
-    return cli(
-        "run",
-        PIPELINES / "dense.yml",
-        "--store",
-        store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"dense.model={model}",
-        *extra,
+    return cli(*dense_args(store, model, *extra))
+
+
+def _train(data: Path, out: Path, model: Path) -> CliResult:
+    """python -m training.train on ``data`` from ``model``: batch 4, 32 tokens."""
+    return train_command(
+        [
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--set",
+            f"model={model}",
+            "--set",
+            "batch_size=4",
+            "--set",
+            "max_length=32",
+        ]
     )
 
 
@@ -75,20 +84,7 @@ def test_passage_encoder_with_infinite_weights(tmp_path: Path, tiny_st_dir: Path
     """Indexing with a passage encoder folder whose weights hold infinity (embedder.model)"""
     folder = _copy(tiny_st_dir, tmp_path)
     tensor = poison_weights(folder, float("inf"))
-    result = cli(
-        "run",
-        PIPELINES / "index.yml",
-        "--input",
-        f"path={small_corpus_file}",
-        "--store",
-        tmp_path / "store",
-        "--set",
-        f"embedder.model={folder}",
-        "--set",
-        "embedder.cache_dir=null",
-        "--set",
-        "embedder.progress_bar=false",
-    )
+    result = cli(*index_args(small_corpus_file, tmp_path / "store", folder))
     assert_clear_error(result, str(folder), tensor, "infinite")
 
 
@@ -97,18 +93,7 @@ def test_reader_with_nan_weights(indexed_store: Path, tmp_path: Path, tiny_st_di
     """Answering questions with a span reader folder whose weights hold NaN (reader.model)"""
     folder = _copy(tiny_reader_dir, tmp_path)
     tensor = poison_weights(folder)
-    result = cli(
-        "run",
-        PIPELINES / "qa.yml",
-        "--store",
-        indexed_store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"hybrid.model={tiny_st_dir}",
-        "--set",
-        f"reader.model={folder}",
-    )
+    result = cli(*qa_args(indexed_store, tiny_st_dir, folder))
     assert_clear_error(result, str(folder), tensor, "NaN")
 
 
@@ -118,25 +103,12 @@ def test_training_from_a_nan_model(tmp_path: Path, tiny_bert_dir: Path) -> None:
     folder = _copy(tiny_bert_dir, tmp_path)
     tensor = poison_weights(folder)
     data = write_training_data(tmp_path / "train.jsonl")
-    result = train_command(
-        [
-            "--data",
-            str(data),
-            "--out",
-            str(tmp_path / "run"),
-            "--set",
-            f"model={folder}",
-            "--set",
-            "batch_size=4",
-            "--set",
-            "max_length=32",
-        ]
-    )
+    result = _train(data, tmp_path / "run", folder)
     assert_clear_error(result, str(folder), tensor, "NaN")
     assert not (tmp_path / "run" / "checkpoints").exists(), "training started"
 
 
-@pytest.mark.parametrize("change, field", list(CONFIG_CLAIMS.values()), ids=list(CONFIG_CLAIMS))
+@cases("change, field", CONFIG_CLAIMS)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_config_claiming_other_sizes(
     indexed_store: Path,
@@ -166,18 +138,7 @@ def test_reader_config_claiming_a_million_layers(
     """Answering questions with a span reader folder whose config.json claims a million layers"""
     folder = _copy(tiny_reader_dir, tmp_path)
     edit_json(folder / "config.json", num_hidden_layers=1_000_000)
-    result = cli(
-        "run",
-        PIPELINES / "qa.yml",
-        "--store",
-        indexed_store,
-        "-q",
-        "who wrote hamlet",
-        "--set",
-        f"hybrid.model={tiny_st_dir}",
-        "--set",
-        f"reader.model={folder}",
-    )
+    result = cli(*qa_args(indexed_store, tiny_st_dir, folder))
     assert_clear_error(result, str(folder / "config.json"), "num_hidden_layers")
 
 
@@ -187,24 +148,11 @@ def test_training_from_a_config_claiming_more_layers(tmp_path: Path, tiny_bert_d
     folder = _copy(tiny_bert_dir, tmp_path)
     edit_json(folder / "config.json", num_hidden_layers=200)
     data = write_training_data(tmp_path / "train.jsonl")
-    result = train_command(
-        [
-            "--data",
-            str(data),
-            "--out",
-            str(tmp_path / "run"),
-            "--set",
-            f"model={folder}",
-            "--set",
-            "batch_size=4",
-            "--set",
-            "max_length=32",
-        ]
-    )
+    result = _train(data, tmp_path / "run", folder)
     assert_clear_error(result, str(folder), "config.json", "num_hidden_layers is 200", "2 layers")
 
 
-@pytest.mark.parametrize("value, problem", list(MAX_LENGTHS.values()), ids=list(MAX_LENGTHS))
+@cases("value, problem", MAX_LENGTHS)
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_encoder_config_max_length(
     indexed_store: Path, tmp_path: Path, tiny_st_dir: Path, value: object, problem: str

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
+from tests.helpers.commands import dense_args, index_args
+from tests.reliability.harness import assert_clear_error, assert_success, cli
 
 
 @pytest.fixture(scope="session")
@@ -22,17 +23,7 @@ def trained_pair(tmp_path_factory: pytest.TempPathFactory, tiny_bert_dir: Path) 
 
 
 def _search(store: Path, model: Path) -> list[str]:
-    return [
-        "run",
-        PIPELINES / "dense.yml",
-        "--store",
-        store,
-        "-q",
-        "who wrote hamlet",
-        "--json",
-        "--set",
-        f"dense.model={model}",
-    ]
+    return dense_args(store, model, "--json")
 
 
 @pytest.mark.reliability(category="encoder pairing", expect="clear error")
@@ -54,22 +45,7 @@ def test_question_encoder_copied_out_of_its_pair(indexed_store: Path, trained_pa
 def test_passage_encoder_as_question_encoder(tmp_path: Path, trained_pair: Path, small_corpus_file: Path) -> None:
     """Searching with the passage encoder (passage_encoder/) given as the question encoder"""
     store = tmp_path / "store"
-    assert_success(
-        cli(
-            "run",
-            PIPELINES / "index.yml",
-            "--input",
-            f"path={small_corpus_file}",
-            "--store",
-            store,
-            "--set",
-            f"embedder.model={trained_pair / 'passage_encoder'}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        )
-    )
+    assert_success(cli(*index_args(small_corpus_file, store, trained_pair / "passage_encoder")))
     result = cli(*_search(store, trained_pair / "passage_encoder"))
     assert_clear_error(result, "is a passage encoder", "question_encoder/")
 
@@ -80,22 +56,7 @@ def test_search_with_another_single_encoder(
 ) -> None:
     """Searching a store indexed by a trained pair's passage encoder with a single (sentence-transformers) encoder"""
     store = tmp_path / "store"
-    assert_success(
-        cli(
-            "run",
-            PIPELINES / "index.yml",
-            "--input",
-            f"path={small_corpus_file}",
-            "--store",
-            store,
-            "--set",
-            f"embedder.model={trained_pair / 'passage_encoder'}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        )
-    )
+    assert_success(cli(*index_args(small_corpus_file, store, trained_pair / "passage_encoder")))
     result = cli(*_search(store, tiny_st_dir))
     assert_clear_error(result, "embedded by another passage encoder")
 
@@ -104,22 +65,7 @@ def test_search_with_another_single_encoder(
 def test_copied_question_encoder_with_its_store(tmp_path: Path, trained_pair: Path, small_corpus_file: Path) -> None:
     """Searching with a copied question encoder a store indexed by its own passage encoder"""
     store = tmp_path / "store"
-    assert_success(
-        cli(
-            "run",
-            PIPELINES / "index.yml",
-            "--input",
-            f"path={small_corpus_file}",
-            "--store",
-            store,
-            "--set",
-            f"embedder.model={trained_pair / 'passage_encoder'}",
-            "--set",
-            "embedder.cache_dir=null",
-            "--set",
-            "embedder.progress_bar=false",
-        )
-    )
+    assert_success(cli(*index_args(small_corpus_file, store, trained_pair / "passage_encoder")))
     lone = Path(shutil.copytree(trained_pair / "question_encoder", tmp_path / "my-question-encoder"))
     result = cli(*_search(store, lone))
     assert_success(result)

@@ -57,6 +57,7 @@ def test_search_server_that_does_not_answer(indexed_store: Path, caplog: pytest.
 
 
 @pytest.mark.reliability(category="model folders", expect="correct result")
+@pytest.mark.integration
 def test_export_the_bundled_pair_by_its_own_name(tmp_path: Path) -> None:
     """haystack export-st bundled:dpr-minilm-multi (the pair's name, without /question_encoder)"""
     assert_success(cli("export-st", "bundled:dpr-minilm-multi", tmp_path / "question"))

@@ -15,6 +15,7 @@ from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import (
     assert_clear_error,
     assert_success,
+    cases,
     cli,
     cli_process,
     store_snapshot,
@@ -218,8 +219,9 @@ NEW_STORE_FAULTS = {
 }
 
 
-@pytest.mark.parametrize("point", list(NEW_STORE_FAULTS.values()), ids=list(NEW_STORE_FAULTS))
+@cases("point", NEW_STORE_FAULTS)
 @pytest.mark.reliability(category="shards", expect="nothing lost")
+@pytest.mark.integration
 def test_merge_into_a_new_store_killed(
     shards: Path,
     tmp_path: Path,
@@ -242,6 +244,7 @@ def test_merge_into_a_new_store_killed(
 
 
 @pytest.mark.reliability(category="shards", expect="nothing lost")
+@pytest.mark.integration
 def test_merge_into_an_existing_store_killed(
     more_shards: Path,
     indexed_store: Path,

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from haystack import Document
 
+from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import REPO, CliResult, assert_success, cli_process
 from tests.reliability.store_checks import (
     MORE_CORPUS,
-    index_args,
     open_store,
     write_corpus,
 )
@@ -76,6 +76,7 @@ def _doc(doc_id: str, text: str, seed: int) -> Document:
 
 @pytest.mark.timeout(300)
 @pytest.mark.reliability(category="concurrency", expect="nothing lost")
+@pytest.mark.integration
 def test_two_processes_write_to_one_folder(tmp_path: Path, record_property: pytest.RecordProperty) -> None:
     """Two processes each write 8 batches (distinct documents plus shared ids) to one store at once"""
     folder = tmp_path / "store"
@@ -91,6 +92,7 @@ def test_two_processes_write_to_one_folder(tmp_path: Path, record_property: pyte
 
 
 @pytest.mark.reliability(category="concurrency", expect="correct result")
+@pytest.mark.integration
 def test_long_lived_searcher_sees_another_process_writes(tmp_path: Path) -> None:
     """A searcher kept open in this process while another process adds documents to its folder"""
     folder = tmp_path / "store"
@@ -112,6 +114,7 @@ def test_long_lived_searcher_sees_another_process_writes(tmp_path: Path) -> None
 
 
 @pytest.mark.reliability(category="concurrency", expect="nothing lost")
+@pytest.mark.integration
 def test_long_lived_writer_and_another_process(tmp_path: Path, record_property: pytest.RecordProperty) -> None:
     """A writer kept open in this process writes before and after another process writes to its folder"""
     folder = tmp_path / "store"
@@ -134,6 +137,7 @@ def test_long_lived_writer_and_another_process(tmp_path: Path, record_property: 
 
 @pytest.mark.timeout(300)
 @pytest.mark.reliability(category="concurrency", expect="nothing lost")
+@pytest.mark.integration
 def test_two_indexing_commands_at_once(
     tmp_path: Path, tiny_st_dir: Path, record_property: pytest.RecordProperty
 ) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS
-from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
+from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cases, cli
 from tests.reliability.store_checks import (
     MORE_CORPUS,
-    index_args,
     open_store,
     searches,
     write_corpus,
@@ -96,7 +96,7 @@ def other_store(tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path) -> 
     return folder / "store"
 
 
-@pytest.mark.parametrize("damage", list(DAMAGE.values()), ids=list(DAMAGE))
+@cases("damage", DAMAGE)
 @pytest.mark.reliability(category="corrupt files", expect="correct result")
 def test_damaged_index_is_rebuilt(
     indexed_store: Path,

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import index_args
 from tests.reliability.harness import (
     REPO,
     assert_success,
+    cases,
     cli,
     cli_process,
     store_snapshot,
 )
 from tests.reliability.store_checks import (
     MORE_CORPUS,
-    index_args,
     open_store,
     searches,
     write_corpus,
@@ -50,8 +51,9 @@ def _leftovers(store: Path) -> list[str]:
     return sorted(p.name for p in store.iterdir() if p.name.endswith((".tmp", ".old")))
 
 
-@pytest.mark.parametrize("point, committed", list(FAULT_POINTS.values()), ids=list(FAULT_POINTS))
+@cases("point, committed", FAULT_POINTS)
 @pytest.mark.reliability(category="store faults", expect="nothing lost")
+@pytest.mark.integration
 def test_indexing_killed(
     indexed_store: Path,
     tmp_path: Path,

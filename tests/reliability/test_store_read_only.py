@@ -11,10 +11,10 @@ import pytest
 from haystack import Document
 
 from dpr_components.document_stores.document_table import ReadOnlyStoreError
+from tests.helpers.commands import index_args
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cli
 from tests.reliability.store_checks import (
     MORE_CORPUS,
-    index_args,
     open_store,
     searches,
     write_corpus,

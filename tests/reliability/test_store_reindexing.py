@@ -11,6 +11,7 @@ from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from dpr_components.indexing.writer import PassageWriter
+from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import (
     PIPELINES,
@@ -20,7 +21,6 @@ from tests.reliability.harness import (
     store_snapshot,
 )
 from tests.reliability.store_checks import (
-    index_args,
     open_store,
     searches,
     write_corpus,

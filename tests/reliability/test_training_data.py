@@ -15,7 +15,7 @@ from dpr_components.encoder_training.records import (
     MAX_TRAINING_TITLE_CHARS,
 )
 from dpr_components.utils.line_files import MAX_LINE_BYTES
-from tests.reliability.harness import assert_clear_error
+from tests.reliability.harness import assert_clear_error, cases
 from tests.reliability.training_checks import as_command, train_command
 
 TEN_MB = 10 * 1024 * 1024
@@ -57,7 +57,7 @@ def _jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("record, fragments", list(OVERSIZED.values()), ids=list(OVERSIZED))
+@cases("record, fragments", OVERSIZED)
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_oversized_field(tmp_path: Path, record: dict, fragments: tuple[str, ...]) -> None:
     """Training DPR (python -m training.train) on JSON lines with one question, passage or title far too long"""

@@ -22,7 +22,7 @@ from dpr_components.runs.run_log import read_log
 from tests.helpers.corpora import write_training_data
 from tests.helpers.models import one_torch_thread
 from tests.helpers.reader_training import assert_same_state, reader_state, train_reader
-from tests.reliability.harness import REPO, assert_clear_error, assert_success
+from tests.reliability.harness import REPO, assert_clear_error, assert_success, cases
 from tests.reliability.training_checks import (
     as_command,
     same_weights,
@@ -55,8 +55,9 @@ train_reader(Path(sys.argv[1]), Path(sys.argv[2]))
 """
 
 
-@pytest.mark.parametrize("point", list(DPR_FAULTS.values()), ids=list(DPR_FAULTS))
+@cases("point", DPR_FAULTS)
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
+@pytest.mark.integration
 def test_dpr_training_killed(
     finished_dpr_run: tuple[Path, Path],
     tmp_path: Path,
@@ -91,8 +92,9 @@ def reader_reference(tmp_path_factory: pytest.TempPathFactory, tiny_encoder_dir:
     return run
 
 
-@pytest.mark.parametrize("point", list(READER_FAULTS.values()), ids=list(READER_FAULTS))
+@cases("point", READER_FAULTS)
 @pytest.mark.reliability(category="training faults", expect="nothing lost")
+@pytest.mark.integration
 def test_reader_training_killed(
     reader_reference: Path,
     tmp_path: Path,
@@ -253,6 +255,7 @@ def test_dpr_training_diverges(tmp_path: Path, tiny_bert_dir: Path, rate: str, p
 
 
 @pytest.mark.reliability(category="training faults", expect="clear error")
+@pytest.mark.integration
 def test_ddp_training_diverges(tmp_path: Path, tiny_bert_dir: Path) -> None:
     """DDP training (python -m training.train --processes 2) with a learning rate so high that training diverges"""
     data = write_training_data(tmp_path / "train.jsonl")

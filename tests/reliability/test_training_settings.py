@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.corpora import write_training_data
-from tests.reliability.harness import PIPELINES, assert_clear_error, cli
+from tests.reliability.harness import PIPELINES, assert_clear_error, cases, cli
 from tests.reliability.training_checks import (
     as_command,
     train_command,
@@ -38,7 +38,7 @@ READER_SETTINGS = {
 }
 
 
-@pytest.mark.parametrize("assignment, setting", list(PIPELINE_SETTINGS.values()), ids=list(PIPELINE_SETTINGS))
+@cases("assignment, setting", PIPELINE_SETTINGS)
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_setting_in_training_pipeline(tmp_path: Path, tiny_bert_dir: Path, assignment: str, setting: str) -> None:
     """Training with pipelines/train_dpr.yml and a setting of the wrong type or range"""
@@ -59,7 +59,7 @@ def test_wrong_setting_in_training_pipeline(tmp_path: Path, tiny_bert_dir: Path,
     assert not (tmp_path / "run").exists(), "training started"
 
 
-@pytest.mark.parametrize("assignment, setting", list(FLAG_SETTINGS.values()), ids=list(FLAG_SETTINGS))
+@cases("assignment, setting", FLAG_SETTINGS)
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str, setting: str) -> None:
     """Training with python -m training.train --set NAME=VALUE of the wrong type or range"""
@@ -71,7 +71,7 @@ def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str
     assert not (tmp_path / "run").exists(), "training started"
 
 
-@pytest.mark.parametrize("change, setting", list(READER_SETTINGS.values()), ids=list(READER_SETTINGS))
+@cases("change, setting", READER_SETTINGS)
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_reader_setting(tmp_path: Path, change: dict, setting: str) -> None:
     """Configuring reader training (ReaderTrainingSettings) with a setting of the wrong type"""

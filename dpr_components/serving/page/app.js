@@ -79,9 +79,21 @@ function highlighted(answer) {
   return p;
 }
 
+// A reader's "no answer" (data null): the passages may not hold one; ranked by its probability.
+function noAnswerItem(answer) {
+  const item = el("li", "answer no-answer");
+  item.appendChild(el("span", "answer-text", "No confident answer: the passages may not hold one"));
+  item.appendChild(el("span", "score", "probability " + score(answer.score)));
+  return item;
+}
+
 function renderAnswers(answers) {
   const list = $("answers");
   for (const answer of answers) {
+    if (answer.data === null || answer.data === undefined) {
+      list.appendChild(noAnswerItem(answer));
+      continue;
+    }
     const item = el("li", "answer");
     item.appendChild(el("span", "answer-text", answer.data || "(no answer)"));
     item.appendChild(el("span", "score", score(answer.score)));

@@ -1,0 +1,42 @@
+"""``haystack run``: one request through a pipeline, or one per line of a ``--batch`` file."""
+
+from __future__ import annotations
+
+import argparse
+
+from dpr_components.cli.batch_lines import batch_queries
+from dpr_components.cli.output_format import printable, result_text, to_json_line
+from dpr_components.cli.run_inputs import base_inputs, merge_inputs
+from dpr_components.pipeline_files.loading import load_pipeline
+from dpr_components.pipeline_requests.errors import one_line, user_errors
+from dpr_components.pipeline_requests.inputs import request_inputs
+from dpr_components.pipeline_requests.running import run_pipeline
+
+
+def command_run(args: argparse.Namespace) -> int:
+    """``haystack run``: one request, or one per line of a ``--batch`` file; each placed in the pipeline
+    by :func:`request_inputs`, as the server and the LangChain retriever place theirs."""
+    pipeline = load_pipeline(args.pipeline, args.store, args.overrides, args.allow_network, require_stores=True)
+    base = base_inputs(args)
+    if args.batch:
+        if args.query:
+            raise ValueError("give either --query or --batch, not both")
+        for number, item in batch_queries(args.batch):
+            try:
+                inputs = request_inputs(pipeline, top_k=args.top_k, other=merge_inputs(base, item))
+                result = run_pipeline(pipeline, inputs)
+            except user_errors() as error:
+                raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
+            print(
+                to_json_line({"line": number, **item, "result": result})
+                if args.json
+                else f"== {printable(str(item.get('query', item)))}\n{result_text(result)}",
+                flush=True,
+            )
+        return 0
+    inputs = request_inputs(pipeline, query=args.query, top_k=args.top_k, other=base)
+    if not inputs:
+        raise ValueError("no inputs: give --query, --input NAME=VALUE, --inputs-file or --batch")
+    result = run_pipeline(pipeline, inputs)
+    print(to_json_line(result) if args.json else result_text(result))
+    return 0

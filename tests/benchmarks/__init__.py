@@ -1,0 +1,1 @@
+"""The benchmarks/ scripts' arithmetic and reports."""

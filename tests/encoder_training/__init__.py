@@ -1,0 +1,1 @@
+"""DPR encoder training: data, losses, negatives, checkpoints, distributed and question-side runs."""

@@ -1,0 +1,1 @@
+"""Encoder loading, plain-torch BERT inference, the OpenVINO back end, encoder pairing."""

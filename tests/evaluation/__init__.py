@@ -1,0 +1,1 @@
+"""Evaluation: answer matching, metrics, intervals, the eval pipelines."""

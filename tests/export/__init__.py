@@ -1,0 +1,1 @@
+"""Exported encoders and readers in Haystack's own components."""

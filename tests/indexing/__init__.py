@@ -1,0 +1,1 @@
+"""Corpus reading, passage splitting, sharded indexing (in process and on Ray)."""

@@ -1,0 +1,1 @@
+"""The package as a whole: code health, layout, the built wheel."""

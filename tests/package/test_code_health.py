@@ -1,0 +1,165 @@
+"""The shape of the code: packages as homes (few modules at the top), no import cycles (deferred and
+type-only imports included), no private names imported from another module, documented ``run``
+methods and no library function over 60 lines."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.helpers.paths import REPO
+
+PACKAGES = ("dpr_components", "training", "benchmarks")
+MAX_TOP_LEVEL_MODULES = 5
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imports(path: Path) -> Iterator[tuple[str, str]]:
+    """``(module, imported name)`` for every ``from X import Y`` and ``import X`` in the file, at any depth."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                yield node.module, alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, ""
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for module, imported in _imports(path):
+            target = f"{module}.{imported}" if f"{module}.{imported}" in modules else module
+            if target in modules and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    modules = _modules()
+    private = [
+        f"{name} imports {imported} from {module}"
+        for name, path in modules.items()
+        for module, imported in _imports(path)
+        if module.split(".")[0] in PACKAGES and imported.startswith("_") and not imported.startswith("__")
+    ]
+    assert private == []
+
+
+def test_few_modules_at_the_top_of_the_package() -> None:
+    top = sorted(p.name for p in (REPO / "dpr_components").glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def _run_docstring_gaps(path: Path) -> Iterator[str]:
+    """``run``/``run_async`` of ``@component`` classes without a docstring; ``run`` docstrings without
+    ``:returns:`` or the ``:param name:`` of one of its parameters."""
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef) or not any(
+            isinstance(d, ast.Name) and d.id == "component" for d in cls.decorator_list
+        ):
+            continue
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name not in (
+                "run",
+                "run_async",
+            ):
+                continue
+            where = f"{path.relative_to(REPO)}: {cls.name}.{method.name}"
+            doc = ast.get_docstring(method)
+            if not doc:
+                yield f"{where}: no docstring"
+            elif method.name == "run":
+                arguments = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+                yield from (f"{where}: no :param {a.arg}:" for a in arguments[1:] if f":param {a.arg}:" not in doc)
+                if ":returns:" not in doc:
+                    yield f"{where}: no :returns:"
+
+
+def test_component_run_methods_are_documented() -> None:
+    gaps = [gap for path in sorted((REPO / "dpr_components").rglob("*.py")) for gap in _run_docstring_gaps(path)]
+    assert gaps == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(path: Path) -> Iterator[str]:
+    """Functions of ``path`` longer than ``MAX_FUNCTION_LINES``, signature and docstring included."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                yield f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)"
+
+
+def test_no_library_function_over_sixty_lines() -> None:
+    long = [f for path in sorted((REPO / "dpr_components").rglob("*.py")) for f in _long_functions(path)]
+    assert long == []
+
+
+def test_no_recipe_or_benchmark_function_over_sixty_lines() -> None:
+    long = [
+        f for package in PACKAGES[1:] for path in sorted((REPO / package).rglob("*.py")) for f in _long_functions(path)
+    ]
+    assert long == []

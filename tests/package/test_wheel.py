@@ -1,0 +1,187 @@
+"""The package outside the repository: build every distribution (the code's wheel and sdist, and the two
+model distributions, each within a package index's 100 MB per file) with packaging/build_distributions.py,
+install them into a fresh venv and use them from an empty folder — a packaged pipeline run by name, plain
+``Pipeline.loads`` of a packaged file without an allowlist, a question answered with the bundled models,
+the re-ranking models missing until their extra is installed.
+
+The fresh venv sees this environment's dependencies (torch, transformers, haystack…) through a ``.pth``
+line to a view of links that leaves this project out, so nothing is downloaded; the project and its
+models come only from the built archives."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.paths import REPO
+
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dpr_components", "haystack_integrations", "packaging")
+MAX_FILE_BYTES = 100 * 1000 * 1000  # a package index's default limit per file (PyPI's)
+CORPUS = [
+    {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare around 1600."},
+    {"id": "everest", "title": "Mount Everest", "text": "Mount Everest is Earth's highest mountain above sea level."},
+    {"id": "paris", "title": "Paris", "text": "Paris is the capital and most populous city of France."},
+]
+PLAIN_LOADS = """
+import dpr_components, sys
+from haystack import Pipeline
+from importlib.resources import files
+text = (files("dpr_components") / "pipelines" / "search.yml").read_text(encoding="utf-8")
+pipeline = Pipeline.loads(text.replace("indexes/example", sys.argv[1]))
+documents = pipeline.run({"hybrid": {"query": "highest mountain", "top_k": 1}})["hybrid"]["documents"]
+print(dpr_components.__file__)
+print(documents[0].meta["title"])
+"""
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+def _copy_sources(target: Path) -> Path:
+    """The files a build reads, without caches or anything else of the working tree."""
+    source = target / "source"
+    source.mkdir()
+    for name in SOURCES:
+        origin = REPO / name
+        if origin.is_dir():
+            shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(origin, source / name)
+    return source
+
+
+def _run(command: list[str], cwd: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    environment.pop("HAYSTACK_DESERIALIZATION_ALLOWLIST", None)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, **kwargs)  # type: ignore[call-overload]
+    assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done
+
+
+def _dependencies_view(folder: Path) -> Path:
+    """This environment's packages but this project's own (the code and its model distributions, and the
+    editable install's hooks), as links in ``folder``: a fresh venv sees its dependencies, not the project."""
+    folder.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("dpr_components", "__editable__", "dpr-components")):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def _fresh_venv(folder: Path) -> Path:
+    """A venv whose only source of this package and its models is what gets installed into it."""
+    # without pip of its own: this environment's pip and setuptools (through the .pth) do the install
+    _run([sys.executable, "-m", "venv", "--without-pip", str(folder)], cwd=folder.parent)
+    python = folder / "bin" / "python"
+    purelib = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=folder)
+    view = _dependencies_view(folder / "dependencies")
+    (Path(purelib.stdout.strip()) / "dependencies.pth").write_text(f"{view}\n")
+    return python
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every distribution, built by packaging/build_distributions.py from a copy of the sources."""
+    work = tmp_path_factory.mktemp("build")
+    source = _copy_sources(work)
+    dist = work / "dist"
+    _run([sys.executable, str(source / "packaging" / "build_distributions.py"), "build", "--out", str(dist)], cwd=work)
+    return {
+        "wheel": next(dist.glob("dpr_components-*.whl")),
+        "sdist": next(dist.glob("dpr_components-*.tar.gz")),
+        "models": next(dist.glob("dpr_components_models-*.whl")),
+        "rerank models": next(dist.glob("dpr_components_rerank_models-*.whl")),
+        "dist": dist,
+    }
+
+
+def test_every_distribution_fits_the_package_index(archives: dict[str, Path]) -> None:
+    files = sorted(archives["dist"].iterdir())
+    assert len(files) == 6, files  # a wheel and an sdist each: the code, the default models, the re-ranking models
+    assert all(path.stat().st_size <= MAX_FILE_BYTES for path in files), [(p.name, p.stat().st_size) for p in files]
+    models = set(zipfile.ZipFile(archives["models"]).namelist())
+    assert {"dpr_components_models/reader-minilm/model.safetensors", "dpr_components_models/py.typed"} <= models
+    assert "dpr_components_models/dpr-minilm-multi/question_encoder/model.safetensors" in models
+    rerank = set(zipfile.ZipFile(archives["rerank models"]).namelist())
+    assert "dpr_components_rerank_models/ranker-minilm/model.safetensors" in rerank
+    assert "dpr_components_rerank_models/rerank-reader-minilm/model.safetensors" in rerank
+
+
+def test_wheel_holds_the_pipelines_and_faces_and_no_weights(archives: dict[str, Path]) -> None:
+    names = set(zipfile.ZipFile(archives["wheel"]).namelist())
+    assert "dpr_components/pipelines/qa.yml" in names and "dpr_components/py.typed" in names
+    assert not any(name.startswith("dpr_components/models/") or name.endswith(".safetensors") for name in names)
+    assert "haystack_integrations/components/retrievers/dpr/py.typed" in names
+    assert any(name.endswith("dist-info/licenses/LICENSE") for name in names)
+    assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
+    assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names
+    # the ask page haystack serve answers at GET /
+    assert {f"dpr_components/serving/page/{name}" for name in ("index.html", "app.js", "app.css")} <= names
+    # haystack_integrations is shared with other integrations: a namespace package, no __init__ of its own
+    assert not any(
+        name in names for name in ("haystack_integrations/__init__.py", "haystack_integrations/components/__init__.py")
+    )
+    assert not any("__pycache__" in name or name.startswith(("tests/", "benchmarks/", "training/")) for name in names)
+
+
+def _install(folder: Path, *archives: Path) -> Path:
+    python = _fresh_venv(folder / "venv")
+    _run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation", *map(str, archives)],
+        cwd=folder,
+    )
+    return python
+
+
+def test_installed_wheel_answers_from_an_empty_folder(archives: dict[str, Path], tmp_path: Path) -> None:
+    python = _install(tmp_path, archives["wheel"], archives["models"])
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "corpus.jsonl").write_text("".join(json.dumps(record) + "\n" for record in CORPUS), encoding="utf-8")
+    haystack = str(tmp_path / "venv" / "bin" / "haystack")
+
+    _run([haystack, "run", "index", "--input", "path=corpus.jsonl", "--store", "store"], cwd=app)
+    answer = _run([haystack, "run", "qa", "--store", "store", "-q", "who wrote hamlet", "--json"], cwd=app)
+    assert "Shakespeare" in json.loads(answer.stdout.strip().splitlines()[-1])["reader"]["answers"][0]["data"]
+
+    loaded = _run([str(python), "-c", PLAIN_LOADS, "store"], cwd=app).stdout.strip().splitlines()
+    assert loaded[-1] == "Mount Everest"
+    assert Path(loaded[-2]).is_relative_to(tmp_path / "venv"), "the package must come from the installed archive"
+
+    missing = subprocess.run([haystack, "run", "bm25", "-q", "x"], cwd=app, capture_output=True, text=True)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "haystack run index" in missing.stderr
+
+    # the re-ranking models are an extra: without them, one line says what to install
+    rerank = subprocess.run(
+        [haystack, "run", "qa_rerank", "--store", "store", "-q", "who wrote hamlet"],
+        cwd=app,
+        capture_output=True,
+        text=True,
+    )
+    assert rerank.returncode == 2 and "Traceback" not in rerank.stderr, rerank.stderr
+    assert "bundled:ranker-minilm comes with the package dpr-components-rerank-models" in rerank.stderr
+    assert "pip install 'dpr-components[rerank]'" in rerank.stderr
+
+
+def test_installed_sdist_has_the_packaged_pipelines_and_models(archives: dict[str, Path], tmp_path: Path) -> None:
+    python = _install(tmp_path, archives["sdist"], archives["models"], archives["rerank models"])
+    check = (
+        "from dpr_components.packaged import packaged_pipeline_names, packaged_pipeline_path\n"
+        "from dpr_components.encoders.bundled import bundled_model_path\n"
+        "print(packaged_pipeline_path('qa').parent)\n"
+        "print(bundled_model_path('bundled:reader-minilm'))\n"
+        "print(bundled_model_path('bundled:dpr-minilm-multi/question_encoder'))\n"
+        "print(bundled_model_path('bundled:ranker-minilm'))\n"
+        "print(' '.join(packaged_pipeline_names()))\n"
+    )
+    *folders, names = _run([str(python), "-c", check], cwd=tmp_path).stdout.strip().splitlines()
+    assert all(Path(folder).is_relative_to(tmp_path / "venv") for folder in folders), folders
+    assert all((Path(folder) / "model.safetensors").is_file() for folder in folders[1:])
+    assert {"index", "bm25", "dense", "search", "qa", "eval_nq", "eval_squad"} <= set(names.split())

@@ -1,0 +1,1 @@
+"""One request path through the command line, HTTP and LangChain."""

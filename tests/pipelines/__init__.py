@@ -1,0 +1,1 @@
+"""The packaged YAML pipelines run end to end, sync and async."""

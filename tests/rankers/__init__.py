@@ -1,0 +1,1 @@
+"""PassageRanker and the hybrid's fusion rules."""

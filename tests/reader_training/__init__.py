@@ -1,0 +1,1 @@
+"""Reader training: loss, mining, resuming."""

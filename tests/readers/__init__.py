@@ -1,0 +1,1 @@
+"""SpanReader: decoding, no answer, the OpenVINO back end."""

@@ -1,0 +1,1 @@
+"""The training/ scripts: recipes, choosing scripts, reports and model cards."""

@@ -1,0 +1,1 @@
+"""The retrievers and the hybrid on our store and on others."""

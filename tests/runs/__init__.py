@@ -1,0 +1,1 @@
+"""The run mechanics both trainers share."""

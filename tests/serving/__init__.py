@@ -1,0 +1,1 @@
+"""haystack serve: the HTTP server, its API, page, concurrency and training jobs."""

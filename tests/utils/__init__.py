@@ -1,0 +1,1 @@
+"""Shared utilities: line files, output folders, data sources, thread settings."""
