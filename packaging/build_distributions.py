@@ -11,16 +11,32 @@ must stay within a package index's default limit of 100 MB per file (PyPI's)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run as a script from a checkout: the project's own constants
 
-from dpr_components.encoders.bundled import MODEL_DISTRIBUTIONS, PACKAGED_MODELS_DIR, ModelDistribution  # noqa: E402
+
+def _bundled() -> ModuleType:
+    """``dpr_components/encoders/bundled.py`` read on its own (it needs only the standard library): this
+    runs before the project or its dependencies are installed, as ``run.sh`` does on a new machine."""
+    path = REPO / "dpr_components" / "encoders" / "bundled.py"
+    spec = importlib.util.spec_from_file_location("dpr_components_bundled_models", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BUNDLED = _bundled()
+MODEL_DISTRIBUTIONS, PACKAGED_MODELS_DIR = BUNDLED.MODEL_DISTRIBUTIONS, BUNDLED.PACKAGED_MODELS_DIR
 
 MAX_FILE_BYTES = 100 * 1000 * 1000  # PyPI's default upload limit per file
 PYPROJECT = """[build-system]
@@ -50,8 +66,9 @@ def project() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
-def stage(distribution: ModelDistribution, out: Path) -> Path:
-    """A source folder for ``distribution``: its package with the models, a pyproject and a README."""
+def stage(distribution: Any, out: Path) -> Path:
+    """A source folder for ``distribution`` (a ``ModelDistribution``): its package with the models, a
+    pyproject, a README and the license."""
     meta = project()
     source = out / distribution.name
     if source.exists():
