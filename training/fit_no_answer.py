@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
+from dpr_components.evaluation.intervals import score_interval
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.no_answer import FEATURES, AnswerSettings, NoAnswerModel, fit_no_answer
@@ -41,6 +42,7 @@ from training.report_folder import add_report_options, measured_summary, write_r
 
 EXTRA_CANDIDATES = 30  # retrieved beyond the first stage's top_k, so that removing answers leaves enough
 THRESHOLDS = [round(t, 3) for t in np.linspace(0.3, 1.0, 71)]
+READ_ALL = 1000  # answers asked of the reader: more than the passages any packaged pipeline reads
 ZERO_MODEL = {**dict.fromkeys(FEATURES, 0.0), "bias": 0.0}  # P = 0.5 for all: the features are what is kept
 
 
@@ -52,9 +54,13 @@ class ReadingPipeline:
         readers = [name for name, c in self.pipeline.walk() if isinstance(c, SpanReader)]
         if len(readers) != 1:
             raise ValueError(f"{pipeline}: expected one SpanReader, found {readers}")
-        self.reader: SpanReader = self.pipeline.get_component(readers[0])
+        self.reader_name = readers[0]
+        self.reader: SpanReader = self.pipeline.get_component(self.reader_name)
         # the features of every reading, whatever the pipeline's own calibration: P(no answer) is ours to fit
         self.reader.answer_settings = AnswerSettings.checked(True, ZERO_MODEL)
+        # a span of every passage read (one span per passage), so that "the passages read hold an answer" is
+        # judged on all of them, not only on those of the pipeline's top answers; the first answer is unchanged
+        self.reader.top_k = READ_ALL
         self.head = next(name for name, _ in self.pipeline.walk())
         self.first_stage = self.pipeline.remove_component(self.head)
         self.top_k: int = self.first_stage.top_k
@@ -64,10 +70,8 @@ class ReadingPipeline:
 
     def read(self, question: str, documents: list[Any]) -> dict[str, Any]:
         """The reader's no-answer features, the top answer and the passages the reader read."""
-        result = self.pipeline.run(
-            {"query": question, "documents": documents[: self.top_k]}, include_outputs_from=set(self.pipeline.graph)
-        )
-        answers = next(v["answers"] for v in result.values() if "answers" in v)
+        result = self.pipeline.run({"query": question, "documents": documents[: self.top_k]})
+        answers = result[self.reader_name]["answers"]
         no_answer = next(a for a in answers if a.data is None)
         spans = [a for a in answers if a.data is not None]
         read = {a.document.id: a.document for a in spans}
@@ -113,7 +117,6 @@ def collect(path: str, limit: int | None, reading: ReadingPipeline) -> dict[str,
 def choose_threshold(rows: list[dict[str, Any]], model: NoAnswerModel) -> float:
     """The threshold with the best mean of answerable EM and unanswerable accuracy whose answerable EM
     stays within the interval of always answering (see the module docstring)."""
-    from dpr_components.evaluation.intervals import score_interval
 
     floor = score_interval(outcomes(rows, model, 1.0)["em_always"]).low
     allowed = [t for t in THRESHOLDS if float(outcomes(rows, model, t)["em"].mean()) >= floor]  # 1.0 always is

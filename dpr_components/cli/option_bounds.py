@@ -19,7 +19,7 @@ MAX_TOP_K_OPTION = 10_000  # results or passages per question; FAISS allocates t
 MAX_QUESTIONS = 10_000_000  # --limit: more questions than any question set holds
 MAX_BODY_BYTES_LIMIT = 1 << 30  # a body is held in memory and parsed to several times its size
 MAX_BATCH_PASSAGES = 100_000  # passages per write: each batch is held in memory with its vectors
-MAX_RETRIES = 100
+MAX_RETRIES_LIMIT = 100  # retries of a shard task: each one is a whole shard encoded again
 RUNS_PER_CORE = 8  # more runs at once than this only wait longer for the same cores
 PORT_BOUND = Bound(1, 65_535)
 BODY_BOUND = Bound(1, MAX_BODY_BYTES_LIMIT, "1 GiB")
@@ -47,7 +47,7 @@ OPTION_BOUNDS: dict[str, tuple[str, Callable[[argparse.Namespace], Bound]]] = {
     "shards": ("--shards", lambda args: Bound(1, MAX_SHARDS)),
     "workers": ("--workers", _ray_bound(thread_bound, Bound(1, MAX_SHARDS))),
     "threads": ("--threads", _ray_bound(thread_bound, Bound(1, 1_024, "CPUs per task"))),
-    "max_retries": ("--max-retries", lambda args: Bound(0, MAX_RETRIES)),
+    "max_retries": ("--max-retries", lambda args: Bound(0, MAX_RETRIES_LIMIT)),
 }
 # options that stand for a thread variable: the variable is checked as the option sets it
 THREAD_OPTIONS = {"query_threads": QUERY_THREADS_ENV}

@@ -188,7 +188,7 @@ class SpanReader(ReadingComponent):
         self, query: str, readable: list[Document], predictions: list[SpanPrediction], top_k: int
     ) -> dict[str, Any]:
         ranking = [p.passage_rank_score if self.read_settings.ranking == "passage" else p.score for p in predictions]
-        similarities = [_dense_similarity(d) for d in readable]
+        similarities = [_dense_similarity(d) for d in readable] if self.answer_settings.no_answer else []
         scored = self.answer_settings.scores(predictions, ranking, similarities)
         threshold = self.answer_settings.score_threshold
         answers = [
