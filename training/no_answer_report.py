@@ -147,10 +147,14 @@ def render(summary: dict[str, Any]) -> str:
     model = _model(summary)
     formula = " ".join([f"{model.bias:.3f}", *(f"{w:+.3f}·{name}" for w, name in zip(model.weights, FEATURES))])
     purpose = (
-        "Fitted and chosen on these questions (held aside from training)."
+        'Fitted and chosen on these questions (held aside from training): the threshold says "no answer" to the '
+        f"most unanswerable questions at a cost of at most {summary.get('max_em_drop', 1.0):g} exact-match points on the answerable "
+        "ones."
         if summary["fitted_here"]
         else "Measured once with the calibration and threshold chosen on the selection splits; nothing chosen here."
     )
+    if summary.get("read_by"):
+        purpose += f" The readings were made by `{summary['read_by']}`."
     calibration, brier = calibration_table(summary)
     return TEMPLATE.substitute(
         pipeline=summary["pipeline"],

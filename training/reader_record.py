@@ -11,6 +11,7 @@ from typing import Any
 
 from dpr_components.runs.run_log import read_log
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.json_files import read_optional_json
 
 
 def training_cost(run_dir: Path) -> dict[str, float] | None:
@@ -30,12 +31,9 @@ def training_cost(run_dir: Path) -> dict[str, float] | None:
 def earlier_record(init_model: str) -> dict[str, Any] | None:
     """The record of the reader a run started from, when it was a reader of ours (else None)."""
     path = Path(init_model) / "reader_info.json"
-    if not path.is_file():
+    record = read_optional_json(path, lambda error: SystemExit(f"{path}: not a readable reader record ({error})"))
+    if record is None:
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SystemExit(f"{path}: not a readable reader record ({error})") from None
     # The model card walks the whole chain of earlier stages: each one must be a record too.
     stage = record
     while stage is not None:

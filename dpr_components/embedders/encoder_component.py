@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from haystack.utils import ComponentDevice
+
 from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.text_encoder import Backend, Pooling, Precision, TitleMode
+from dpr_components.utils.devices import cpu_only_device
 from dpr_components.utils.type_paths import from_dict_any_path
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.
@@ -28,8 +31,10 @@ class EncoderComponent:
         title_mode: TitleMode,
         plain_torch: bool = False,
         backend: Backend = "torch",
+        device: ComponentDevice | None = None,
     ) -> None:
         """Keep the settings as init parameters and build the encoder (it checks them; weights load on warm-up)."""
+        self.device = cpu_only_device(type(self).__name__, device)
         self.model, self.pooling, self.normalize = model, pooling, normalize
         self.max_length, self.precision, self.batch_size = max_length, precision, batch_size
         self.encoder = make_encoder(

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from haystack import Document, component, default_to_dict
+from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
@@ -19,6 +20,7 @@ from dpr_components.encoders.text_encoder import (
     Precision,
     TitleMode,
 )
+from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
 
@@ -32,6 +34,7 @@ class PassageEmbedder(EncoderComponent):
     run resumes where it stopped and re-indexing with the same encoder costs nothing.
     ``backend="openvino"`` (the ``openvino`` extra) runs the model with OpenVINO's CPU kernels:
     faster here at the same precision (docs/benchmarks/backends.md); its vectors are cached apart.
+    ``device`` is Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
 
     Usage example (vectors for any Haystack store; our ``DenseRetriever`` or Haystack's embedding
     retrievers search them with the paired question encoder):
@@ -61,8 +64,11 @@ class PassageEmbedder(EncoderComponent):
         cache_dir: str | None = None,
         progress_bar: bool = True,
         backend: Backend = "torch",
+        device: ComponentDevice | None = None,
     ) -> None:
-        self._init_encoder(model, pooling, normalize, max_length, precision, batch_size, title_mode, backend=backend)
+        self._init_encoder(
+            model, pooling, normalize, max_length, precision, batch_size, title_mode, backend=backend, device=device
+        )
         self.backend = backend
         self.title_mode = title_mode
         self.title_field = title_field
@@ -71,7 +77,9 @@ class PassageEmbedder(EncoderComponent):
 
     def to_dict(self) -> dict[str, Any]:
         passage_settings = "title_mode title_field cache_dir progress_bar backend"
-        return default_to_dict(self, **init_parameters(self, f"{ENCODER_SETTINGS} {passage_settings}"))
+        return default_to_dict(
+            self, **init_parameters(self, f"{ENCODER_SETTINGS} {passage_settings}"), **device_parameter(self.device)
+        )
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:

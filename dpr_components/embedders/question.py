@@ -6,10 +6,12 @@ import asyncio
 from typing import Any
 
 from haystack import component, default_to_dict
+from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
 from dpr_components.utils.validation import check_query
@@ -24,6 +26,7 @@ class QuestionEmbedder(EncoderComponent):
     :param pooling: ``auto`` (from the checkpoint), ``cls``, ``mean`` or ``pooler``.
     :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
     :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
+    :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
 
     Usage example (any Haystack embedding retriever can follow it):
 
@@ -48,13 +51,16 @@ class QuestionEmbedder(EncoderComponent):
         max_length: int | None = None,
         precision: Precision = "auto",
         batch_size: int = 32,
+        device: ComponentDevice | None = None,
     ) -> None:
         # Questions are encoded at query time: plain torch where it gives the same vectors, so a
         # command line answering one question does not import transformers.
-        self._init_encoder(model, pooling, normalize, max_length, precision, batch_size, "none", plain_torch=True)
+        self._init_encoder(
+            model, pooling, normalize, max_length, precision, batch_size, "none", plain_torch=True, device=device
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **init_parameters(self, ENCODER_SETTINGS))
+        return default_to_dict(self, **init_parameters(self, ENCODER_SETTINGS), **device_parameter(self.device))
 
     @component.output_types(embedding=list[float])
     def run(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from dpr_components.encoders.text_encoder import (
     resolve_model_path,
 )
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.json_files import read_optional_json
 
 META_FIELD = "passage_encoder"
 PAIR_FILE = "encoder_pair.json"
@@ -110,12 +111,9 @@ def bundled_pair_question(model: str) -> str:
 def read_pair_file(folder: Path) -> dict[str, Any] | None:
     """The pair record of an encoder folder (None when it has none)."""
     path = Path(folder) / PAIR_FILE
-    if not path.is_file():
+    record = read_optional_json(path, lambda error: EncoderLoadError(f"cannot read {path}: {error}"))
+    if record is None:
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise EncoderLoadError(f"cannot read {path}: {error}") from error
     if (
         not isinstance(record, dict)
         or record.get("role") not in ("question", "passage")

@@ -40,7 +40,13 @@ BERT_TOKENIZER_CLASSES = {
     for name in ("BertTokenizer", "DPRQuestionEncoderTokenizer", "DPRContextEncoderTokenizer")
     for suffix in ("", "Fast")
 }
-_DPR_PREFIX = {"dpr_question": "question_encoder.bert_model.", "dpr_context": "ctx_encoder.bert_model."}
+_DPR_PREFIX = {
+    "dpr_question": "question_encoder.bert_model.",
+    "dpr_context": "ctx_encoder.bert_model.",
+    "dpr_reader": "span_predictor.encoder.bert_model.",
+}
+# The DPR kinds whose first-token vector goes through ``encode_proj`` (a reader's spans read every token).
+_PROJECTED = ("dpr_question", "dpr_context")
 
 
 class Unsupported(Exception):
@@ -104,7 +110,7 @@ def _check_config(config: dict[str, Any], kind: str) -> BertShape:
             num_heads=heads,
             layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
             max_positions=int(config.get("max_position_embeddings", 512)),
-            projection_dim=int(config.get("projection_dim", 0) or 0) if model_type == "dpr" else 0,
+            projection_dim=int(config.get("projection_dim", 0) or 0) if kind in _PROJECTED else 0,
             has_pooler=False,
         )
     except (KeyError, TypeError, ValueError) as error:
@@ -177,8 +183,9 @@ class PlainBert:
         out = out.reshape(out.shape[0], -1, query.shape[2], value.shape[-1]).transpose(1, 2).contiguous()
         return out.reshape(*input_shape, -1).contiguous()
 
-    def last_hidden_state(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The encoder's output for ``input_ids`` / ``attention_mask`` / ``token_type_ids``."""
+    def last_hidden_state(self, batch: dict[str, torch.Tensor], layers: int | None = None) -> torch.Tensor:
+        """The encoder's output for ``input_ids`` / ``attention_mask`` / ``token_type_ids`` (``layers``:
+        the output of the first ``layers`` layers instead of all)."""
         input_ids = batch["input_ids"]
         batch_size, length = input_ids.shape
         if length > self.config.max_positions:
@@ -197,18 +204,34 @@ class PlainBert:
         mask = None
         if padding is not None and not bool(padding.all()):
             mask = padding.bool()[:, None, None, :].expand(batch_size, 1, length, length)
-        for i in range(self.config.num_layers):
+        for i in range(self.config.num_layers if layers is None else layers):
             layer = f"encoder.layer.{i}"
-            attended = self._attention(f"{layer}.attention.self", hidden, mask)
-            attended = self._layer_norm(
-                f"{layer}.attention.output.LayerNorm",
-                self._linear(f"{layer}.attention.output.dense", attended) + hidden,
-            )
-            inner = F.gelu(self._linear(f"{layer}.intermediate.dense", attended))
-            hidden = self._layer_norm(
-                f"{layer}.output.LayerNorm", self._linear(f"{layer}.output.dense", inner) + attended
-            )
+            hidden = self._feed_forward(layer, self._attention(f"{layer}.attention.self", hidden, mask), hidden)
         return hidden
+
+    def _feed_forward(self, layer: str, attended: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """The rest of a layer after self-attention: output projection, norms and the feed-forward block."""
+        attended = self._layer_norm(
+            f"{layer}.attention.output.LayerNorm",
+            self._linear(f"{layer}.attention.output.dense", attended) + hidden,
+        )
+        inner = F.gelu(self._linear(f"{layer}.intermediate.dense", attended))
+        return self._layer_norm(f"{layer}.output.LayerNorm", self._linear(f"{layer}.output.dense", inner) + attended)
+
+    def first_token_of_last_layer(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The last layer's output at position 0 alone (rows × hidden) from the layer below's ``hidden``,
+        attending to every unpadded token: what a head reading [CLS] alone needs."""
+        layer = f"encoder.layer.{self.config.num_layers - 1}"
+        prefix = f"{layer}.attention.self"
+        rows, tokens, _ = hidden.shape
+        first = hidden[:, :1]
+        query = self._linear(f"{prefix}.query", first).view(rows, 1, -1, self._head_size).transpose(1, 2)
+        key = self._linear(f"{prefix}.key", hidden).view(rows, tokens, -1, self._head_size).transpose(1, 2)
+        value = self._linear(f"{prefix}.value", hidden).view(rows, tokens, -1, self._head_size).transpose(1, 2)
+        context = F.scaled_dot_product_attention(
+            query, key, value, attn_mask=attention_mask[:, None, None, :].bool(), scale=self._scaling
+        )
+        return self._feed_forward(layer, context.transpose(1, 2).reshape(rows, 1, -1), first)[:, 0]
 
     def pooler_output(self, hidden: torch.Tensor) -> torch.Tensor:
         """DPR: the [CLS] state (projected when the encoder has a projection); BERT: dense + tanh of [CLS]."""
@@ -241,19 +264,29 @@ def load_plain_bert(folder: Path, kind: str, bf16: bool) -> PlainBert | None:
         return None
 
 
-def _load(folder: Path, kind: str, bf16: bool) -> PlainBert:
+def read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of the folder's one ``model.safetensors`` (:class:`Unsupported` for other layouts)."""
     from safetensors.torch import load_file
 
-    shape = _check_config(_read_json(folder / "config.json"), kind)
     files = sorted(folder.glob("*.safetensors"))
     if [f.name for f in files] != [WEIGHTS_FILE] or any(folder.glob("*.bin")):
         raise Unsupported(f"weights are not exactly one {WEIGHTS_FILE}")
-    stored = load_file(str(folder / WEIGHTS_FILE))
+    return load_file(str(folder / WEIGHTS_FILE))
+
+
+def _load(folder: Path, kind: str, bf16: bool) -> PlainBert:
+    return bert_from_weights(folder, kind, bf16, read_weights(folder))
+
+
+def bert_from_weights(folder: Path, kind: str, bf16: bool, stored: dict[str, torch.Tensor]) -> PlainBert:
+    """The :class:`PlainBert` of ``kind`` in the tensors ``stored`` (read from ``folder``); the checks of
+    :func:`load_plain_bert`."""
+    shape = _check_config(_read_json(folder / "config.json"), kind)
     prefix = _DPR_PREFIX.get(kind, "")
     if not prefix and not any(name.startswith("embeddings.") for name in stored):
         raise Unsupported("weight names are not those of a BertModel")
     weights = {name[len(prefix) :]: t for name, t in stored.items() if name.startswith(prefix)}
-    if kind in _DPR_PREFIX:  # the projection sits beside bert_model: question_encoder.encode_proj.*
+    if kind in _PROJECTED:  # the projection sits beside bert_model: question_encoder.encode_proj.*
         outer = prefix.split(".", 1)[0] + ".encode_proj."
         weights.update({"encode_proj." + name[len(outer) :]: t for name, t in stored.items() if name.startswith(outer)})
     expected = _expected_shapes(shape)
@@ -269,7 +302,10 @@ def _load(folder: Path, kind: str, bf16: bool) -> PlainBert:
             raise Unsupported(
                 f"{name} is {weights[name].dtype} {tuple(weights[name].shape)}, the configuration says {size}"
             )
-    check_finite_weights(folder, {name: weights[name] for name in expected})
+    # named as in the file, so that an error points at the tensor a user can find there
+    outer = prefix.split(".", 1)[0] + "."
+    stored_name = {n: (outer if n.startswith("encode_proj.") else prefix) + n for n in expected}
+    check_finite_weights(folder, {stored_name[name]: weights[name] for name in expected})
     tensors = {name: _as_loaded(weights[name], bf16) for name in expected}
     shape = BertShape(**{**shape.__dict__, "has_pooler": has_pooler})
     return PlainBert(shape, tensors, is_dpr=kind in _DPR_PREFIX)
@@ -339,7 +375,36 @@ def _check_tokenizer_settings(config: dict[str, Any], specials: set[str]) -> Non
         raise Unsupported(f"tokenizer settings {unsupported}")
 
 
+def _special_token_ids(backend: Any, specials: dict[str, str]) -> dict[str, int]:
+    """The id of each named special token, once the backend is known to be WordPiece with only those added."""
+    model = backend.model
+    settings = (
+        getattr(model, "unk_token", None),
+        getattr(model, "continuing_subword_prefix", None),
+        getattr(model, "max_input_chars_per_word", None),
+    )
+    if type(model).__name__ != "WordPiece" or settings != (specials["unk_token"], "##", 100):
+        raise Unsupported("tokenizer model is not transformers' WordPiece")
+    added = backend.get_added_tokens_decoder().values()
+    if {a.content for a in added} != set(specials.values()) or any(
+        not a.special or a.normalized or a.lstrip or a.rstrip or a.single_word for a in added
+    ):
+        raise Unsupported("added tokens other than the named special tokens")
+    ids = {name: token_id for name, token in specials.items() if (token_id := backend.token_to_id(token)) is not None}
+    if len(ids) != len(specials):
+        raise Unsupported("special tokens missing from the vocabulary")
+    return ids
+
+
 def load_tokenizer(folder: Path) -> BertTokenizer:
+    backend, ids, truncation_side = bert_backend(folder)
+    return BertTokenizer(backend, ids["pad_token"], truncation_side)
+
+
+def bert_backend(folder: Path) -> tuple[Any, dict[str, int], str]:
+    """The ``tokenizers.Tokenizer`` of ``folder`` set up as transformers' ``BertTokenizer`` (no padding,
+    no truncation), the ids of its named special tokens (``cls_token``, ``sep_token``, ``pad_token``…)
+    and its truncation side; :class:`Unsupported` when transformers would build something else."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
 
     config = _read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
@@ -362,22 +427,7 @@ def load_tokenizer(folder: Path) -> BertTokenizer:
         backend = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
     except Exception as error:  # the Rust side raises plain Exception for unreadable files
         raise Unsupported(f"cannot read {TOKENIZER_FILE}: {error}") from error
-    model = backend.model
-    settings = (
-        getattr(model, "unk_token", None),
-        getattr(model, "continuing_subword_prefix", None),
-        getattr(model, "max_input_chars_per_word", None),
-    )
-    if type(model).__name__ != "WordPiece" or settings != (specials["unk_token"], "##", 100):
-        raise Unsupported("tokenizer model is not transformers' WordPiece")
-    added = backend.get_added_tokens_decoder().values()
-    if {a.content for a in added} != set(specials.values()) or any(
-        not a.special or a.normalized or a.lstrip or a.rstrip or a.single_word for a in added
-    ):
-        raise Unsupported("added tokens other than the named special tokens")
-    ids = {name: token_id for name, token in specials.items() if (token_id := backend.token_to_id(token)) is not None}
-    if len(ids) != len(specials):
-        raise Unsupported("special tokens missing from the vocabulary")
+    ids = _special_token_ids(backend, specials)
     truncation_side = config.get("truncation_side", "right")
     if truncation_side not in ("right", "left"):
         raise Unsupported(f"truncation_side {truncation_side!r}")
@@ -396,5 +446,6 @@ def load_tokenizer(folder: Path) -> BertTokenizer:
         special_tokens=[(cls, ids["cls_token"]), (sep, ids["sep_token"])],
     )
     backend.no_padding()
+    backend.no_truncation()
     backend.encode_special_tokens = False
-    return BertTokenizer(backend, ids["pad_token"], truncation_side)
+    return backend, ids, truncation_side

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component
 
 from dpr_components.indexing.corpus import CorpusFormat, CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
-from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.init_parameters import InitParametersDict
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.published import CONVERTERS, PREPROCESSORS, published_in
 from dpr_components.utils.validation import (
@@ -23,7 +23,7 @@ from dpr_components.utils.validation import (
 
 @component
 @published_in(CONVERTERS)
-class CorpusReader:
+class CorpusReader(InitParametersDict):
     """Reads a corpus file, or documents given as ``records``, into Documents (``meta["title"]`` holds the title).
 
     :param format: ``jsonl`` (``id``, ``title``, ``text``), ``tsv`` (DPR's ``psgs_w100.tsv``) or ``auto`` (by extension).
@@ -38,6 +38,8 @@ class CorpusReader:
     ```
     """
 
+    INIT_PARAMETERS = "format on_empty"
+
     def __init__(self, *, format: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error") -> None:
         if format not in ("auto", "jsonl", "tsv"):
             raise ValueError(f"format must be auto, jsonl or tsv, got {format!r}")
@@ -45,13 +47,6 @@ class CorpusReader:
             raise ValueError(f"on_empty must be 'error' or 'skip', got {on_empty!r}")
         self.format = format
         self.on_empty = on_empty
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **init_parameters(self, "format on_empty"))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CorpusReader:
-        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, path: str | None = None, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -80,7 +75,7 @@ class CorpusReader:
 
 @component
 @published_in(PREPROCESSORS)
-class DPRPassageSplitter:
+class DPRPassageSplitter(InitParametersDict):
     """Splits documents into DPR passages: disjoint blocks of at most ``words_per_passage`` words.
 
     Each passage keeps its document's meta (title included) and gets ``document_id`` and
@@ -100,6 +95,8 @@ class DPRPassageSplitter:
     [p.id for p in passages]  # ["d1#0", "d1#1", "d1#2"]
     ```"""
 
+    INIT_PARAMETERS = "words_per_passage max_passage_chars"
+
     def __init__(
         self, *, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE, max_passage_chars: int = MAX_PASSAGE_CHARS
     ) -> None:
@@ -109,13 +106,6 @@ class DPRPassageSplitter:
             raise ValueError(f"max_passage_chars must be positive, got {max_passage_chars}")
         self.words_per_passage = words_per_passage
         self.max_passage_chars = max_passage_chars
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **init_parameters(self, "words_per_passage max_passage_chars"))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DPRPassageSplitter:
-        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from haystack import Document
+from haystack.dataclasses import ExtractedAnswer
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
@@ -43,11 +44,30 @@ def _user_errors_unwrapped() -> Iterator[None]:
         raise cause from None
 
 
+RESULT_SOCKETS = ("documents", "answers")
+
+
+def answer_document(answer: ExtractedAnswer) -> Document:
+    """An answer as a document: ``content`` is the answer text ("" for "no answer"), ``score`` its score,
+    ``meta`` says whether it is "no answer" and where the answer was found (title, passage, offsets)."""
+    found_in = answer.document
+    meta: dict[str, Any] = {"answer": answer.data, "no_answer": answer.data is None}
+    if found_in is not None:
+        meta.update(title=found_in.meta.get("title", ""), source_id=found_in.id, context=found_in.content)
+    if answer.document_offset is not None:
+        meta["offsets"] = [answer.document_offset.start, answer.document_offset.end]
+    return Document(content=answer.data or "", meta=meta, score=answer.score)
+
+
 def _documents(result: Any, name: str) -> list[Document]:
+    """The ``documents`` of a component's result, or its ``answers`` as documents (:func:`answer_document`)."""
     documents = result.get("documents") if isinstance(result, dict) else None
-    if not isinstance(documents, list):
-        raise ValueError(f"{name} returned no 'documents' output")
-    return documents
+    if isinstance(documents, list):
+        return documents
+    answers = result.get("answers") if isinstance(result, dict) else None
+    if isinstance(answers, list):
+        return [answer_document(answer) for answer in answers]
+    raise ValueError(f"{name} returned no 'documents' or 'answers' output")
 
 
 class ComponentSearch:
@@ -106,7 +126,7 @@ class ComponentSearch:
 
 class PipelineSearch:
     """A pipeline: the documents of the ``output`` component (by default the one result component with a
-    documents output); the query, ``top_k`` and filters placed as every front end places them
+    documents or answers output; answers come as documents, "no answer" included); the query, ``top_k`` and filters placed as every front end places them
     (:func:`~dpr_components.pipeline_requests.inputs.request_inputs`, ``output`` as the result component):
     the query to every input named ``query``, ``top_k`` to ``output``, filters to every component that
     takes them (the retrievers before a re-ranking stage among them)."""
@@ -117,15 +137,15 @@ class PipelineSearch:
         if not self.receivers:
             raise ValueError("the pipeline has no input named 'query'")
         outputs = pipeline.outputs(include_components_with_connected_outputs=True)
-        with_documents = [name for name, sockets in outputs.items() if "documents" in sockets]
+        with_results = [name for name, sockets in outputs.items() if any(s in sockets for s in RESULT_SOCKETS)]
         if output is None:
-            leaves = [name for name in leaf_components(pipeline) if name in with_documents]
+            leaves = [name for name in leaf_components(pipeline) if name in with_results]
             if len(leaves) != 1:
-                raise ValueError(f"name the component whose documents to return (output=...), one of {with_documents}")
+                raise ValueError(f"name the component whose results to return (output=...), one of {with_results}")
             output = leaves[0]
-        elif output not in with_documents:
+        elif output not in with_results:
             raise ValueError(
-                f"output {output!r} is not a component with a documents output; give one of {with_documents}"
+                f"output {output!r} is not a component with a documents or answers output; give one of {with_results}"
             )
         self.pipeline = pipeline
         self.output = output

@@ -29,6 +29,7 @@ from dpr_components.store_access.serialization import store_from_dict, store_to_
 from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_documents, check_finite, check_positive_int
+from dpr_components.utils.worker_threads import async_twin
 
 FusionMode = Literal["dpr", "rrf"]
 
@@ -171,25 +172,6 @@ class HybridRanker:
             scores = self._backend.score_documents(list(fusion.by_id), fusion.query, fusion.query_embedding)
         return self._finish(fusion, scores)
 
-    @component.output_types(documents=list[Document])
-    async def run_async(
-        self,
-        bm25_documents: list[Document],
-        dense_documents: list[Document],
-        query: str | None = None,
-        query_embedding: list[float] | None = None,
-        top_k: int | None = None,
-        weight: float | None = None,
-    ) -> dict[str, Any]:
-        """Asynchronous version of :meth:`run`; mode ``dpr`` scores the union through the store's async API
-        (or a worker thread)."""
-        fusion = self._prepare(bm25_documents, dense_documents, query, query_embedding, top_k, weight)
-        scores = None
-        if fusion.needs_scores:
-            assert self._backend is not None
-            scores = await self._backend.score_documents_async(list(fusion.by_id), fusion.query, fusion.query_embedding)
-        return self._finish(fusion, scores)
-
     def _prepare(
         self,
         bm25_documents: list[Document],
@@ -210,6 +192,16 @@ class HybridRanker:
                 raise ValueError("HybridRanker mode 'dpr' needs the query text and the query_embedding")
             lam = lam if weight is None else check_finite("weight", weight)
         return _Fusion(by_id, bm25_documents, dense_documents, query, query_embedding, top_k, lam, needs_scores)
+
+    async def _fuse_async(self, fusion: _Fusion) -> dict[str, Any]:
+        """Mode ``dpr`` scores the union through the store's async API (or a worker thread)."""
+        scores = None
+        if fusion.needs_scores:
+            assert self._backend is not None
+            scores = await self._backend.score_documents_async(list(fusion.by_id), fusion.query, fusion.query_embedding)
+        return self._finish(fusion, scores)
+
+    run_async = async_twin(run, _prepare, _fuse_async)
 
     def _finish(self, fusion: _Fusion, scores: Scores | None) -> dict[str, Any]:
         if not fusion.by_id:

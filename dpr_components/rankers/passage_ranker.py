@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_to_dict
+from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
@@ -45,6 +46,7 @@ class PassageRanker(ReadingComponent):
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
     :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
         OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
+    :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
     :param retrieval_weight: w in ``logit + w * retrieval score``: 0 ranks by the model alone; a
         positive w keeps some of the retriever's judgement (every document then needs a score).
 
@@ -73,9 +75,10 @@ class PassageRanker(ReadingComponent):
         precision: Precision = "auto",
         retrieval_weight: float = 0.0,
         backend: Backend = "torch",
+        device: ComponentDevice | None = None,
     ) -> None:
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
-        self._init_reading(model, top_k, title_field, precision, input_settings, backend)
+        self._init_reading(model, top_k, title_field, precision, input_settings, backend, device)
         self.batch_size = None if batch_size is None else check_positive_int("batch_size", batch_size)
         if isinstance(retrieval_weight, bool) or not isinstance(retrieval_weight, (int, float)):
             raise TypeError(f"retrieval_weight must be a number, got {type(retrieval_weight).__name__}")

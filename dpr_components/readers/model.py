@@ -22,6 +22,7 @@ from dpr_components.encoders.bundled import (
     is_bundled_encoder,
     model_folder,
 )
+from dpr_components.readers.plain_reader import PlainReader, load_plain_reader
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.output_folders import READER, check_output_folder, write_marker
@@ -78,10 +79,10 @@ def load_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
-def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
-    """Load a ``DPRReader`` folder (fp32, eval mode) and its tokenizer."""
-    from transformers import DPRReader
-
+def load_reader(model: str | Path, plain: bool = False) -> tuple[Any, Any]:
+    """Load a ``DPRReader`` folder (fp32, eval mode) and its tokenizer; ``plain``: as a
+    :class:`~dpr_components.readers.plain_reader.PlainReader` when that reproduces it, without
+    importing transformers (a torch module otherwise)."""
     path = resolve_reader_path(str(model))
     config = _read_config(path)
     architectures = config.get("architectures") or []
@@ -91,6 +92,16 @@ def load_reader(model: str | Path) -> tuple[torch.nn.Module, Any]:
             "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
         )
     model_files.check_model_files(path)
+    if plain:
+        loaded = load_plain_reader(path)
+        if loaded is not None:
+            return loaded
+    return _load_with_transformers(path)
+
+
+def _load_with_transformers(path: Path) -> tuple[torch.nn.Module, Any]:
+    from transformers import DPRReader
+
     try:
         with model_files.quiet_transformers():
             # transformers types from_pretrained as returning the model alone, not (model, info)
@@ -174,7 +185,7 @@ def reader_logits(
     return output.start_logits.float(), output.end_logits.float(), output.relevance_logits.float()
 
 
-_SHARED: dict[tuple[str, bool], tuple[torch.nn.Module, Any]] = {}
+_SHARED: dict[tuple[str, bool, bool], tuple[Any, Any]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -187,18 +198,22 @@ def cast_linear_weights(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn
     return module
 
 
-def shared_reader(model: str, bf16_linear: bool = False) -> tuple[torch.nn.Module, Any]:
+def shared_reader(model: str, bf16_linear: bool = False, plain: bool = True) -> tuple[Any, Any]:
     """The reader folder ``model`` loaded once per process (``load_reader``), shared by every component
-    that reads with it (``SpanReader``, ``PassageRanker``).
+    that reads with it (``SpanReader``, ``PassageRanker``); ``plain``: in plain torch when that
+    reproduces it (``False``: always a transformers module, e.g. to convert for OpenVINO).
 
     ``bf16_linear``: the copy for bf16 autocast, its linear layers' weights already in bfloat16.
     Autocast would cast them to bfloat16 at every call anyway, so the logits are the same, bit for
     bit, without that cast."""
-    key = (model, bf16_linear)
+    key = (model, bf16_linear, plain)
     with _SHARED_LOCK:
         if key not in _SHARED:
-            reader, tokenizer = load_reader(model)
-            _SHARED[key] = (cast_linear_weights(reader, torch.bfloat16) if bf16_linear else reader, tokenizer)
+            reader, tokenizer = load_reader(model, plain=plain)
+            if bf16_linear:
+                plain_copy = isinstance(reader, PlainReader)
+                reader = reader.with_bf16_linear() if plain_copy else cast_linear_weights(reader, torch.bfloat16)
+            _SHARED[key] = (reader, tokenizer)
         return _SHARED[key]
 
 
@@ -212,7 +227,7 @@ def shared_openvino_reader(model: str, bf16: bool) -> Any:
     from dpr_components.utils.threads import read_threads
 
     key = (model, bf16, read_threads())
-    reader, _ = shared_reader(model)
+    reader, _ = shared_reader(model, plain=False)
     with _SHARED_LOCK:
         if key not in _SHARED_OPENVINO:
             _SHARED_OPENVINO[key] = OpenVINOReader(reader, bf16, key[2])

@@ -16,19 +16,11 @@ import numpy as np
 import torch
 
 from dpr_components.encoders.openvino_model import compile_for_cpu, convert_module, native_precision
+from dpr_components.readers.plain_reader import ReaderLogits
 from dpr_components.readers.selection import selection_logits
 from dpr_components.utils.threads import read_threads, usable_cores
 
 READER_INPUTS = ("input_ids", "attention_mask")
-
-
-@dataclass
-class ReaderLogits:
-    """What :func:`dpr_components.readers.model.reader_logits` reads from a reader's output."""
-
-    start_logits: torch.Tensor
-    end_logits: torch.Tensor
-    relevance_logits: torch.Tensor
 
 
 class _LogitsOf(torch.nn.Module):

@@ -10,12 +10,14 @@ from dataclasses import asdict
 from typing import Any, Self
 
 from haystack import Document
+from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import Backend, Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
+from dpr_components.utils.devices import cpu_only_device, device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_documents, check_positive_int, check_query
@@ -32,8 +34,10 @@ class ReadingComponent:
         precision: Precision,
         input_settings: InputSettings,
         backend: Backend = "torch",
+        device: ComponentDevice | None = None,
     ) -> None:
         """Keep and check the settings every reading component takes (the model loads on warm-up)."""
+        self.device = cpu_only_device(type(self).__name__, device)
         if precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
         if backend not in ("torch", "openvino"):
@@ -64,7 +68,11 @@ class ReadingComponent:
 
     def _reading_parameters(self) -> dict[str, Any]:
         """The init parameters every reading component writes to its pipeline data."""
-        return {**init_parameters(self, "model top_k title_field precision backend"), **asdict(self.input_settings)}
+        return {
+            **init_parameters(self, "model top_k title_field precision backend"),
+            **asdict(self.input_settings),
+            **device_parameter(self.device),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:

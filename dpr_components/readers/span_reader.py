@@ -8,6 +8,7 @@ from typing import Any
 
 from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
+from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
@@ -82,6 +83,7 @@ class SpanReader(ReadingComponent):
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
     :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
         OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
+    :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
     :param no_answer: also return an answer with ``data=None`` whose score is the probability that the
         passages hold no answer (as Haystack's ``ExtractiveReader``); the answers' scores are then
         (1 − P(no answer)) × their share of the candidates' scores. Needs ``no_answer_calibration``.
@@ -128,12 +130,13 @@ class SpanReader(ReadingComponent):
         no_answer_calibration: dict[str, float] | None = None,
         no_answer_threshold: float = 0.5,
         score_threshold: float | None = None,
+        device: ComponentDevice | None = None,
     ) -> None:
         self.answer_settings = AnswerSettings.checked(
             no_answer, no_answer_calibration, no_answer_threshold, score_threshold
         )
         input_settings = InputSettings(max_length, stride, max_question_tokens, max_title_tokens)
-        self._init_reading(model, top_k, title_field, precision, input_settings, backend)
+        self._init_reading(model, top_k, title_field, precision, input_settings, backend, device)
         self.read_settings = ReadSettings(**named_values(locals(), READ_SETTINGS))
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,6 +12,10 @@ from dpr_components.store_access.serialization import from_dict_with_store, stor
 from dpr_components.store_access.store_retriever import StoreRetriever
 from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
+from dpr_components.utils.worker_threads import async_twin
+
+# The search backend's bm25_retrieval arguments: query, top_k, filters, scale_score.
+_Arguments = tuple[str, int, dict[str, Any] | None, bool]
 
 
 @component
@@ -83,22 +87,9 @@ class BM25Retriever(StoreRetriever):
         """
         return {"documents": self._backend.bm25_retrieval(*self._prepare(query, top_k, filters, scale_score))}
 
-    @component.output_types(documents=list[Document])
-    async def run_async(
-        self,
-        query: str,
-        top_k: int | None = None,
-        filters: dict[str, Any] | None = None,
-        scale_score: bool | None = None,
-    ) -> dict[str, Any]:
-        """Asynchronous version of :meth:`run`, through the store's async API (or a worker thread)."""
-        return {
-            "documents": await self._backend.bm25_retrieval_async(*self._prepare(query, top_k, filters, scale_score))
-        }
-
     def _prepare(
         self, query: str, top_k: int | None, filters: dict[str, Any] | None, scale_score: bool | None
-    ) -> tuple[str, int, dict[str, Any] | None, bool]:
+    ) -> _Arguments:
         """The search backend's arguments: query, top_k, filters, scale_score."""
         top_k = check_positive_int("top_k", self.top_k if top_k is None else top_k)
         return (
@@ -107,3 +98,9 @@ class BM25Retriever(StoreRetriever):
             effective_filters(self.filter_policy, self.filters, filters),
             self.scale_score if scale_score is None else scale_score,
         )
+
+    async def _search_async(self, arguments: _Arguments) -> dict[str, Any]:
+        """The search goes through the store's async API (or a worker thread)."""
+        return {"documents": await self._backend.bm25_retrieval_async(*arguments)}
+
+    run_async = async_twin(run, _prepare, _search_async)

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
+from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.embedders.question import QuestionEmbedder
@@ -18,11 +19,14 @@ from dpr_components.encoders.pairing import (
 )
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.store_access.filter_settings import effective_filters
+from dpr_components.store_access.search_backend import VectorSearch
 from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
+from dpr_components.utils.devices import cpu_only_device, device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
+from dpr_components.utils.worker_threads import async_twin
 
 
 class _Search(NamedTuple):
@@ -35,16 +39,21 @@ class _Search(NamedTuple):
     scale_score: bool
     return_embedding: bool
 
+    def vector_search(self, query_embedding: list[float]) -> VectorSearch:
+        """The store search for ``query_embedding`` with these settings."""
+        return VectorSearch(query_embedding, self.top_k, self.filters, self.scale_score, self.return_embedding)
+
 
 def question_retriever_dict(retriever: Any, embedder: QuestionEmbedder, settings: str) -> dict[str, Any]:
     """``to_dict`` of a retriever that encodes the question with ``embedder``: its store, the question
-    encoder's settings, its own space-separated ``settings`` and its filter policy."""
+    encoder's settings and device, its own space-separated ``settings`` and its filter policy."""
     return default_to_dict(
         retriever,
         document_store=store_to_dict(retriever.document_store),
         **init_parameters(embedder, QUERY_ENCODER_SETTINGS),
         **init_parameters(retriever, settings),
         filter_policy=retriever.filter_policy.value,
+        **device_parameter(embedder.device),
     )
 
 
@@ -63,6 +72,7 @@ class DenseRetriever(StoreRetriever):
         Elasticsearch return raw similarities.
     :param return_embedding: whether the returned documents carry their vectors (as Haystack's
         embedding retrievers; off by default, which keeps results small).
+    :param device: Haystack's ``ComponentDevice`` for the question encoder; only the CPU (the default) is accepted.
 
     Usage example:
     ```python
@@ -96,11 +106,17 @@ class DenseRetriever(StoreRetriever):
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
         scale_score: bool = False,
         return_embedding: bool = False,
+        device: ComponentDevice | None = None,
     ) -> None:
         self.return_embedding = bool(return_embedding)
         self._init_search(document_store, "embedding_retrieval", top_k, filters, filter_policy, scale_score)
         self.embedder = QuestionEmbedder(
-            model=model, pooling=pooling, normalize=normalize, max_length=max_length, precision=precision
+            model=model,
+            pooling=pooling,
+            normalize=normalize,
+            max_length=max_length,
+            precision=precision,
+            device=cpu_only_device("DenseRetriever", device),
         )
 
     def warm_up(self) -> None:
@@ -144,31 +160,7 @@ class DenseRetriever(StoreRetriever):
         embedding = search.query_embedding
         if embedding is None:
             embedding = self.embedder.run(query=search.query)["embedding"]
-        documents = self._backend.embedding_retrieval(
-            embedding, search.top_k, search.filters, search.scale_score, search.return_embedding
-        )
-        return self._finish(documents, embedding, store_checked, search.return_embedding)
-
-    @component.output_types(documents=list[Document], query_embedding=list[float])
-    async def run_async(
-        self,
-        query: str | None = None,
-        query_embedding: list[float] | None = None,
-        top_k: int | None = None,
-        filters: dict[str, Any] | None = None,
-        scale_score: bool | None = None,
-        return_embedding: bool | None = None,
-    ) -> dict[str, Any]:
-        """Asynchronous version of :meth:`run`: the question is encoded in a worker thread and the store
-        searched through its async API (or in a worker thread), so the event loop is never blocked."""
-        search = self._prepare(query, query_embedding, top_k, filters, scale_score, return_embedding)
-        store_checked = await asyncio.to_thread(self.check_store_pairing)  # reads the store, hashes weights once
-        embedding = search.query_embedding
-        if embedding is None:
-            embedding = (await self.embedder.run_async(query=search.query))["embedding"]
-        documents = await self._backend.embedding_retrieval_async(
-            embedding, search.top_k, search.filters, search.scale_score, search.return_embedding
-        )
+        documents = self._backend.embedding_retrieval(search.vector_search(embedding))
         return self._finish(documents, embedding, store_checked, search.return_embedding)
 
     def _prepare(
@@ -193,6 +185,18 @@ class DenseRetriever(StoreRetriever):
             self.scale_score if scale_score is None else scale_score,
             self.return_embedding if return_embedding is None else bool(return_embedding),
         )
+
+    async def _search_async(self, search: _Search) -> dict[str, Any]:
+        """The question is encoded in a worker thread and the store searched through its async API (or in
+        a worker thread), so the event loop is never blocked."""
+        store_checked = await asyncio.to_thread(self.check_store_pairing)  # reads the store, hashes weights once
+        embedding = search.query_embedding
+        if embedding is None:
+            embedding = (await self.embedder.run_async(query=search.query))["embedding"]
+        documents = await self._backend.embedding_retrieval_async(search.vector_search(embedding))
+        return self._finish(documents, embedding, store_checked, search.return_embedding)
+
+    run_async = async_twin(run, _prepare, _search_async)
 
     def _finish(
         self, documents: list[Document], query_embedding: list[float], store_checked: bool, return_embedding: bool

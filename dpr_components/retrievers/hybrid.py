@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from haystack import Document, component, default_to_dict
 from haystack.document_stores.types import FilterPolicy
+from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
@@ -19,6 +20,7 @@ from dpr_components.store_access.filter_settings import (
     parse_filter_policy,
 )
 from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
+from dpr_components.utils.devices import cpu_only_device
 from dpr_components.utils.init_parameters import init_parameters, named_values
 from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import (
@@ -55,6 +57,7 @@ class HybridRetriever:
     :param model: the question encoder E_Q (paired with the store's passage encoder).
     :param candidates: N of each top-N list (``pipelines/search.yml`` uses 2,000).
     :param weight: λ; fit it on dev questions with ``haystack fit-lambda``.
+    :param device: Haystack's ``ComponentDevice`` for the question encoder; only the CPU (the default) is accepted.
 
     Usage example:
     ```python
@@ -83,6 +86,7 @@ class HybridRetriever:
         normalize: bool | None = None,
         max_length: int | None = None,
         precision: Precision = "auto",
+        device: ComponentDevice | None = None,
     ) -> None:
         self.document_store = document_store
         self.candidates = check_positive_int("candidates", candidates)
@@ -92,7 +96,10 @@ class HybridRetriever:
         self.filter_policy = parse_filter_policy(filter_policy)
         # The dense side (question encoding, pairing checks, the store's vector search) is a DenseRetriever.
         self.dense = DenseRetriever(
-            document_store=document_store, top_k=candidates, **named_values(locals(), QUERY_ENCODER_SETTINGS)
+            document_store=document_store,
+            top_k=candidates,
+            device=cpu_only_device("HybridRetriever", device),
+            **named_values(locals(), QUERY_ENCODER_SETTINGS),
         )
         self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
         if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods

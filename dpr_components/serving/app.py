@@ -8,7 +8,7 @@ answers; index: path or records -> documents_written; evaluation; training, a ba
 and ``GET /jobs/{id}``, jobs.py).
 
 The app serves a fixed set of routes and nothing else: ``POST /{name}/run``, ``GET /status``,
-``GET /openapi.json``, the page (``GET /``, its script and style) and, with training on,
+``GET /stores``, ``GET /documents/{id}``, ``GET /openapi.json``, the page (``GET /``, its script and style) and, with training on,
 ``GET /jobs/{id}``. hayhooks' own routes (deploy, undeploy, draw, the OpenAI-compatible chat and file
 routes, traces, docs pages that load scripts from a CDN) are not mounted. A pipeline with a
 ``DPRTrainer`` is served only with ``enable_training``; otherwise its route answers 403 saying so.
@@ -45,13 +45,17 @@ from dpr_components.serving.deployment import (
 from dpr_components.serving.guards import OriginGuard, RequestGuard
 from dpr_components.serving.jobs import TrainingJobs, TrainWrapper
 from dpr_components.serving.routes import (
+    DOCUMENTS_PATH,
     JOBS_PATH,
     OPENAPI_PATH,
     STATUS_PATH,
+    STORES_PATH,
     add_jobs_route,
     add_run_route,
     add_status_route,
+    add_store_routes,
     add_training_off_route,
+    served_wrappers,
 )
 from dpr_components.serving.security import (
     CORS_HEADERS,
@@ -59,6 +63,7 @@ from dpr_components.serving.security import (
     ServerPolicy,
     configure_server_logs,
 )
+from dpr_components.serving.served_stores import served_stores
 from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from dpr_components.utils.threads import default_concurrent_runs
@@ -205,10 +210,13 @@ def build_app(
         jobs.shutdown()
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"
         raise ServingError(f"no pipeline in {pipelines_dir} can be served ({reasons})")
-    add_status_route(app, served.deployed)
+    found_stores = served_stores(served_wrappers(app), stores)
+    add_status_route(app, served.deployed, found_stores)
+    add_store_routes(app, found_stores)
     for name in training_off:
         add_training_off_route(app, name)
-    paths = {STATUS_PATH, OPENAPI_PATH, *PAGE_PATHS, *(f"/{name}/run" for name in served.deployed + training_off)}
+    paths = {STATUS_PATH, OPENAPI_PATH, STORES_PATH, DOCUMENTS_PATH, *PAGE_PATHS}
+    paths.update(f"/{name}/run" for name in served.deployed + training_off)
     if training_on:
         add_jobs_route(app, jobs)
         paths.add(JOBS_PATH)

@@ -12,6 +12,7 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
+from dpr_components.serving.ask_page import PAGE_PATHS
 from dpr_components.serving.security import (
     ServerPolicy,
     host_header_name,
@@ -24,9 +25,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# Answered without an API key: a health check for probes and load balancers, and the ask page's three
-# files (no data in them; the page sends the key the user types with each call it makes).
-PUBLIC_PATHS = ("/status", "/", "/page/app.js", "/page/app.css")
+# Answered without an API key: a health check for probes and load balancers, and the ask page's files
+# (no data in them; the page sends the key the user types with each call it makes).
+PUBLIC_PATHS = ("/status", *PAGE_PATHS)
 
 
 async def _refuse(

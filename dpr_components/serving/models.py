@@ -133,3 +133,38 @@ class TrainingJob(BaseModel):
     question_model: str | None = None
     passage_model: str | None = None
     metrics: dict[str, Any] | None = None
+
+
+class StoreReady(BaseModel):
+    """Whether a served pipeline's store was indexed (a pipeline reading it answers 503 until then)."""
+
+    ready: bool
+
+
+class ServerStatus(BaseModel):
+    """``GET /status`` (public): the server is up, the pipelines it serves, and which stores are ready."""
+
+    status: str = "Up!"
+    pipelines: list[str]
+    stores: dict[str, StoreReady] = Field(default_factory=dict)
+
+
+class StoreState(StoreReady):
+    """A served pipeline's store: ready, and how many passages it holds (null: not ready, or not counted)."""
+
+    passages: int | None = None
+
+
+class StoresStatus(BaseModel):
+    """``GET /stores`` (needs the API key when the server has one): each served pipeline's store."""
+
+    stores: dict[str, StoreState]
+
+
+class SourceDocument(BaseModel):
+    """A source document as indexed: its passages in order (``meta.passage_index``)."""
+
+    id: str
+    title: str
+    pipeline: str
+    passages: list[DocumentOut]

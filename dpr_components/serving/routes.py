@@ -1,5 +1,6 @@
 """The routes of ``haystack serve``: ``POST /{name}/run`` from a wrapper's typed ``run_api``, the
-training jobs, the status and the training-off answer.
+training jobs, the status, the served stores (``GET /stores``: their passage counts; ``GET
+/documents/{id}``: one source document's passages in order) and the training-off answer.
 
 hayhooks builds the request model from ``run_api``'s parameters and the response model
 (``{"result": ...}``) from its return annotation; each route declares the 400 and 422 answers
@@ -10,25 +11,38 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 import docstring_parser
 from fastapi import FastAPI, HTTPException
 from hayhooks import BasePipelineWrapper, log
 from hayhooks.server.pipelines.models import create_request_model_from_callable, create_response_model_from_callable
+from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 from pydantic import BaseModel
 
 from dpr_components.pipeline_requests.errors import one_line, unreachable_server, user_error_cause
 from dpr_components.serving.jobs import TrainingJobs
-from dpr_components.serving.models import ERROR_RESPONSES, ErrorDetail, TrainingJob, strict_request
-from dpr_components.serving.wrappers import StoreNotReadyError
+from dpr_components.serving.models import (
+    ERROR_RESPONSES,
+    ErrorDetail,
+    ServerStatus,
+    SourceDocument,
+    StoreReady,
+    StoresStatus,
+    StoreState,
+    TrainingJob,
+    strict_request,
+)
+from dpr_components.serving.served_stores import ServedStore, ready_names, source_passages
+from dpr_components.serving.wrappers import DeclaredPipelineWrapper, StoreNotReadyError, document_out
 
 # Errors that describe a bad request; any other failure stays a 500 (a server fault).
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
 STATUS_PATH, OPENAPI_PATH, JOBS_PATH = "/status", "/openapi.json", "/jobs/{job_id}"
+STORES_PATH, DOCUMENTS_PATH = "/stores", "/documents/{document_id:path}"
+MAX_DOCUMENT_ID_CHARS = 1000
 TRAINING_OFF = "training over HTTP is off: start haystack serve with --enable-training to serve {name}"
 
 
@@ -90,8 +104,11 @@ def _endpoint(
 def add_run_route(
     app: FastAPI, name: str, wrapper: BasePipelineWrapper, limiter: anyio.CapacityLimiter, status_code: int = 200
 ) -> None:
-    """``POST /{name}/run`` for ``wrapper`` (already set up); runs share ``limiter``."""
+    """``POST /{name}/run`` for ``wrapper`` (already set up); runs share ``limiter``. The wrapper is kept
+    in :func:`served_wrappers` for the store routes."""
     request_model, response_model = run_models(name, wrapper)
+    if isinstance(wrapper, DeclaredPipelineWrapper):
+        served_wrappers(app)[name] = wrapper
     summary = docstring_parser.parse(inspect.getdoc(wrapper.run_api) or "").short_description
     app.add_api_route(
         f"/{name}/run",
@@ -126,14 +143,98 @@ def add_jobs_route(app: FastAPI, jobs: TrainingJobs) -> None:
     )
 
 
-def add_status_route(app: FastAPI, deployed: list[str]) -> None:
-    """``GET /status``: whether the server is up, and the pipelines it serves."""
+def served_wrappers(app: FastAPI) -> dict[str, DeclaredPipelineWrapper]:
+    """The wrappers of the pipelines ``app`` serves, by name (filled by :func:`add_run_route`)."""
+    if not hasattr(app.state, "served_wrappers"):
+        app.state.served_wrappers = {}
+    wrappers: dict[str, DeclaredPipelineWrapper] = app.state.served_wrappers
+    return wrappers
 
-    async def status() -> dict[str, Any]:
-        """Whether the server is up, and the pipelines it serves."""
-        return {"status": "Up!", "pipelines": list(deployed)}
 
-    app.add_api_route(STATUS_PATH, status, methods=["GET"], tags=["status"])
+def add_status_route(app: FastAPI, deployed: list[str], stores: dict[str, ServedStore] | None = None) -> None:
+    """``GET /status``: whether the server is up, the pipelines it serves and whether their stores are
+    ready (public: no passage counts, no data)."""
+
+    async def status() -> ServerStatus:
+        """Whether the server is up, the pipelines it serves, and which of their stores were indexed."""
+        ready = set(ready_names(stores or {}))
+        return ServerStatus(
+            pipelines=list(deployed), stores={name: StoreReady(ready=name in ready) for name in stores or {}}
+        )
+
+    app.add_api_route(STATUS_PATH, status, methods=["GET"], response_model=ServerStatus, tags=["status"])
+
+
+def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
+    """``GET /stores`` (each store: ready, passages) and ``GET /documents/{id}`` (a source document's
+    passages in order); both behind the API key, as the pipelines' routes are."""
+
+    async def store_states() -> StoresStatus:
+        """Each served pipeline's store: whether it was indexed and how many passages it holds."""
+
+        def count() -> StoresStatus:
+            return StoresStatus(
+                stores={name: StoreState(ready=s.ready(), passages=s.passages()) for name, s in stores.items()}
+            )
+
+        return await anyio.to_thread.run_sync(count)
+
+    app.add_api_route(STORES_PATH, store_states, methods=["GET"], response_model=StoresStatus, tags=["status"])
+    app.add_api_route(
+        DOCUMENTS_PATH,
+        _document_endpoint(stores),
+        methods=["GET"],
+        response_model=SourceDocument,
+        tags=["status"],
+        responses={
+            404: {"model": ErrorDetail, "description": "No such document, or no such pipeline with a store"},
+            501: {"model": ErrorDetail, "description": "The pipeline's store is not an embedded store"},
+            503: {"model": ErrorDetail, "description": "The pipeline's store was not indexed yet: index first"},
+        },
+    )
+
+
+def _store_for(stores: dict[str, ServedStore], pipeline: str | None) -> ServedStore:
+    """The store of ``pipeline`` (default: the first ready one), or the HTTP error saying why none."""
+    name = pipeline if pipeline is not None else next(ready_names(stores), next(iter(stores), None))
+    if name is None or name not in stores:
+        raise HTTPException(status_code=404, detail=f"no served pipeline {str(name)[:100]!r} with a store")
+    store = stores[name]
+    if not store.embedded:
+        raise HTTPException(
+            status_code=501, detail=f"pipeline {name}'s store is not an embedded store: search it with filters"
+        )
+    if not store.ready():
+        raise HTTPException(status_code=503, detail=f"pipeline {name}'s store was not indexed yet: index first")
+    return store
+
+
+def _document_endpoint(stores: dict[str, ServedStore]) -> Callable[..., Awaitable[SourceDocument]]:
+    async def source_document(document_id: str, pipeline: str | None = None) -> SourceDocument:
+        """A source document's passages in order, by its id or one of its passages' ids.
+
+        Args:
+            document_id: the source document's id (``meta.document_id``) or a passage id (``hamlet#0``)
+            pipeline: the served pipeline whose store to read (default: the first one indexed)
+        """
+        store = _store_for(stores, pipeline)
+        found: list[Document] = []
+        if len(document_id) <= MAX_DOCUMENT_ID_CHARS:
+            found = await anyio.to_thread.run_sync(lambda: source_passages(store.handle(), document_id))
+        if not found:
+            shown = document_id[:100]
+            raise HTTPException(
+                status_code=404, detail=f"no document {shown!r} in the store of pipeline {store.pipeline}"
+            )
+        first = found[0].meta or {}
+        return SourceDocument(
+            id=str(first.get("document_id") or found[0].id),
+            title=str(first.get("title", "") or ""),
+            pipeline=store.pipeline,
+            passages=[document_out(d, include_embedding=False) for d in found],
+        )
+
+    return source_document
 
 
 def add_training_off_route(app: FastAPI, name: str) -> None:

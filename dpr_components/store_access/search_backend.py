@@ -68,32 +68,15 @@ class SearchBackend:
     ) -> list[Document]:
         return self._call(self._bm25_call(query, top_k, filters, scale_score))
 
-    def embedding_retrieval(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        return self._call(
-            self._embedding_call(VectorSearch(query_embedding, top_k, filters, scale_score, return_embedding))
-        )
+    def embedding_retrieval(self, search: VectorSearch) -> list[Document]:
+        return self._call(self._embedding_call(search))
 
     async def bm25_retrieval_async(
         self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool = False
     ) -> list[Document]:
         return await self._call_async(self._bm25_call(query, top_k, filters, scale_score))
 
-    async def embedding_retrieval_async(
-        self,
-        query_embedding: Sequence[float],
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool = False,
-        return_embedding: bool = False,
-    ) -> list[Document]:
-        search = VectorSearch(query_embedding, top_k, filters, scale_score, return_embedding)
+    async def embedding_retrieval_async(self, search: VectorSearch) -> list[Document]:
         return await self._call_async(self._embedding_call(search))
 
     def _call(self, call: StoreCall) -> list[Document]:

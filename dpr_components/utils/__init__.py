@@ -2,5 +2,6 @@
 (``validation``, ``type_checks``), files (``atomic_files``, ``line_files``, ``input_files``,
 ``output_files``), settings from the environment (``settings``), pipeline graphs
 (``pipeline_graph``), record ids read once (``record_ids``), async twins of methods
-(``worker_threads``), lazily loaded package faces (``lazy_package``) and named fault points for
+(``worker_threads``), optional JSON records (``json_files``), Haystack's ``device`` on CPU-only
+components (``devices``), lazily loaded package faces (``lazy_package``) and named fault points for
 crash tests (``fault_points``)."""

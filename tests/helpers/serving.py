@@ -31,6 +31,7 @@ def write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert
         "embedder.cache_dir": None,
         "embedder.progress_bar": False,
         "reader.model": str(reader),
+        "reader.no_answer": False,  # its calibration was fitted for the packaged reader, not a tiny random one
         "reranker.model": str(reader),
         "ranker.weight": 0.001,
         "hybrid.model": str(encoder),
@@ -71,11 +72,21 @@ def server_environment(**changes: str) -> dict[str, str]:
 def served(folder: Path, cwd: Path, *options: str, env: dict[str, str], timeout: float = 60) -> Iterator[str]:
     """``haystack serve --pipelines-dir FOLDER`` with ``options`` on a free port, logging to ``cwd/server.log``,
     until its ``/status`` answers; yields its URL and stops it afterwards."""
+    command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), *options]
+    with served_command(command, cwd, env=env, timeout=timeout) as url:
+        yield url
+
+
+@contextmanager
+def served_command(command: list[str], cwd: Path, *, env: dict[str, str], timeout: float = 60) -> Iterator[str]:
+    """A ``haystack serve`` ``command`` (any installation's) on a free port (``--port`` added), logging to
+    ``cwd/server.log``, until its ``/status`` answers; yields its URL and stops it afterwards."""
     port = free_port()
     log_path = cwd / "server.log"
-    command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(folder), "--port", str(port)]
     with log_path.open("w") as log:
-        process = subprocess.Popen([*command, *options], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*command, "--port", str(port)], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_for_status(process, url, log_path, timeout)

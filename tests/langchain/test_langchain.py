@@ -188,10 +188,10 @@ def test_pipeline_output_component(bm25_store: Path) -> None:
     pipeline = Pipeline()
     pipeline.add_component("all", BM25Retriever(document_store=store))
     pipeline.add_component("filtered", BM25Retriever(document_store=store, filters=ONLY_MACBETH))
-    with pytest.raises(ValueError, match=r"name the component whose documents to return \(output=...\)"):
+    with pytest.raises(ValueError, match=r"name the component whose results to return \(output=...\)"):
         HaystackRetriever(pipeline=pipeline)
     assert [d.id for d in HaystackRetriever(pipeline=pipeline, output="filtered").invoke(QUERY)] == ["macbeth"]
-    with pytest.raises(ValueError, match="output 'nope' is not a component with a documents output"):
+    with pytest.raises(ValueError, match="output 'nope' is not a component with a documents or answers output"):
         HaystackRetriever(pipeline=pipeline, output="nope")
 
 
@@ -234,3 +234,26 @@ def test_the_library_does_not_import_langchain() -> None:
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("threshold, says_no_answer", [(0.0, True), (1.0, False)])
+def test_a_qa_pipeline_returns_its_answers_no_answer_included(
+    dense_store: Path, tiny_model: Path, tiny_reader_dir: Path, threshold: float, says_no_answer: bool
+) -> None:
+    overrides = [
+        f"hybrid.model={tiny_model}",
+        f"reader.model={tiny_reader_dir}",
+        f"reader.no_answer_threshold={threshold}",
+    ]
+    retriever = HaystackRetriever.from_pipeline("qa", store=str(dense_store), overrides=overrides, k=3)
+    answers = retriever.invoke(QUERY)
+    assert 1 <= len(answers) <= 3 and all("score" in a.metadata for a in answers)
+    first = answers[0]
+    assert first.metadata["no_answer"] is says_no_answer
+    if says_no_answer:
+        assert first.page_content == "" and first.metadata["answer"] is None
+    else:
+        assert first.page_content and first.page_content == first.metadata["answer"]
+        assert first.page_content in first.metadata["context"] and first.metadata["title"]
+    passages = HaystackRetriever.from_pipeline("qa", store=str(dense_store), overrides=overrides, output="hybrid", k=2)
+    assert [d.metadata["id"] for d in passages.invoke(QUERY)] and "no_answer" not in passages.invoke(QUERY)[0].metadata

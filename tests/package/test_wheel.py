@@ -19,9 +19,13 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.helpers.browser import headless_chromium
+from tests.helpers.page_driver import walk_ask_page
 from tests.helpers.paths import REPO
+from tests.helpers.serving import served_command, server_environment
 
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dpr_components", "haystack_integrations", "packaging")
 MAX_FILE_BYTES = 100 * 1000 * 1000  # a package index's default limit per file (PyPI's)
@@ -185,3 +189,69 @@ def test_installed_sdist_has_the_packaged_pipelines_and_models(archives: dict[st
     assert all(Path(folder).is_relative_to(tmp_path / "venv") for folder in folders), folders
     assert all((Path(folder) / "model.safetensors").is_file() for folder in folders[1:])
     assert {"index", "bm25", "dense", "search", "qa", "eval_nq", "eval_squad"} <= set(names.split())
+
+
+E2E_KEY_ENV, E2E_KEY = "DPR_E2E_KEY", "end-to-end-key-0123456789abcdef"
+NEW_RECORD = {
+    "id": "eiffel",
+    "title": "Eiffel Tower",
+    "text": "The Eiffel Tower in Paris was completed in 1889 as the entrance to the World's Fair.",
+}
+UNANSWERABLE = "how many moons does jupiter have"
+
+
+def _ask(url: str, pipeline: str, body: dict[str, object]) -> dict[str, object]:
+    response = httpx.post(
+        f"{url}/{pipeline}/run", json=body, headers={"Authorization": f"Bearer {E2E_KEY}"}, timeout=300
+    )
+    assert response.status_code == 200, (pipeline, response.status_code, response.text[:500])
+    return dict(response.json()["result"])
+
+
+def test_installed_packages_serve_the_users_store(
+    archives: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's path from the built archives: index a corpus into ``my_store``, serve it, index more over
+    HTTP and find it without a restart, "no answer" where the corpus has none and the answer where it has
+    one, and the page driven through its states in headless Chromium."""
+    _install(tmp_path, archives["wheel"], archives["models"])
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "corpus.jsonl").write_text("".join(json.dumps(record) + "\n" for record in CORPUS), encoding="utf-8")
+    haystack = str(tmp_path / "venv" / "bin" / "haystack")
+    _run([haystack, "run", "index", "--input", "path=corpus.jsonl", "--store", "my_store"], cwd=app)
+
+    environment = server_environment(**{E2E_KEY_ENV: E2E_KEY})
+    environment.pop("PYTHONPATH")  # the installed package only
+    command = [haystack, "serve", "--store", "my_store", "--api-key-env", E2E_KEY_ENV]
+    with served_command(command, app, env=environment, timeout=180) as url:
+        titles = [d["title"] for d in _ask(url, "bm25", {"query": "eiffel tower", "top_k": 3})["documents"]]  # type: ignore[index]
+        assert "Eiffel Tower" not in titles
+        assert _ask(url, "index", {"records": [NEW_RECORD]})["documents_written"] == 1
+        found = _ask(url, "search", {"query": "when was the eiffel tower completed", "top_k": 1})["documents"]
+        assert found[0]["title"] == "Eiffel Tower"  # type: ignore[index]
+
+        answers = _ask(url, "qa", {"query": "who wrote hamlet"})["answers"]
+        assert "Shakespeare" in answers[0]["data"]  # type: ignore[index]
+        answers = _ask(url, "qa", {"query": "when was the eiffel tower completed"})["answers"]
+        assert answers[0]["data"] == "1889"  # type: ignore[index]
+        answers = _ask(url, "qa", {"query": UNANSWERABLE})["answers"]
+        assert answers[0]["data"] is None and answers[0]["score"] >= 0.84  # type: ignore[index]
+
+    # the page, from a store nothing was indexed into: every state, the upload indexing the corpus
+    monkeypatch.setenv("SE_OFFLINE", "true")  # selenium never downloads a browser or driver
+    page_command = [haystack, "serve", "--store", "page_store", "--api-key-env", E2E_KEY_ENV]
+    with (
+        served_command(page_command, app, env=environment, timeout=180) as url,
+        headless_chromium(tmp_path / "profile") as driver,
+    ):
+        states = walk_ask_page(
+            driver,
+            url,
+            api_key=E2E_KEY,
+            corpus=app / "corpus.jsonl",
+            answerable="who wrote hamlet",
+            unanswerable=UNANSWERABLE,
+            seconds=300,
+        )
+    assert states == ["empty", "upload", "answer", "expanded", "document", "filtered", "example", "no-answer", "error"]

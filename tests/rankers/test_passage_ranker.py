@@ -12,6 +12,7 @@ from haystack import Document, Pipeline
 from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.readers.inputs import InputSettings, build_rows, tokenize_passage
 from dpr_components.readers.model import shared_reader
+from dpr_components.readers.plain_reader import PlainReader
 from dpr_components.readers.predict import input_relevance, reader_input, row_logits, row_relevance
 from tests.helpers.corpora import SMALL_CORPUS
 from tests.helpers.paths import REPO
@@ -113,21 +114,37 @@ def test_retrieval_weight_is_checked(tiny_reader_dir: Path) -> None:
         ranker.run(query="who wrote hamlet", documents=unscored)
 
 
-def test_the_bf16_copy_scores_exactly_as_autocast_over_float32_weights(tiny_reader_dir: Path) -> None:
+def _weight_dtypes(reader: Any) -> tuple[set[Any], set[Any]]:
+    """The dtypes of a reader's linear weights and of its other weights (torch module or plain reader)."""
     import torch
 
-    float32_reader, tokenizer = shared_reader(str(tiny_reader_dir))
-    bf16_reader, _ = shared_reader(str(tiny_reader_dir), bf16_linear=True)
-    assert bf16_reader is not float32_reader
-    linear_dtypes = {m.weight.dtype for m in bf16_reader.modules() if isinstance(m, torch.nn.Linear)}
-    assert linear_dtypes == {torch.bfloat16}
-    assert all(p.dtype == torch.float32 for p in float32_reader.parameters())  # the float32 copy is untouched
+    if isinstance(reader, PlainReader):
+        tensors = reader.named_tensors()
+        linear = {n for n in tensors if not n.startswith("embeddings.") and "LayerNorm" not in n}
+        return {tensors[n].dtype for n in linear}, {t.dtype for n, t in tensors.items() if n not in linear}
+    linear_ids = {id(p) for m in reader.modules() if isinstance(m, torch.nn.Linear) for p in m.parameters()}
+    parameters = list(reader.parameters())
+    return {p.dtype for p in parameters if id(p) in linear_ids}, {
+        p.dtype for p in parameters if id(p) not in linear_ids
+    }
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_the_bf16_copy_scores_exactly_as_autocast_over_float32_weights(tiny_reader_dir: Path, plain: bool) -> None:
+    import torch
+
+    float32_reader, tokenizer = shared_reader(str(tiny_reader_dir), plain=plain)
+    bf16_reader, _ = shared_reader(str(tiny_reader_dir), bf16_linear=True, plain=plain)
+    assert bf16_reader is not float32_reader and isinstance(bf16_reader, PlainReader) == plain
+    assert _weight_dtypes(bf16_reader) == ({torch.bfloat16}, {torch.float32})
+    assert _weight_dtypes(float32_reader) == ({torch.float32}, {torch.float32})  # the float32 copy is untouched
     passages = [(d.meta["title"], d.content or "") for d in _documents()]
     prepared = reader_input(tokenizer, "who wrote hamlet", passages, InputSettings())
     assert input_relevance(bf16_reader, prepared, bf16=True) == input_relevance(float32_reader, prepared, bf16=True)
-    ranker = PassageRanker(model=str(tiny_reader_dir), precision="bf16")
-    ranker.warm_up()
-    assert ranker._reader is bf16_reader
+    if plain:
+        ranker = PassageRanker(model=str(tiny_reader_dir), precision="bf16")
+        ranker.warm_up()
+        assert ranker._reader is bf16_reader
 
 
 def _rows(tokenizer: Any, max_length: int = 128) -> list[Any]:
@@ -136,15 +153,18 @@ def _rows(tokenizer: Any, max_length: int = 128) -> list[Any]:
     return build_rows(tokenizer, "what is it", passages, InputSettings(max_length=max_length, stride=16))
 
 
+@pytest.mark.parametrize("plain", [True, False])
 @pytest.mark.parametrize("bf16", [False, True])
-def test_the_selection_logit_alone_equals_the_full_forwards(tiny_reader_dir: Path, bf16: bool) -> None:
-    reader, tokenizer = shared_reader(str(tiny_reader_dir), bf16_linear=bf16)
+def test_the_selection_logit_alone_equals_the_full_forwards(tiny_reader_dir: Path, bf16: bool, plain: bool) -> None:
+    reader, tokenizer = shared_reader(str(tiny_reader_dir), bf16_linear=bf16, plain=plain)
     rows = _rows(tokenizer)
     assert len({len(r.input_ids) for r in rows}) > 1  # padded rows and several windows
     full = [relevance for _, _, relevance in row_logits(reader, rows, tokenizer.pad_token_id, 3, bf16)]
     alone = row_relevance(reader, rows, tokenizer.pad_token_id, 3, bf16)
     assert alone == pytest.approx(full, abs=1e-5 if not bf16 else 2e-2)
-    assert len(reader.span_predictor.encoder.bert_model.encoder.layer) == reader.config.num_hidden_layers  # untouched
+    if not plain:
+        layers = reader.span_predictor.encoder.bert_model.encoder.layer
+        assert len(layers) == reader.config.num_hidden_layers  # untouched
 
 
 @pytest.mark.integration
@@ -161,7 +181,7 @@ def test_the_bundled_ranker_orders_as_its_full_forward() -> None:
 def test_a_reader_that_is_not_a_dpr_reader_runs_its_full_forward(tiny_reader_dir: Path) -> None:
     import torch
 
-    reader, tokenizer = shared_reader(str(tiny_reader_dir))
+    reader, tokenizer = shared_reader(str(tiny_reader_dir), plain=False)
 
     class Wrapped(torch.nn.Module):  # like the OpenVINO reader: callable, no DPRReader inside
         def __init__(self) -> None:

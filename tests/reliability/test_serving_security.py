@@ -307,7 +307,14 @@ def test_only_the_pipelines_are_mounted(client: TestClient) -> None:
         ("GET", "/openapi.json"),
         ("GET", "/"),
         ("GET", "/page/app.js"),
+        ("GET", "/page/core.js"),
+        ("GET", "/page/render.js"),
+        ("GET", "/page/store.js"),
         ("GET", "/page/app.css"),
+        ("GET", "/favicon.svg"),
+        ("GET", "/favicon.ico"),
+        ("GET", "/stores"),
+        ("GET", "/documents/{document_id:path}"),
         ("POST", "/bm25/run"),
         ("POST", "/index/run"),
         ("POST", "/train_dpr/run"),
@@ -328,8 +335,11 @@ def test_only_the_pipelines_are_mounted(client: TestClient) -> None:
     ]:
         response = client.request(method, path, json={})
         assert response.status_code in (404, 405), (method, path, response.status_code)
-    assert client.get("/status").json() == {"status": "Up!", "pipelines": ["bm25", "index"]}
-    assert set(client.get("/openapi.json").json()["paths"]) == {"/status", "/bm25/run", "/index/run"}
+    status = client.get("/status").json()
+    stores = {"bm25": {"ready": True}, "index": {"ready": True}}
+    assert status == {"status": "Up!", "pipelines": ["bm25", "index"], "stores": stores}
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert paths == {"/status", "/stores", "/documents/{document_id}", "/bm25/run", "/index/run"}
 
 
 @CLEAR

@@ -1,48 +1,48 @@
-"""The ask page at ``GET /``: its headers in process, then a real browser (headless Chromium through
-selenium) asking a question of a real server over the small store with the tiny models.
+"""The ask page at ``GET /``: its headers and the store routes it calls (``/status``, ``/stores``,
+``/documents/{id}``) in process, then a real browser (headless Chromium through selenium) walking the page
+through every state (tests/helpers/page_driver.py) on a real server with the tiny models, from a store
+not indexed yet to a file uploaded, answers, "no confident answer" and a whole document.
 
 Without Chromium, chromedriver or selenium the browser test is skipped, unless ``CI=true``, where their
-absence fails it. ``DPR_WRITE_SCREENSHOT=1`` saves the page to docs/screenshots/ask-page.png."""
+absence fails it. ``DPR_WRITE_SCREENSHOT=1`` saves one PNG per state to docs/screenshots/
+(page-<state>.png); ``DPR_SCREENSHOT_MODELS=real`` takes them with the packaged pipelines and models
+instead of the tiny ones (slower)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+import yaml
 from starlette.testclient import TestClient
 
 from dpr_components.serving.app import build_app
 from dpr_components.serving.security import ServerPolicy
-from tests.helpers.paths import REPO
+from dpr_components.serving.store_folders import StoreFolders
+from tests.helpers.browser import headless_chromium
+from tests.helpers.page_driver import walk_ask_page
+from tests.helpers.paths import PIPELINES, REPO
 from tests.helpers.serving import served, server_environment, write_pipelines
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-SCREENSHOT = REPO / "docs" / "screenshots" / "ask-page.png"
+SCREENSHOTS = REPO / "docs" / "screenshots"
+PAGE_FILES = (
+    ("/", "text/html"),
+    ("/page/core.js", "text/javascript"),
+    ("/page/render.js", "text/javascript"),
+    ("/page/store.js", "text/javascript"),
+    ("/page/app.js", "text/javascript"),
+    ("/page/app.css", "text/css"),
+    ("/favicon.svg", "image/svg+xml"),
+)
+UNANSWERABLE = "what is the capital of australia"
 KEY = "page-test-key-0123456789abcdef"
 QUESTION = "who wrote hamlet"
-# No network for the browser: no background services, and any address but loopback goes to a closed port.
-CHROMIUM_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--proxy-server=http://127.0.0.1:9",
-    "--window-size=1400,1000",
-)
 
 
 @pytest.fixture()
@@ -62,18 +62,34 @@ def pipelines(
     return folder
 
 
+def _page_pipelines(folder: Path, no_answer: dict[str, Any] | None) -> Path:
+    """Keep the pipelines the page uses (and index); ``no_answer`` set on qa's reader."""
+    for path in folder.iterdir():
+        if path.stem not in ("bm25", "dense", "search", "qa", "index"):
+            path.unlink()
+    if no_answer:
+        qa = yaml.safe_load((folder / "qa.yml").read_text(encoding="utf-8"))
+        qa["components"]["reader"]["init_parameters"].update(no_answer)
+        (folder / "qa.yml").write_text(yaml.safe_dump(qa, sort_keys=False), encoding="utf-8")
+    return folder
+
+
 # ---- in process -----------------------------------------------------------------------------------
 
 
 def test_page_is_served_with_a_strict_policy(pipelines: Path) -> None:
     app, _ = build_app(pipelines, policy=ServerPolicy(api_key=KEY))
     client = TestClient(app, base_url="http://127.0.0.1:1416")
-    for path, kind in (("/", "text/html"), ("/page/app.js", "text/javascript"), ("/page/app.css", "text/css")):
+    for path, kind in PAGE_FILES:
         response = client.get(path)  # no API key: the page holds no data
         assert response.status_code == 200 and response.headers["content-type"].startswith(kind), path
         assert response.headers["content-security-policy"].startswith("default-src 'self'")
         assert response.headers["x-content-type-options"] == "nosniff"
-        assert "http://" not in response.text and "https://" not in response.text, path  # nothing from elsewhere
+        assert "http://" not in response.text.replace("http://www.w3.org/2000/svg", ""), path  # nothing from elsewhere
+        assert "https://" not in response.text, path
+    icon = client.get("/favicon.ico", follow_redirects=False)
+    assert icon.status_code == 308 and icon.headers["location"] == "/favicon.svg"
+    assert "innerHTML" not in "".join(client.get(path).text for path, _ in PAGE_FILES[1:5])  # server text as text only
     assert client.post("/bm25/run", json={"query": QUESTION}).status_code == 401  # the API still needs the key
     # The page's own calls carry its origin: accepted, while another origin, even on localhost, is not.
     auth = {"Authorization": f"Bearer {KEY}"}
@@ -89,111 +105,115 @@ def test_page_is_served_with_a_strict_policy(pipelines: Path) -> None:
     assert rebound.status_code == 400
 
 
-# ---- in a browser ---------------------------------------------------------------------------------
-
-
-def _browser_or_skip() -> None:
-    missing = [
-        what
-        for what, there in (
-            (CHROMIUM, Path(CHROMIUM).exists()),
-            (CHROMEDRIVER, Path(CHROMEDRIVER).exists()),
-            ("selenium (pip install selenium)", importlib.util.find_spec("selenium") is not None),
-        )
-        if not there
-    ]
-    if not missing:
-        return
-    message = f"the browser test needs {', '.join(missing)} (apt-get install chromium chromium-driver)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture()
-def server(pipelines: Path, tmp_path: Path) -> Iterator[str]:
-    """``haystack serve`` with an API key on a free port; its URL."""
-    options = ["--input-root", str(tmp_path / "served"), "--api-key-env", "DPR_PAGE_KEY"]
-    with served(pipelines, tmp_path, *options, env=server_environment(DPR_PAGE_KEY=KEY), timeout=90) as url:
-        yield url
+# ---- the browser ---------------------------------------------------------------------------------
 
 
 @pytest.fixture()
 def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """Headless Chromium through chromedriver, with an empty profile and no way out but loopback."""
-    _browser_or_skip()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     monkeypatch.setenv("SE_OFFLINE", "true")  # selenium never downloads a browser or driver
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium(tmp_path / "chromium-profile") as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
 
 
-def _wait(driver: Any, condition: Any, seconds: float = 60) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
+def test_store_routes(pipelines: Path, indexed_store: Path) -> None:
+    app, _ = build_app(pipelines, policy=ServerPolicy(api_key=KEY))
+    client = TestClient(app, base_url="http://127.0.0.1:1416")
+    auth = {"Authorization": f"Bearer {KEY}"}
+    status = client.get("/status").json()  # public: ready or not, no counts
+    assert status["stores"] == {name: {"ready": True} for name in ("bm25", "dense", "qa", "search")}
+    assert client.get("/stores").status_code == 401 and client.get("/documents/hamlet").status_code == 401
+    stores = client.get("/stores", headers=auth).json()["stores"]
+    counted = client.post("/bm25/run", json={"query": "hamlet", "top_k": 1}, headers=auth).json()
+    assert stores["bm25"]["ready"] and stores["bm25"]["passages"] >= 1, stores
+    first = counted["result"]["documents"][0]
+    source = first["meta"]["document_id"]
+    document = client.get(f"/documents/{source}", params={"pipeline": "search"}, headers=auth).json()
+    assert document["id"] == source and document["pipeline"] == "search" and document["title"] == first["title"]
+    assert [p["meta"]["passage_index"] for p in document["passages"]] == list(range(len(document["passages"])))
+    by_passage = client.get(f"/documents/{first['id'].replace('#', '%23')}", headers=auth).json()
+    assert by_passage["id"] == source  # a passage id opens its whole document
+    missing = client.get("/documents/no-such-document", headers=auth)
+    assert (
+        missing.status_code == 404
+        and missing.json()["detail"] == "no document 'no-such-document' in the store of pipeline bm25"
+    )
+    unknown = client.get("/documents/hamlet", params={"pipeline": "nope"}, headers=auth)
+    assert unknown.status_code == 404 and "\n" not in unknown.json()["detail"]
+    assert {"/stores", "/documents/{document_id}"} <= set(client.get("/openapi.json", headers=auth).json()["paths"])
 
-    return WebDriverWait(driver, seconds, poll_frequency=0.2).until(condition)
+
+def test_store_routes_before_indexing(
+    tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
+) -> None:
+    folder = tmp_path / "pipelines"
+    write_pipelines(folder, tmp_path / "their_store", tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
+    app, _ = build_app(_page_pipelines(folder, None), stores=StoreFolders(default=str(tmp_path / "mine")))
+    client = TestClient(app, base_url="http://127.0.0.1:1416")
+    assert not any(state["ready"] for state in client.get("/status").json()["stores"].values())
+    assert client.get("/stores").json()["stores"]["qa"] == {"ready": False, "passages": None}
+    waiting = client.get("/documents/hamlet", params={"pipeline": "bm25"})
+    assert waiting.status_code == 503 and "index first" in waiting.json()["detail"]
+    records = [{"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy. " * 60}]
+    assert client.post("/index/run", json={"records": records}).status_code == 200
+    stores = client.get("/stores").json()["stores"]
+    assert stores["bm25"] == {"ready": True, "passages": 3}, stores  # no search ran: nothing was built
+    assert len(client.get("/documents/hamlet").json()["passages"]) == 3
 
 
-def _texts(driver: Any, selector: str) -> list[str]:
-    from selenium.webdriver.common.by import By
+# ---- in a browser ---------------------------------------------------------------------------------
 
-    return [node.text for node in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+@pytest.fixture()
+def empty_pipelines(
+    tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
+) -> tuple[Path, dict[str, Any]]:
+    """The page's pipelines and index, for a store not indexed yet; the reader always says "no answer"
+    first (P(no answer) always reaches a threshold of 0), with the tiny models or, with
+    ``DPR_SCREENSHOT_MODELS=real``, the packaged ones (the threshold they carry)."""
+    folder = tmp_path / "pipelines"
+    if os.environ.get("DPR_SCREENSHOT_MODELS") == "real":
+        shutil.copytree(PIPELINES, folder)
+        return _page_pipelines(folder, {"no_answer": True}), {"expect_no_answer": False, "seconds": 300}
+    write_pipelines(folder, tmp_path / "their_store", tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
+    return _page_pipelines(folder, {"no_answer": True, "no_answer_threshold": 0.0}), {}
+
+
+@pytest.fixture()
+def empty_server(empty_pipelines: tuple[Path, dict[str, Any]], tmp_path: Path) -> Iterator[str]:
+    """``haystack serve --store DIR`` (not indexed yet) with an API key on a free port; its URL."""
+    options = [
+        "--input-root",
+        str(tmp_path / "served"),
+        "--api-key-env",
+        "DPR_PAGE_KEY",
+        "--store",
+        str(tmp_path / "my"),
+    ]
+    env = server_environment(DPR_PAGE_KEY=KEY)
+    with served(empty_pipelines[0], tmp_path, *options, env=env, timeout=180) as url:
+        yield url
 
 
 @pytest.mark.integration
-def test_asking_in_the_browser(server: str, browser: Any) -> None:
-    from selenium.webdriver.common.by import By
-
-    browser.get(f"{server}/")
-    question = browser.find_element(By.ID, "question")
-    question.send_keys(QUESTION)
-    browser.find_element(By.ID, "ask").click()
-    # Without the key every call fails, and the page says why on one line.
-    _wait(browser, lambda d: all(_texts(d, f"#error-{name}")[0] for name in ("bm25", "dense", "search", "qa")))
-    assert "401: this server needs an API key" in _texts(browser, "#error-bm25")[0]
-    _wait(browser, lambda d: d.find_element(By.ID, "ask").is_enabled())
-
-    browser.find_element(By.CSS_SELECTOR, "#key-box summary").click()
-    browser.find_element(By.ID, "api-key").send_keys(KEY)
-    browser.find_element(By.ID, "ask").click()
-    _wait(
+def test_walking_the_page(
+    empty_server: str, empty_pipelines: tuple[Path, dict[str, Any]], browser: Any, tmp_path: Path
+) -> None:
+    lines = (REPO / "examples" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    real = os.environ.get("DPR_SCREENSHOT_MODELS") == "real"
+    corpus = tmp_path / "upload" / "my_corpus.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text("\n".join(lines if real else lines[:6]) + "\n", encoding="utf-8")
+    screenshots = SCREENSHOTS if os.environ.get("DPR_WRITE_SCREENSHOT") == "1" else None
+    states = walk_ask_page(
         browser,
-        lambda d: (
-            all(_texts(d, f"#list-{name} li.result") for name in ("bm25", "dense", "search"))
-            and _texts(d, "#answers li.answer mark")
-            and d.find_element(By.ID, "ask").is_enabled()
-        ),
+        empty_server,
+        api_key=KEY,
+        corpus=corpus,
+        answerable=QUESTION,
+        unanswerable=UNANSWERABLE,
+        screenshots=screenshots,
+        **empty_pipelines[1],
     )
-
-    for name in ("bm25", "dense", "search", "qa"):
-        assert _texts(browser, f"#error-{name}") == [""], name
-        assert _texts(browser, f"#time-{name}")[0].endswith(" ms"), name
-    assert _texts(browser, "#list-bm25 li.result .title")[0] == "Hamlet"
-    # The best answer, as the API gives it, marked inside its passage.
-    auth = {"Authorization": f"Bearer {KEY}"}
-    best = httpx.post(f"{server}/qa/run", json={"query": QUESTION, "top_k": 5}, headers=auth, timeout=60).json()
-    answers = best["result"]["answers"]
-    first = browser.find_element(By.CSS_SELECTOR, "#answers li.answer")
-    if answers[0]["data"] is None:  # the reader's "no answer" won (the tiny random reader is rarely sure of anything)
-        assert first.find_element(By.CSS_SELECTOR, ".answer-text").text.startswith("No confident answer")
-        assert "no-answer" in first.get_attribute("class")
-        first = browser.find_elements(By.CSS_SELECTOR, "#answers li.answer:not(.no-answer)")[0]
-    answer = next(a for a in answers if a["data"] is not None)
-    assert first.find_element(By.CSS_SELECTOR, ".answer-text").text == answer["data"].strip()
-    assert first.find_element(By.CSS_SELECTOR, "mark").text == answer["data"].strip()
-    passage = first.find_element(By.CSS_SELECTOR, ".passage").text
-    start = answer["offsets_in_context"]["start"]
-    assert answer["context"][max(0, start - 20) : start].strip() in passage
-    if os.environ.get("DPR_WRITE_SCREENSHOT") == "1":
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(SCREENSHOT))
+    expected = ["empty", "upload", "answer", "expanded", "document", "filtered", "example", "no-answer", "error"]
+    assert states == (expected if not real else [s for s in expected if s in states]), states
