@@ -225,6 +225,15 @@ def encode(system: Any, texts: list[str], titles: list[str], batch_size: int) ->
     )
 
 
+def timed_encode(system: Any, texts: list[str], titles: list[str], batch_size: int) -> tuple[np.ndarray, float]:
+    """The vectors and the seconds they took; a system in a process of its own (``encode_timed``) times itself."""
+    if hasattr(system, "encode_timed"):
+        return system.encode_timed(texts, titles, batch_size)
+    begin = time.perf_counter()
+    vectors = encode(system, texts, titles, batch_size)
+    return vectors, time.perf_counter() - begin
+
+
 def rotations(names: Sequence[str], chunks: int, repeats: int) -> Iterator[tuple[int, list[str]]]:
     """(chunk, systems in the order they run on it): the order rotates by one at every chunk."""
     turn = 0
@@ -239,15 +248,14 @@ def measure(systems: dict[str, Any], texts: list[str], titles: list[str], args: 
     seconds = dict.fromkeys(systems, 0.0)
     vectors: dict[str, dict[int, np.ndarray]] = {name: {} for name in systems}
     for name, system in systems.items():  # warm-up (compilation, first-call allocations)
-        encode(system, texts[: args.batch_size * 2], titles[: args.batch_size * 2], args.batch_size)
+        timed_encode(system, texts[: args.batch_size * 2], titles[: args.batch_size * 2], args.batch_size)
         log(f"warmed up {name}")
     starts = list(range(0, len(texts), args.chunk))
     for chunk, order in rotations(list(systems), len(starts), args.repeats):
         part = slice(starts[chunk], starts[chunk] + args.chunk)
         for name in order:
-            begin = time.perf_counter()
-            vectors[name][chunk] = encode(systems[name], texts[part], titles[part], args.batch_size)
-            seconds[name] += time.perf_counter() - begin
+            vectors[name][chunk], spent = timed_encode(systems[name], texts[part], titles[part], args.batch_size)
+            seconds[name] += spent
     joined = {name: np.concatenate([parts[c] for c in sorted(parts)]) for name, parts in vectors.items()}
     return {"seconds": seconds, "vectors": joined}
 
@@ -339,12 +347,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def rerun_under_isa(isa: str, module: str, argv: Sequence[str]) -> None:
+    """Under ``--isa avx2``, run ``module`` again with oneDNN and MKL limited to AVX2 and exit with its code:
+    the limit must be in place before torch and OpenVINO load their kernels (processes it starts inherit it)."""
+    if isa == "avx2" and os.environ.get("ONEDNN_MAX_CPU_ISA") != "AVX2":
+        sys.exit(subprocess.call([sys.executable, "-m", module, *argv], env={**os.environ, **AVX2_ENVIRONMENT}))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    if args.isa == "avx2" and not args.from_json and os.environ.get("ONEDNN_MAX_CPU_ISA") != "AVX2":
-        # The limit must be in place before torch and OpenVINO load their kernels.
-        sys.exit(subprocess.call([sys.executable, "-m", MODULE, *argv], env={**os.environ, **AVX2_ENVIRONMENT}))
+    if not args.from_json:
+        rerun_under_isa(args.isa, MODULE, argv)
     suffix = "" if args.isa == "native" else f"_{args.isa}"
     if args.from_json:
         summary = json.loads((args.out_dir / f"backends{suffix}.json").read_text(encoding="utf-8"))

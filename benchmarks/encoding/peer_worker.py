@@ -23,8 +23,8 @@ import os
 import shutil
 import sys
 import time
-from importlib import metadata
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,7 +32,16 @@ import numpy as np
 import torch
 
 ONNX_QUANTIZATION = ("avx512_vnni", "avx512", "avx2", "arm64")  # sentence-transformers' dynamic int8 configs
-PACKAGES = ("sentence-transformers", "transformers", "optimum", "optimum-onnx", "optimum-intel", "onnxruntime", "openvino", "nncf")
+PACKAGES = (
+    "sentence-transformers",
+    "transformers",
+    "optimum",
+    "optimum-onnx",
+    "optimum-intel",
+    "onnxruntime",
+    "openvino",
+    "nncf",
+)
 STATIC_INT8_FILE = "openvino/openvino_model_qint8_quantized.xml"
 
 
@@ -43,8 +52,14 @@ def onnx_file(system: str) -> str:
     if system == "onnx-O3":
         return "onnx/model_O3.onnx"
     if system.startswith("onnx-qint8-") and system.removeprefix("onnx-qint8-") in ONNX_QUANTIZATION:
-        return f"onnx/model_qint8_{system.removeprefix('onnx-qint8-')}.onnx"
+        return f"onnx/model_{dynamic_int8_suffix(system)}.onnx"
     raise ValueError(f"unknown ONNX system {system!r}")
+
+
+def dynamic_int8_suffix(system: str) -> str:
+    """The file suffix of a dynamic int8 export, the same for every config (sentence-transformers' own default
+    says qint8 or quint8 after the weights' type)."""
+    return f"int8_{system.removeprefix('onnx-qint8-')}"
 
 
 def export_folder(model: str, exports: Path) -> Path:
@@ -78,7 +93,8 @@ def make_onnx_export(folder: Path, system: str) -> None:
     if system == "onnx-O3":
         export_optimized_onnx_model(model, "O3", str(folder))
     elif system.startswith("onnx-qint8-"):
-        export_dynamic_quantized_onnx_model(model, system.removeprefix("onnx-qint8-"), str(folder))
+        config = system.removeprefix("onnx-qint8-")
+        export_dynamic_quantized_onnx_model(model, config, str(folder), file_suffix=dynamic_int8_suffix(system))
 
 
 def calibration_inputs(model: Any, pairs: list[tuple[str, str]], names: set[str]) -> list[dict[str, np.ndarray]]:
@@ -171,9 +187,7 @@ SYSTEMS = (
 )
 
 
-def load_system(
-    model: str, system: str, exports: Path, threads: int, pairs: Sequence[tuple[str, str]] = ()
-) -> Any:
+def load_system(model: str, system: str, exports: Path, threads: int, pairs: Sequence[tuple[str, str]] = ()) -> Any:
     """The sentence-transformers model of ``system`` (one of ``SYSTEMS``) on ``threads`` threads."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}: one of {', '.join(SYSTEMS)}")
@@ -189,9 +203,10 @@ def openvino_precision(model: Any) -> str | None:
     if compiled is None:
         return None
     try:
-        return str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+        hint = compiled.get_property("INFERENCE_PRECISION_HINT")
     except (RuntimeError, AttributeError):
         return None
+    return hint.to_string() if hasattr(hint, "to_string") else str(hint)
 
 
 def describe(model: Any) -> dict[str, Any]:
@@ -212,9 +227,7 @@ def encode_request(model: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Encode the request's ``(title, text)`` pairs, write the vectors to its ``out``; the seconds it took."""
     pairs = [(str(title), str(text)) for title, text in request["pairs"]]
     begin = time.perf_counter()
-    vectors = model.encode(
-        pairs, batch_size=int(request["batch_size"]), convert_to_numpy=True, show_progress_bar=False
-    )
+    vectors = model.encode(pairs, batch_size=int(request["batch_size"]), convert_to_numpy=True, show_progress_bar=False)
     seconds = time.perf_counter() - begin
     np.save(request["out"], np.asarray(vectors, dtype=np.float32))
     return {"seconds": seconds}

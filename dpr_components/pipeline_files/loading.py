@@ -50,7 +50,7 @@ def parse_value(text: str, name: str = "value") -> Any:
         raise PipelineFileError(f"{name}: {error}") from None
 
 
-def _apply_override(spec: dict[str, Any], assignment: str) -> tuple[str, ...]:
+def apply_override(spec: dict[str, Any], assignment: str) -> tuple[str, ...]:
     """``component.param=value`` or ``component.param.sub=value`` sets an init parameter; returns its path."""
     if "=" not in assignment:
         raise PipelineFileError(f"--set expects component.parameter=value, got {assignment!r}")
@@ -242,7 +242,7 @@ def load_pipeline(
     spec = load_pipeline_spec(path)
     if store is not None and replace_store_paths(spec, store) == 0:
         raise PipelineFileError(f"{path}: --store given but the pipeline uses no EmbeddedDocumentStore")
-    overridden = {_apply_override(spec, assignment) for assignment in overrides or []}
+    overridden = {apply_override(spec, assignment) for assignment in overrides or []}
     components = spec["components"]
     if not (allow_network or network_allowed_by_environment()):
         check_local_only(components)

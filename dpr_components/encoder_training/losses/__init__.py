@@ -2,7 +2,8 @@
 
 Every loss takes question vectors ``[B, d]``, candidate passage vectors ``[C, d]``, the index of
 each question's positive among the candidates ``[B]`` and a boolean mask ``[B, C]`` of the
-candidates that count for each question."""
+candidates that count for each question. The listwise distillation loss, which reads each question's
+own candidates and a teacher's scores instead, is in :mod:`.distillation` (used by ``encoder_training/distillation.py``)."""
 
 from __future__ import annotations
 
