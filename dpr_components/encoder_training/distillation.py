@@ -38,16 +38,9 @@ from dpr_components.encoder_training.losses.distillation import ListwiseDistilla
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoders.pairing import write_question_pair_file
+from dpr_components.runs import run_folder
 from dpr_components.runs.optimizer import adamw_with_decay_groups
 from dpr_components.runs.rng import seed_everything
-from dpr_components.runs.run_folder import (
-    check_same_run,
-    clean_run_folder,
-    data_fingerprint,
-    read_settings,
-    resume_log,
-    write_settings,
-)
 from dpr_components.runs.schedule import linear_warmup_decay
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.output_folders import DPR_RUN, MODEL, claim_folder, write_marker
@@ -141,14 +134,14 @@ def _step(objects: _Objects, records: list[TeacherRecord], settings: Distillatio
 def _start(out: Path, settings: DistillationSettings, records: list[TeacherRecord]) -> None:
     """Claim ``out`` for the run, or check that it holds this run (same settings, same records)."""
     claim_folder(out, DPR_RUN)
-    clean_run_folder(out, CHECKPOINTS)
+    run_folder.clean_run_folder(out, CHECKPOINTS)
     config = dataclasses.asdict(settings)
-    fingerprint = data_fingerprint(f"{r.id}\t{r.passage_ids}\t{r.teacher}" for r in records)
-    saved = read_settings(out)
+    fingerprint = run_folder.data_fingerprint(f"{r.id}\t{r.passage_ids}\t{r.teacher}" for r in records)
+    saved = run_folder.read_settings(out)
     if saved is None:
-        write_settings(out, {"config": config, "data": fingerprint, "records": len(records)})
+        run_folder.write_settings(out, {"config": config, "data": fingerprint, "records": len(records)})
     else:
-        check_same_run(out, saved["config"], config, RESUMABLE, saved.get("data"), fingerprint)
+        run_folder.check_same_run(out, saved["config"], config, RESUMABLE, saved.get("data"), fingerprint)
 
 
 def export_question_encoder(model: BiEncoder, out: Path, passage_model: str) -> Path:
@@ -174,7 +167,7 @@ def train_distillation(settings: DistillationSettings, out: str | Path, show_pro
     state = EncoderTrainingState()
     if resumed is not None:
         state = load_checkpoint(resumed, objects.model, objects.optimizer, objects.scheduler)
-    log = resume_log(out, state.step if resumed is not None else None)
+    log = run_folder.resume_log(out, state.step if resumed is not None else None)
     objects.model.train()
     bar = tqdm(
         total=total, initial=state.step, desc=f"distilling -> {out.name}", unit="step", disable=not show_progress

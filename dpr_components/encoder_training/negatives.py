@@ -41,6 +41,7 @@ from dpr_components.indexing.passages import (
     split_text,
 )
 from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.utils.json_files import complete_lines
 
 
 @dataclass(frozen=True)
@@ -202,13 +203,8 @@ def _done_ids(partial: Path) -> set[str]:
     """Ids already in the partial file; a line cut short by a kill is removed first."""
     if not partial.exists():
         return set()
-    with open(partial, "rb+") as handle:
-        data = handle.read()
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
-            handle.truncate(end)
     ids = set()
-    for number, line in enumerate(data[:end].splitlines(), start=1):
+    for number, line in enumerate(complete_lines(partial).splitlines(), start=1):
         try:
             ids.add(str(json.loads(line)["id"]))
         except (json.JSONDecodeError, KeyError, TypeError) as error:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpr_components.utils.json_files import complete_lines
 from dpr_components.utils.line_files import numbered_lines
 
 PER_PASSAGE = ("retrieval", "dense", "teacher", "has_answer", "gold")
@@ -107,14 +108,9 @@ def read_teacher_file(path: str | Path, limit: int | None = None) -> list[Teache
 
 def resume_ids(path: Path) -> set[str]:
     """Ids already written to ``path``; a last line cut short by a kill is removed from the file first."""
-    if not path.exists():
+    if not path.exists() or not complete_lines(path):
         return set()
-    with open(path, "rb+") as handle:
-        data = handle.read()
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
-            handle.truncate(end)
-    return {record.id for record in read_teacher_file(path)} if end else set()
+    return {record.id for record in read_teacher_file(path)}
 
 
 class TeacherWriter:
