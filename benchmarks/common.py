@@ -67,7 +67,7 @@ def set_threads(threads: int) -> None:
 
 def command_line(module: str, argv: Sequence[str]) -> str:
     """``python -m module ARGS``, the arguments quoted for a shell: the command a report names."""
-    return f"python -m {module} " + shlex.join(argv)
+    return f"python -m {module} {shlex.join(argv)}".rstrip()
 
 
 def write_report(out: Path, summary: dict[str, Any], markdown: str) -> None:
