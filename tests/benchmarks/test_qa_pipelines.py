@@ -44,6 +44,8 @@ def test_budget_picks_the_best_exact_match_within_it() -> None:
     )  # 75 - 50 EM, paired
     assert rows[2][4:] == ["900 / 900", "500 / 500"]
     assert table_rows({"runs": runs, "budget_ms": 50.0})[1] is None
+    runs["better_and_faster"] = run(30, 0.4, 0.2)  # as good as "better", faster: chosen on the tie
+    assert table_rows({"runs": runs, "budget_ms": 400.0})[1] == "better_and_faster"
     assert percentile_ms([0.1, 0.2, 0.3, 0.4, 1.0], 0.9) == pytest.approx(1000.0)
 
 
@@ -66,3 +68,6 @@ def test_a_run_on_tiny_models(
     assert "who wrote hamlet" not in out.with_suffix(".json").read_text(encoding="utf-8")  # numbers only
     markdown = out.with_suffix(".md").read_text(encoding="utf-8")
     assert "`qa`" in markdown and "`one`" in markdown and "python -m benchmarks.reader.qa_pipelines" in markdown
+    out.with_suffix(".md").unlink()
+    main(["--out", str(out), "--from-json"])
+    assert out.with_suffix(".md").read_text(encoding="utf-8") == markdown
