@@ -124,6 +124,10 @@ def test_wheel_holds_the_pipelines_and_faces_and_no_weights(archives: dict[str, 
     assert not any(name.startswith("dpr_components/models/") or name.endswith(".safetensors") for name in names)
     assert "haystack_integrations/components/retrievers/dpr/py.typed" in names
     assert any(name.endswith("dist-info/licenses/LICENSE") for name in names)
+    with zipfile.ZipFile(archives["wheel"]) as wheel:
+        metadata = wheel.read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode("utf-8")
+    assert "Project-URL: Homepage, https://pypi.org/project/dpr-components/" in metadata
+    assert "Requires-Python: >=3.11" in metadata and "License-Expression: Apache-2.0" in metadata
     assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names
     # the ask page haystack serve answers at GET /
