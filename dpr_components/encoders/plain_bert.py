@@ -164,6 +164,11 @@ class PlainBert:
         self._head_size = shape.hidden_size // shape.num_heads
         self._scaling = self._head_size**-0.5
 
+    @property
+    def weights(self) -> dict[str, torch.Tensor]:
+        """Every weight the forward pass reads, by its name in a ``BertModel`` (a copy of the mapping)."""
+        return dict(self._w)
+
     def _linear(self, name: str, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self._w[f"{name}.weight"], self._w[f"{name}.bias"])
 

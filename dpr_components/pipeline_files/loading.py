@@ -163,19 +163,24 @@ class StoreNotIndexedError(PipelineFileError):
     """A pipeline that only reads names a store folder that nothing was indexed into yet."""
 
 
-def embedded_store_folders(node: Any) -> list[str]:
-    """The folders of every embedded store in the specification (in-memory stores have none)."""
+def embedded_store_specs(node: Any) -> list[dict[str, Any]]:
+    """Every embedded store entry (``type`` and ``init_parameters``) of a specification, in file order."""
     found = []
     if isinstance(node, dict):
-        params = node.get("init_parameters")
-        if is_embedded_store_type(node.get("type")) and isinstance(params, dict) and params.get("path") is not None:
-            found.append(str(params["path"]))
+        if is_embedded_store_type(node.get("type")) and isinstance(node.get("init_parameters"), dict):
+            found.append(node)
         for value in node.values():
-            found += embedded_store_folders(value)
+            found += embedded_store_specs(value)
     elif isinstance(node, list):
         for value in node:
-            found += embedded_store_folders(value)
+            found += embedded_store_specs(value)
     return found
+
+
+def embedded_store_folders(node: Any) -> list[str]:
+    """The folders of every embedded store in the specification (in-memory stores have none)."""
+    paths = (spec["init_parameters"].get("path") for spec in embedded_store_specs(node))
+    return [str(path) for path in paths if path is not None]
 
 
 def _check_store_paths(path: Path, spec: dict[str, Any]) -> None:

@@ -64,13 +64,13 @@ class PlainReader:
         def linear(name: str) -> bool:
             return not name.startswith("embeddings.") and "LayerNorm" not in name
 
-        weights = {n: t.to(torch.bfloat16) if linear(n) else t for n, t in self.bert._w.items()}
+        weights = {n: t.to(torch.bfloat16) if linear(n) else t for n, t in self.bert.weights.items()}
         bert = PlainBert(self.bert.config, weights, is_dpr=self.bert.is_dpr)
         return PlainReader(bert, {n: t.to(torch.bfloat16) for n, t in self._heads.items()})
 
     def named_tensors(self) -> dict[str, torch.Tensor]:
         """Every weight by name: the encoder's (as in ``bert_model``) and the heads' (``span_predictor.*``)."""
-        return {**self.bert._w, **self._heads}
+        return {**self.bert.weights, **self._heads}
 
     def _head(self, name: str, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self._heads[f"{name}.weight"], self._heads[f"{name}.bias"])

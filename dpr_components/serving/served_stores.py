@@ -17,29 +17,11 @@ from typing import Any
 
 from haystack import Document
 
-from dpr_components.pipeline_files.loading import STORE_FILE, embedded_store_folders
+from dpr_components.pipeline_files.loading import STORE_FILE, embedded_store_folders, embedded_store_specs
 from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.serving.wrappers import DeclaredPipelineWrapper
-from dpr_components.store_access.serialization import is_embedded_store_type
 
 SOURCE_ID, PASSAGE_INDEX = "document_id", "passage_index"
-
-
-def _embedded_store_spec(node: Any) -> dict[str, Any] | None:
-    """The first embedded store entry (``type`` and ``init_parameters``) of a pipeline specification."""
-    if isinstance(node, dict):
-        if is_embedded_store_type(node.get("type")) and isinstance(node.get("init_parameters"), dict):
-            return node
-        values: Any = node.values()
-    elif isinstance(node, list):
-        values = node
-    else:
-        return None
-    for value in values:
-        found = _embedded_store_spec(value)
-        if found is not None:
-            return found
-    return None
 
 
 def _built_store(wrapper: DeclaredPipelineWrapper) -> Any | None:
@@ -80,8 +62,7 @@ class ServedStore:
             return _built_store(self.wrapper)
         from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 
-        entry = copy.deepcopy(_embedded_store_spec(self.wrapper.spec["components"]))
-        assert entry is not None  # a folder was found in this specification
+        entry = copy.deepcopy(embedded_store_specs(self.wrapper.spec["components"])[0])  # a folder was found there
         entry["init_parameters"]["path"] = self.folder
         return EmbeddedDocumentStore.from_dict(entry)
 
