@@ -55,6 +55,12 @@ from dpr_components.reader_training.data import (
     read_questions,
     write_mined,
 )
+from dpr_components.reader_training.ranking_file import (
+    RANKING_PREFIX,
+    ranking_retriever,
+    teacher_rankings,
+    with_short_answers,
+)
 from dpr_components.reader_training.train import ReaderTrainingResult, ReaderTrainingSettings, train
 from dpr_components.utils.atomic_files import atomic_directory, atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
@@ -63,6 +69,8 @@ from dpr_components.utils.settings import cache_dir, data_dir
 from dpr_components.utils.threads import thread_count_option
 from dpr_components.utils.validation import MAX_QUERY_CHARS
 from training.reader_record import earlier_record, record_provenance
+
+Retriever = Callable[[int], list[Any]]  # a question's index -> its ranked documents
 
 
 def _kind(path: Path) -> Kind:
@@ -82,8 +90,8 @@ def _store(path: Path, encoder: str | None) -> Any:
     return store
 
 
-def _retrievers(store: Any, questions: list, names: list[str], depth: int, encoder: str) -> list:
-    retrievers = []
+def _retrievers(store: Any, questions: list, names: list[str], depth: int, encoder: str) -> list[Retriever]:
+    retrievers: list[Retriever] = []
     for name in names:
         if name == "bm25":
             retrievers.append(lambda i: store.bm25_retrieval(questions[i].question, depth))
@@ -93,9 +101,16 @@ def _retrievers(store: Any, questions: list, names: list[str], depth: int, encod
             vectors = QuestionEmbedder(model=encoder).encoder.encode_questions(
                 [q.question for q in questions], show_progress=True
             )
-            retrievers.append(lambda i, v=vectors: store.embedding_retrieval(v[i], depth))
+
+            def dense(i: int, v: np.ndarray = vectors) -> list[Any]:
+                return store.embedding_retrieval(v[i], depth)
+
+            retrievers.append(dense)
+        elif name.startswith(RANKING_PREFIX):
+            rankings = teacher_rankings(name.removeprefix(RANKING_PREFIX))
+            retrievers.append(ranking_retriever(store, questions, rankings, depth))
         else:
-            raise ValueError(f"unknown retriever {name!r} (use bm25, dense)")
+            raise ValueError(f"unknown retriever {name!r} (use bm25, dense or ranking:TEACHER_FILE)")
     return retrievers
 
 
@@ -125,6 +140,7 @@ def mined_questions(
     keep_all: bool,
     sample: int | None = None,
     seed: int = 0,
+    short_answer_words: int | None = None,
 ) -> list[MinedQuestion]:
     """Mined questions of one file (the first ``limit``, or ``sample`` drawn at random), from the
     cache when the same mining was done before."""
@@ -142,6 +158,7 @@ def mined_questions(
             keep_all,
             sample,
             seed,
+            *([short_answer_words] if short_answer_words else []),  # older caches keep their key
         ],
         sort_keys=True,
     )
@@ -149,18 +166,7 @@ def mined_questions(
     if cached.is_file():
         print(f"mined questions: {cached}", flush=True)
         return read_mined(cached)
-    questions = read_questions(path, limit)
-    if sample is not None and sample < len(questions):
-        chosen = np.random.default_rng(seed).choice(len(questions), size=sample, replace=False)
-        questions = [questions[int(i)] for i in sorted(chosen)]
-    usable = [q for q in questions if len(q.question) <= MAX_QUERY_CHARS]
-    if len(usable) < len(questions):  # SQuAD train holds a few pasted paragraphs as "questions"
-        print(
-            f"{path}: {len(questions) - len(usable)} questions longer than {MAX_QUERY_CHARS:,} characters "
-            "skipped (the retrievers refuse them)",
-            flush=True,
-        )
-        questions = usable
+    questions = _questions_to_mine(path, limit, sample, seed, short_answer_words)
     if settings.positives_by == "gold-document":
         with_gold_documents(questions)
     mined = mine(
@@ -173,6 +179,25 @@ def mined_questions(
     write_mined(cached, mined)
     print(f"mined {len(mined)} of {len(questions)} questions from {path} → {cached}", flush=True)
     return mined
+
+
+def _questions_to_mine(
+    path: Path, limit: int | None, sample: int | None, seed: int, short_answer_words: int | None
+) -> list[SourceQuestion]:
+    """The file's questions to mine: the first ``limit`` or ``sample`` drawn at random, without the
+    over-long ones, with their short answers only when ``short_answer_words`` is given."""
+    questions = read_questions(path, limit)
+    if sample is not None and sample < len(questions):
+        chosen = np.random.default_rng(seed).choice(len(questions), size=sample, replace=False)
+        questions = [questions[int(i)] for i in sorted(chosen)]
+    usable = [q for q in questions if len(q.question) <= MAX_QUERY_CHARS]
+    if len(usable) < len(questions):  # SQuAD train holds a few pasted paragraphs as "questions"
+        print(
+            f"{path}: {len(questions) - len(usable)} questions longer than {MAX_QUERY_CHARS:,} characters "
+            "skipped (the retrievers refuse them)",
+            flush=True,
+        )
+    return with_short_answers(usable, short_answer_words) if short_answer_words else usable
 
 
 def _data_file(name: str) -> Path:
@@ -238,7 +263,18 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
         "mining with bm25 only; built if empty)",
     )
     parser.add_argument("--encoder", default=BUNDLED_MINILM, help="question encoder of the store, for dense mining")
-    parser.add_argument("--negatives-from", default="bm25,dense", help="retrievers to mine passages with")
+    parser.add_argument(
+        "--negatives-from",
+        default="bm25,dense",
+        help="retrievers to mine passages with: bm25, dense, and ranking:TEACHER_FILE (each question's candidates "
+        "re-ranked by a teacher file's scores, as qa_rerank hands them to its reader; questions it lacks get none)",
+    )
+    parser.add_argument(
+        "--short-answers",
+        type=int,
+        metavar="WORDS",
+        help="train on answers of at most WORDS words only (NQ-open's style: 5); questions left without one are dropped",
+    )
     parser.add_argument("--depth", type=int, default=50, help="passages retrieved per retriever when mining")
     parser.add_argument(
         "--positives-by",
@@ -328,16 +364,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
-    """Mine, train and export as ``args`` say; returns the exit code."""
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    earlier_record(args.init_model)  # a damaged record of the starting reader stops the run before any work
+def _check_before_work(args: argparse.Namespace) -> None:
+    """Refuse a damaged starting record or an unusable run or export folder before any work."""
+    earlier_record(args.init_model)
     check_output_folder(args.output, READER_RUN, replace=False, hint="choose another folder for the run")
     if args.export_to:
         check_output_folder(args.export_to, READER, inputs=[args.output], overwrite=args.overwrite)
     if args.objective == "selection" and args.dev and args.export == "best":
         print("note: dev EM cannot choose a selection-only model (untrained span head); consider --export last")
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Mine, train and export as ``args`` say; returns the exit code."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    _check_before_work(args)
     names = [n.strip() for n in args.negatives_from.split(",") if n.strip()]
     dense = "dense" in names
     store_path = Path(args.store) if args.store else cache_dir() / "indexes" / ("pool-minilm" if dense else "pool-text")
@@ -346,8 +387,19 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     data_seed = args.seed if args.data_seed is None else args.data_seed
 
     def mine(path: Path, limit: int | None, keep_all: bool, sample: int | None) -> list[MinedQuestion]:
+        short = None if keep_all else args.short_answers  # dev questions keep all their answers
         return mined_questions(
-            path, store, store_path, names, settings, limit, args.encoder, keep_all, sample, data_seed
+            path,
+            store,
+            store_path,
+            names,
+            settings,
+            limit,
+            args.encoder,
+            keep_all,
+            sample,
+            data_seed,
+            short_answer_words=short,
         )
 
     train_questions, data_record = _training_questions(args, mine)

@@ -15,6 +15,12 @@ against the machine's attainable one.
    on its own).
 4. Where the time of one precision-auto run goes: tokenisation, linear layers, attention, other
    operations (torch.profiler) and the rest (Python, batching); and the padding.
+5. The default path, what ``PassageEmbedder()`` runs (``backend="auto"``: OpenVINO where it is
+   installed and exact here, else torch): the rates of 3., in the precision it computes in (OpenVINO's
+   inference precision), and, on OpenVINO, per length bucket where one encode's time goes:
+   tokenisation (the tokenizer timed apart), the model's time split as OpenVINO's performance
+   counters split its nodes' time (GEMMs, attention, other operations; the top node types are kept
+   in the JSON), the rest (Python, batching, pooling); and the padding.
 
 Run from the repository root (writes docs/benchmarks/limit.{md,json}):
 
@@ -33,16 +39,20 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from benchmarks.common import command_line, cpu_name, log, set_threads, timed, write_report
+from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, native_precision
 from dpr_components.encoders.text_encoder import (
     BUCKET_BATCHES,
     BUNDLED_MINILM,
     EncoderSettings,
+    ModelLayout,
+    Precision,
     TextEncoder,
     bf16_supported,
 )
@@ -53,12 +63,18 @@ from dpr_components.utils.threads import ENCODE_THREADS_ENV, QUERY_THREADS_ENV
 
 MODULE = "benchmarks.encoding.limit"
 GEMM_PRECISIONS = ("fp32", "bf16", "int8")
-ENCODER_PRECISIONS = ("fp32", "auto")
+ENCODER_PRECISIONS: tuple[Precision, ...] = ("fp32", "auto")
 BUCKET_BOUNDS = (64, 128, 256)
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
 GEMM_ERRORS = (RuntimeError, AttributeError, NotImplementedError, TypeError, ValueError)
 LINEAR_OPS = ("aten::linear", "aten::addmm", "aten::mm", "aten::matmul")
 ATTENTION_OPS = ("aten::scaled_dot_product_attention", "aten::bmm", "aten::baddbmm", "aten::softmax", "aten::_softmax")
+GEMM_NODE_TYPES = ("FullyConnected",)
+# OpenVINO's CPU plugin turns a MatMul by constant weights into FullyConnected: a MatMul left multiplies
+# two activations, i.e. queries by keys or scores by values.
+ATTENTION_NODE_TYPES = ("ScaledDotProductAttention", "MHA", "MatMul", "Softmax", "SoftMax")
+NODE_CATEGORIES = ("gemm", "attention", "other")
+TOP_NODE_TYPES = 10
 
 
 def gemm_shapes(hidden: int, intermediate: int, tokens: int, square: int) -> list[tuple[int, int, int]]:
@@ -200,6 +216,14 @@ def compute_precision(uses_bf16: bool) -> str:
     return "bf16" if uses_bf16 else "fp32"
 
 
+def computes_in(encoder: TextEncoder) -> str:
+    """The precision ``encoder`` computes its products in: OpenVINO's inference precision on OpenVINO
+    (bf16 where asked and the CPU has it), on torch bf16 with bf16 weights, else fp32."""
+    if encoder.backend == "openvino":
+        return compute_precision(native_precision(encoder.uses_bf16) == "bf16")
+    return compute_precision(encoder.uses_bf16)
+
+
 @contextmanager
 def encoding_threads_set(threads: int) -> Iterator[None]:
     """Every encode inside runs on ``threads`` torch threads, however few texts it is given."""
@@ -277,21 +301,39 @@ def measure_encoder(
     repeats: int,
 ) -> dict[str, Any]:
     """One precision: rates over all passages, then per length bucket (each bucket encoded on its own)."""
-    texts, titles = passages
-    compute = compute_precision(encoder.uses_bf16)
-    lengths = token_lengths(encoder, texts, titles)
+    compute = computes_in(encoder)
+    lengths = token_lengths(encoder, *passages)
     overall = group_rates(encoder, passages, lengths, sizes, attainable[compute], repeats)
-    log(f"{encoder.settings.precision} ({compute}): {overall['passages_per_s']:.1f} passages/s")
+    log(f"{encoder.settings.precision} on {encoder.backend} ({compute}): {overall['passages_per_s']:.1f} passages/s")
+    buckets = {
+        label: group_rates(encoder, part, part_lengths, sizes, attainable[compute], repeats)
+        for label, (part, part_lengths) in bucket_groups(passages, lengths).items()
+    }
+    return {
+        "precision": encoder.settings.precision,
+        "backend": encoder.backend,
+        "compute": compute,
+        **overall,
+        "buckets": buckets,
+    }
+
+
+def bucket_groups(
+    passages: tuple[list[str], list[str | None]], lengths: list[int]
+) -> dict[str, tuple[tuple[list[str], list[str | None]], list[int]]]:
+    """The passages (and their token lengths) of each length bucket that has any, shortest bucket first."""
+    texts, titles = passages
     groups: dict[str, list[int]] = {}
     for i, length in enumerate(lengths):
         groups.setdefault(length_bucket(length), []).append(i)
-    buckets = {}
-    for label in bucket_labels():
-        if label in groups:
-            rows = groups[label]
-            part = ([texts[i] for i in rows], [titles[i] for i in rows])
-            buckets[label] = group_rates(encoder, part, [lengths[i] for i in rows], sizes, attainable[compute], repeats)
-    return {"precision": encoder.settings.precision, "compute": compute, **overall, "buckets": buckets}
+    return {
+        label: (
+            ([texts[i] for i in groups[label]], [titles[i] for i in groups[label]]),
+            [lengths[i] for i in groups[label]],
+        )
+        for label in bucket_labels()
+        if label in groups
+    }
 
 
 def op_category(name: str) -> str:
@@ -335,6 +377,154 @@ def time_breakdown(encoder: TextEncoder, passages: tuple[list[str], list[str | N
         "padded_tokens": sum(padded),
         "padding_ratio": sum(padded) / sum(lengths),
     }
+
+
+class TimedModel:
+    """An OpenVINO model compiled with performance counters, called like it; the seconds spent inside
+    its calls are summed."""
+
+    def __init__(self, model: OpenVINOEncoderModel) -> None:
+        self.model = model
+        self.config = model.config
+        self.seconds = 0.0
+
+    def __call__(self, **batch: torch.Tensor) -> Any:
+        seconds, output = timed(lambda: self.model(**batch))
+        self.seconds += seconds
+        return output
+
+    def reset(self) -> None:
+        """Forget the time and the profiling info gathered so far."""
+        self.seconds = 0.0
+        self.model.profiling.clear()
+
+    def profiled_nodes(self) -> list[Any]:
+        """The profiling items of every request since the last reset."""
+        return [item for request in self.model.profiling for item in request]
+
+
+class CountedOpenVINOEncoder(TextEncoder):
+    """An OpenVINO encoder whose model is compiled with OpenVINO's performance counters and timed
+    (:attr:`timed`); otherwise the encoder the default path runs."""
+
+    timed: TimedModel
+
+    def _openvino_model(self, model: Any, layout: ModelLayout) -> Any:
+        self.timed = TimedModel(OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16, perf_count=True))
+        return self.timed
+
+
+def counted_encoder(settings: EncoderSettings, batch_size: int) -> CountedOpenVINOEncoder:
+    """``settings`` on OpenVINO with performance counters, loaded apart from the shared models: it gets
+    a model of its own, which no later encoder of these settings picks up."""
+    settings = replace(settings, backend="openvino")
+    TextEncoder.forget(settings)
+    encoder = CountedOpenVINOEncoder(settings, batch_size=batch_size)
+    encoder.load()
+    TextEncoder.forget(settings)
+    return encoder
+
+
+def is_executed(item: Any) -> bool:
+    """Whether a profiling item's node ran (not optimised away or fused into another)."""
+    return getattr(item.status, "name", str(item.status)) == "EXECUTED"
+
+
+def node_category(node_type: str, node_name: str) -> str:
+    """``gemm``, ``attention`` or ``other``: the category of an OpenVINO node. A fused attention is a
+    ``Subgraph`` node named after the ``scaled_dot_product_attention`` it came from."""
+    if node_type in ATTENTION_NODE_TYPES or "scaled_dot_product_attention" in node_name.lower():
+        return "attention"
+    return "gemm" if node_type in GEMM_NODE_TYPES else "other"
+
+
+def node_type_seconds(items: Iterable[Any]) -> dict[tuple[str, str], float]:
+    """Seconds of the executed nodes per (category, node type)."""
+    seconds: dict[tuple[str, str], float] = {}
+    for item in items:
+        if is_executed(item):
+            key = (node_category(item.node_type, item.node_name), item.node_type)
+            seconds[key] = seconds.get(key, 0.0) + item.real_time.total_seconds()
+    return seconds
+
+
+def category_seconds(by_type: dict[tuple[str, str], float]) -> dict[str, float]:
+    """Seconds per node category."""
+    totals = dict.fromkeys(NODE_CATEGORIES, 0.0)
+    for (category, _), seconds in by_type.items():
+        totals[category] += seconds
+    return totals
+
+
+def top_node_types(by_type: dict[tuple[str, str], float], count: int = TOP_NODE_TYPES) -> list[dict[str, Any]]:
+    """The ``count`` node types that took the most time, with their category and share of all nodes' time."""
+    total = sum(by_type.values())
+    ranked = sorted(by_type.items(), key=lambda entry: -entry[1])[:count]
+    return [
+        {"node_type": node_type, "category": category, "seconds": seconds, "share": seconds / total if total else 0.0}
+        for (category, node_type), seconds in ranked
+    ]
+
+
+def wall_shares(wall_s: float, tokenisation_s: float, model_s: float, nodes: dict[str, float]) -> dict[str, float]:
+    """Shares of an encode's wall time: tokenisation, the model's time split as its nodes' time is
+    (``nodes``: seconds per category, summed over parallel requests), and the rest."""
+    nodes_total = sum(nodes.values())
+    shares = {"tokenisation": tokenisation_s / wall_s}
+    for category, seconds in nodes.items():
+        shares[category] = model_s / wall_s * (seconds / nodes_total if nodes_total else 0.0)
+    shares["rest"] = (wall_s - tokenisation_s - model_s) / wall_s
+    return shares
+
+
+def padding_share(real_tokens: int, padded_tokens: int) -> float:
+    """Of the tokens the model computes, the share that are padding."""
+    return (padded_tokens - real_tokens) / padded_tokens if padded_tokens else 0.0
+
+
+def counted_breakdown(
+    encoder: CountedOpenVINOEncoder, passages: tuple[list[str], list[str | None]], lengths: list[int], repeats: int
+) -> dict[str, Any]:
+    """Where the time of one encode of ``passages`` on OpenVINO goes (performance counters on); the padding."""
+    texts, titles = passages
+    tokenisation = statistics.median(timed(lambda: encoder.token_lengths(texts, titles))[0] for _ in range(repeats))
+    encoder.encode_passages(texts[: encoder.batch_size], titles[: encoder.batch_size])
+    encoder.timed.reset()
+    wall = timed(lambda: encoder.encode_passages(texts, titles))[0]
+    by_type = node_type_seconds(encoder.timed.profiled_nodes())
+    nodes = category_seconds(by_type)
+    padded = sum(padded_lengths(lengths, encoder.batch_size, encoder.batch_size * BUCKET_BATCHES))
+    return {
+        "passages": len(texts),
+        "wall_s": wall,
+        "tokenisation_s": tokenisation,
+        "model_s": encoder.timed.seconds,
+        "node_seconds": nodes,
+        "shares": wall_shares(wall, tokenisation, encoder.timed.seconds, nodes),
+        "top_node_types": top_node_types(by_type),
+        "real_tokens": sum(lengths),
+        "padded_tokens": padded,
+        "padding_share": padding_share(sum(lengths), padded),
+    }
+
+
+def default_path_result(
+    encoder: TextEncoder, rates: dict[str, Any], passages: tuple[list[str], list[str | None]], repeats: int
+) -> dict[str, Any]:
+    """What ``backend="auto"`` resolved to for ``encoder``, its ``rates`` (:func:`measure_encoder`), and on
+    OpenVINO the time breakdown per length bucket."""
+    choice = encoder.backend_choice()
+    result = {"backend": choice.backend, "reason": choice.reason, "compute": rates["compute"], "rates": rates}
+    if choice.backend != "openvino":
+        return {**result, "inference_precision": rates["compute"], "streams": None, "breakdown": None}
+    counted = counted_encoder(encoder.settings, encoder.batch_size)
+    lengths = token_lengths(counted, *passages)
+    breakdown = {
+        label: counted_breakdown(counted, part, part_lengths, repeats)
+        for label, (part, part_lengths) in bucket_groups(passages, lengths).items()
+    }
+    model = counted.timed.model
+    return {**result, "inference_precision": model.precision, "streams": model.streams, "breakdown": breakdown}
 
 
 def cpu_flags(cpuinfo: str | None = None) -> dict[str, bool]:
@@ -491,6 +681,64 @@ def render_breakdown(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def backend_label(backend: str) -> str:
+    return "OpenVINO" if backend == "openvino" else backend
+
+
+def render_default_path(summary: dict[str, Any]) -> list[str]:
+    """The default path's rates and, on OpenVINO, its time breakdown per bucket."""
+    path = summary["default_path"]
+    rates = path["rates"]
+    rows = [["all", *rate_cells(rates)], *([label, *rate_cells(b)] for label, b in rates["buckets"].items())]
+    columns = ["tokens", "passages", "passages/s", "GFLOP/s padded", "GFLOP/s real", "fraction of attainable"]
+    return [
+        f"## The default path ({backend_label(path['backend'])})",
+        "",
+        f'What `PassageEmbedder()` runs: `backend="auto"`, which resolved to **{backend_label(path["backend"])}** '
+        f"here ({path['reason']}); inference precision {path['inference_precision']}, so its fraction compares with "
+        f"the attainable {path['compute']} rate. Overall: {rates['passages_per_s']:.1f} passages/s, "
+        f"**{percent(rates['fraction_padded'])} of attainable** ({rates['gflops_padded']:.1f} GFLOP/s padded).",
+        "",
+        *markdown_table(columns, rows, "lrrrrr"),
+        "",
+        *render_default_breakdown(path),
+    ]
+
+
+def render_default_breakdown(path: dict[str, Any]) -> list[str]:
+    """Per bucket: where one encode's time goes on OpenVINO, from its performance counters."""
+    if path["breakdown"] is None:
+        return ["Backend auto ran torch here: the torch breakdown above is its breakdown.", ""]
+    unprofiled = path["rates"]["buckets"]
+    rows = [
+        [
+            label, str(b["passages"]), f"{1000 * unprofiled[label]['seconds'] / b['passages']:.2f}",
+            f"{1000 * b['wall_s'] / b['passages']:.2f}",
+            *(percent(b["shares"][part]) for part in ("tokenisation", *NODE_CATEGORIES, "rest")),
+            percent(b["padding_share"]),
+        ]
+        for label, b in path["breakdown"].items()
+    ]  # fmt: skip
+    header = ["tokens", "passages", "ms per passage", "ms, counted", "tokenisation", "GEMM", "attention", "other"]
+    return [
+        "Where the time goes, per bucket of real token length: one encode of the bucket's passages with OpenVINO's "
+        f"performance counters on ({path['streams']} stream(s), one infer request per stream and batch). "
+        "*Tokenisation*: the tokenizer on the bucket's passages, timed apart. The time inside the model's calls is "
+        "split as the executed nodes' times (summed over the requests) split: *GEMM* the FullyConnected nodes "
+        "(Q, K, V, output and feed-forward projections), *attention* the fused scaled-dot-product-attention "
+        "subgraphs (or MatMul/Softmax between queries, keys and values when not fused), *other* every other node "
+        "(layer norms, residual adds, reorders and precision conversions, embeddings); the calls' own overhead "
+        "(requests, copies: small next to a batch of 64) is split in the same proportions. *Rest*: the wall time less "
+        "tokenisation and the model (batching, padding, pooling, Python). *Padding*: padded tokens that are not "
+        "real tokens, of all tokens the model computes. *ms per passage* is the unprofiled median of the rates "
+        "above; *ms, counted* the encode under the counters, whose shares these are. The top node types are in "
+        "the JSON.",
+        "",
+        *markdown_table([*header, "rest", "padding"], rows, "lrrrrrrrrr"),
+        "",
+    ]
+
+
 def render(summary: dict[str, Any], command: str) -> str:
     """The markdown report."""
     lines = [
@@ -498,6 +746,7 @@ def render(summary: dict[str, Any], command: str) -> str:
         *render_gemms(summary),
         *render_encoder(summary),
         *render_breakdown(summary),
+        *render_default_path(summary),
         *produced_by(command),
     ]
     return "\n".join(lines)
@@ -541,6 +790,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         attainable = {p: r["attainable_gflops"] for p, r in gemm.items()}
         encoder = {p: measure_encoder(e, passages, sizes, attainable, args.repeats) for p, e in encoders.items()}
         breakdown = time_breakdown(encoders["auto"], passages, args.repeats)
+        default = TextEncoder(EncoderSettings(model=args.model, backend="auto"), batch_size=args.batch_size)
+        default_rates = measure_encoder(default, passages, sizes, attainable, args.repeats)
+        default_path = default_path_result(default, default_rates, passages, args.repeats)
     env["load_average_end"] = os.getloadavg()[0]
     summary = {
         "machine": env,
@@ -558,6 +810,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "gemm": gemm,
         "encoder": encoder,
         "breakdown": breakdown,
+        "default_path": default_path,
     }
     command = command_line(MODULE, argv)
     write_report(args.out_dir / "limit", summary, render(summary, command))

@@ -5,8 +5,10 @@ on the same passages in one run.
 The peers run in an environment of their own (``benchmarks.encoding.peer_env``, made on first use),
 each in a process of its own (``peer_worker.py``) that keeps its model loaded; ours run in this
 process. Every system takes turns ``--chunk`` passages at a time, one computing at a time, as in
-``benchmarks.encoding.backends``. Reported: passages/s, our default (what ``PassageEmbedder()`` runs
-here) and our OpenVINO path against each peer, each system's cosine to our torch fp32 passage by
+``benchmarks.encoding.backends``. Ours: our default (what ``PassageEmbedder()`` runs: ``backend="auto"``,
+OpenVINO where it is installed and exact here, else torch), our torch path (precision auto), our
+OpenVINO path when the default is not it, and torch fp32 (the reference). Reported: passages/s, our
+default and our torch path against each system, each system's cosine to our torch fp32 passage by
 passage, whether it keeps the accuracy bound (every passage at cosine >= 0.999), and the fastest peer
 that keeps it ("ST best exact").
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -35,7 +38,7 @@ from benchmarks.common import REPO_ROOT, command_line, log, set_threads, write_r
 from benchmarks.encoding import peer_env
 from benchmarks.encoding.backends import measure, rerun_under_isa
 from benchmarks.encoding.encoding_benchmark import cosine_stats
-from benchmarks.encoding.limit import machine, sample_passages
+from benchmarks.encoding.limit import backend_label, computes_in, machine, sample_passages
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder, resolve_model_path
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
@@ -48,7 +51,7 @@ WORKER = Path(__file__).with_name("peer_worker.py")
 BOUND = 0.999  # every passage's cosine to fp32, as the project keeps a precision (docs/benchmarks/encoding.md)
 GOAL = 1.5  # our default against the fastest exact peer
 DEFAULT_PASSAGES, DEFAULT_REPEATS = 1000, 2
-OURS_DEFAULT, OURS_OPENVINO, OURS_FP32 = "ours default", "ours OpenVINO", "ours torch fp32"
+OURS_DEFAULT, OURS_TORCH, OURS_OPENVINO, OURS_FP32 = "ours default", "ours torch", "ours OpenVINO", "ours torch fp32"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
@@ -167,15 +170,42 @@ def started_peers(
 
 
 def our_systems(batch_size: int) -> tuple[dict[str, TextEncoder], dict[str, str]]:
-    """Our default (``PassageEmbedder()``'s settings), our OpenVINO path and torch fp32 (the reference);
-    the precision each computes in."""
-    default = TextEncoder(EncoderSettings(model=BUNDLED_MINILM), batch_size=batch_size)
-    openvino = TextEncoder(EncoderSettings(model=BUNDLED_MINILM, backend="openvino"), batch_size=batch_size)
-    fp32 = TextEncoder(EncoderSettings(model=BUNDLED_MINILM, precision="fp32"), batch_size=batch_size)
-    systems = {OURS_DEFAULT: default, OURS_OPENVINO: openvino, OURS_FP32: fp32}
+    """Our default (``PassageEmbedder()``'s settings: backend auto), our torch path (precision auto), our
+    OpenVINO path when auto did not resolve to it, and torch fp32 (the reference); the precision each
+    computes in."""
+    settings = {
+        OURS_DEFAULT: EncoderSettings(model=BUNDLED_MINILM, backend="auto"),
+        OURS_TORCH: EncoderSettings(model=BUNDLED_MINILM, backend="torch"),
+        OURS_OPENVINO: EncoderSettings(model=BUNDLED_MINILM, backend="openvino"),
+        OURS_FP32: EncoderSettings(model=BUNDLED_MINILM, backend="torch", precision="fp32"),
+    }
+    default = TextEncoder(settings[OURS_DEFAULT], batch_size=batch_size)
+    names = our_system_names(default.backend)
+    systems = {name: default if name == OURS_DEFAULT else TextEncoder(settings[name], batch_size) for name in names}
     for encoder in systems.values():
         encoder.load()
-    return systems, {name: "bf16" if encoder.uses_bf16 else "fp32" for name, encoder in systems.items()}
+    return systems, {name: computes_in(encoder) for name, encoder in systems.items()}
+
+
+def our_system_names(default_backend: str) -> list[str]:
+    """Our systems to measure: ours OpenVINO only when the default (backend auto) is not already it."""
+    names = [OURS_DEFAULT, OURS_TORCH, OURS_OPENVINO, OURS_FP32]
+    return [name for name in names if name != OURS_OPENVINO or default_backend != "openvino"]
+
+
+def default_backend(encoder: TextEncoder, computes: str) -> dict[str, str]:
+    """What backend auto resolved to for our default, why, the precision it computes in and the
+    OpenVINO version installed."""
+    try:
+        openvino = importlib.metadata.version("openvino")
+    except importlib.metadata.PackageNotFoundError:
+        openvino = "not installed"
+    return {
+        "backend": encoder.backend,
+        "reason": encoder.backend_choice().reason,
+        "computes": computes,
+        "openvino": openvino,
+    }
 
 
 def system_rows(
@@ -223,31 +253,50 @@ def ratio_cell(ours: float, other: float) -> str:
 
 
 def result_table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per system: rate, our default and OpenVINO paths against it, cosine, the bound."""
+    """One line per system: rate, our default and torch paths against it, cosine, the bound."""
     rate = {row["system"]: row["passages_per_s"] for row in rows}
     body = [
         [
             row["system"], row["computes"], f"{row['passages_per_s']:.1f}",
-            ratio_cell(rate[OURS_DEFAULT], row["passages_per_s"]), ratio_cell(rate[OURS_OPENVINO], row["passages_per_s"]),
+            ratio_cell(rate[OURS_DEFAULT], row["passages_per_s"]), ratio_cell(rate[OURS_TORCH], row["passages_per_s"]),
             f"{row['cosine_to_ours_fp32']['min']:.5f}", f"{row['cosine_to_ours_fp32']['mean']:.5f}",
             "yes" if row["within_bound"] else "no",
         ]
         for row in rows
     ]  # fmt: skip
-    header = ["system", "computes in", "passages/s", "ours default ÷", "ours OpenVINO ÷", "cosine min", "mean", "exact"]
+    header = ["system", "computes in", "passages/s", "ours default ÷", "ours torch ÷", "cosine min", "mean", "exact"]
     return markdown_table(header, body, "llrrrrrl")
 
 
-def headline_text(result: dict[str, Any]) -> str:
-    """The headline as a sentence."""
+def headline_text(result: dict[str, Any], default: dict[str, str]) -> str:
+    """The headline as a sentence; ``default``: what our default ran on."""
     if result["st_best_exact"] is None:
         return "No peer kept the accuracy bound: there is no ST best exact in this run."
     verdict = "met" if result["goal_met"] else "not met"
     return (
         f"**ST best exact: {result['st_best_exact']}**, {result['st_best_exact_passages_per_s']:.1f} passages/s. "
-        f"Our default: {result['ours_default_passages_per_s']:.1f} passages/s, "
+        f"Our default ({backend_label(default['backend'])}, {default['computes']}): "
+        f"{result['ours_default_passages_per_s']:.1f} passages/s, "
         f"**{result['ratio_ours_default_to_st_best_exact']:.2f}x** ST best exact (goal {GOAL}x: {verdict})."
     )
+
+
+def ours_text(default: dict[str, str]) -> str:
+    """What each of our systems is, with what backend auto resolved to here."""
+    resolved = (
+        f"*Ours default* is what `PassageEmbedder()` runs here: backend auto, which resolved to "
+        f"**{backend_label(default['backend'])}** ({default['reason']}), computing in {default['computes']}"
+    )
+    if default["backend"] == "openvino":
+        resolved += " with one stream per thread"
+    torch_path = (
+        '*ours torch* is `PassageEmbedder(backend="torch")` (precision auto: bf16 weights where the CPU has native '
+        "bf16, else fp32), the default before backend auto"
+    )
+    parts = [resolved, torch_path]
+    if default["backend"] != "openvino":
+        parts.append('*ours OpenVINO* is `PassageEmbedder(backend="openvino")` (precision auto)')
+    return "; ".join(parts) + "; *ours torch fp32* is the reference of the cosines."
 
 
 def versions_text(peer_info: dict[str, Any]) -> str:
@@ -282,6 +331,8 @@ def render(summary: dict[str, Any], command: str) -> str:
         "load_start": f"{env['load_average_start']:.2f}",
         "load_end": f"{env['load_average_end']:.2f}",
         "torch": env["torch"],
+        "openvino": summary["ours_default"]["openvino"],
+        "ours": ours_text(summary["ours_default"]),
         "peer_versions": versions_text(summary["peer_versions"]),
         "passages": config["passages"],
         "seed": config["seed"],
@@ -290,7 +341,7 @@ def render(summary: dict[str, Any], command: str) -> str:
         "chunk": config["chunk"],
         "calibration": config["calibration"],
         "bound": BOUND,
-        "headline": headline_text(summary["headline"]),
+        "headline": headline_text(summary["headline"], summary["ours_default"]),
         "table": "\n".join(result_table(summary["systems"])),
         "skipped": "\n".join(f"- {key}: {why}" for key, why in summary["skipped"].items()) or "- none",
         "avx2_note": AVX2_NOTE if config["isa"] == "avx2" else "",
@@ -351,6 +402,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     measured, calibration = chosen[: args.passages], chosen[args.passages :]
     texts, titles = [p.text for p in measured], [p.title or "" for p in measured]
     ours, computes = our_systems(args.batch_size)
+    default = default_backend(ours[OURS_DEFAULT], computes[OURS_DEFAULT])
+    log(f"ours default: backend auto resolved to {default['backend']} ({default['reason']})")
     peers, skipped = chosen_peers(args, env["native_bf16"], env["flags"])
     with tempfile.TemporaryDirectory(prefix="peers-") as work:
         pairs = [[p.title or "", p.text] for p in calibration]
@@ -367,6 +420,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "machine": env,
         "config": {**config, "exports": "the cache folder", "peer_python": "the peer environment's"},
+        "ours_default": default,
         "peer_versions": {k: v for k, v in info.items() if k != "openvino_inference_precision"},
         "skipped": skipped,
         "systems": rows,

@@ -22,7 +22,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,25 +181,39 @@ def render(summary: dict[str, Any]) -> str:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def pipeline_parser(description: str, report: str) -> argparse.ArgumentParser:
+    """The options every pipeline benchmark here takes; ``report``: the name of its page under docs/benchmarks."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--questions", default=SELECTION, help="comma-separated question files")
     parser.add_argument("--limit", type=int, default=250, help="questions per file")
     parser.add_argument("--pipeline", dest="variants", type=parse_variant, action="append", help="repeatable")
-    parser.add_argument("--warmup", type=int, default=5, help="questions asked untimed on each thread count")
-    parser.add_argument("--budget-ms", type=float, default=400.0, help="median ms per question on two threads")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "qa_pipelines")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / report)
     parser.add_argument("--from-json", action="store_true", help="render the report again from its JSON")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    parser = pipeline_parser(__doc__.split("\n\n")[0], "qa_pipelines")
+    parser.add_argument("--warmup", type=int, default=5, help="questions asked untimed on each thread count")
+    parser.add_argument("--budget-ms", type=float, default=400.0, help="median ms per question on two threads")
+    return parser
+
+
+def run_report(
+    module: str,
+    argv: Sequence[str] | None,
+    parser: argparse.ArgumentParser,
+    render_summary: Callable[[dict[str, Any]], str],
+    measured: Callable[[argparse.Namespace, dict[str, Any], list[tuple[str, str, list[str]]]], dict[str, Any]],
+) -> None:
+    """A pipeline benchmark's command: re-render its JSON (``--from-json``), or load the variants' pipelines,
+    ask the questions, and write the summary with ``measured(args, pipelines, asked)``'s fields."""
     arguments = list(argv) if argv is not None else None
-    args = build_parser().parse_args(arguments)
+    args = parser.parse_args(arguments)
     if args.from_json:
         summary = json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8"))
-        write_report(args.out, summary, render(summary))
+        write_report(args.out, summary, render_summary(summary))
         return
     variants = args.variants or [parse_variant("qa"), parse_variant("qa_rerank")]
     pipelines = {label: load_pipeline(name, store=args.store, overrides=o) for label, name, o in variants}
@@ -209,13 +223,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         "store": args.store,
         "variants": {label: ";".join([name, *o]) for label, name, o in variants},
         "asked": {path: sum(1 for q in asked if q[0] == path) for path in args.questions.split(",")},
-        "budget_ms": args.budget_ms,
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
-        "runs": measure(pipelines, asked, args.warmup),
-        "command": command_line(MODULE, arguments if arguments is not None else sys.argv[1:]),
+        **measured(args, pipelines, asked),
+        "command": command_line(module, arguments if arguments is not None else sys.argv[1:]),
     }
-    write_report(args.out, summary, render(summary))
-    print(render(summary))
+    write_report(args.out, summary, render_summary(summary))
+    print(render_summary(summary))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    run_report(
+        MODULE,
+        argv,
+        build_parser(),
+        render,
+        lambda args, pipelines, asked: {
+            "budget_ms": args.budget_ms,
+            "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
+            "runs": measure(pipelines, asked, args.warmup),
+        },
+    )
 
 
 if __name__ == "__main__":

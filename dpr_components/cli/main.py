@@ -57,6 +57,8 @@ def _run(argv: list[str] | None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    # Which back end encodes the passages is worth one line on every run that indexes.
+    logging.getLogger("dpr_components.encoders.backend_choice").setLevel(logging.INFO)
     try:
         check_settings(args)  # every command, before anything heavy loads
     except ValueError as error:

@@ -10,6 +10,7 @@ import argparse
 import os
 from collections.abc import Callable
 
+from dpr_components.encoders.backend_choice import env_backend
 from dpr_components.indexing.shard_spec import MAX_SHARDS
 from dpr_components.utils.input_files import hard_links_allowed
 from dpr_components.utils.knobs import Bound, check_option, whole_number
@@ -73,3 +74,4 @@ def check_settings(args: argparse.Namespace) -> None:
     given = {THREAD_OPTIONS[dest]: str(getattr(args, dest)) for dest in THREAD_OPTIONS if getattr(args, dest, None)}
     check_thread_variables({**os.environ, **given})
     hard_links_allowed()  # DPR_INPUT_HARD_LINKS: 'allow' or 'refuse'; a typo is refused now, not at the first request
+    env_backend()  # DPR_ENCODE_BACKEND: likewise, not at the first encoding

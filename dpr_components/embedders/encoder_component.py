@@ -30,7 +30,7 @@ class EncoderComponent:
         batch_size: int,
         title_mode: TitleMode,
         plain_torch: bool = False,
-        backend: Backend = "torch",
+        backend: Backend = "auto",
         device: ComponentDevice | None = None,
     ) -> None:
         """Keep the settings as init parameters and build the encoder (it checks them; weights load on warm-up)."""

@@ -32,8 +32,10 @@ class PassageEmbedder(EncoderComponent):
 
     With ``cache_dir`` set, vectors are kept on disk as they are made: an interrupted indexing
     run resumes where it stopped and re-indexing with the same encoder costs nothing.
-    ``backend="openvino"`` (the ``openvino`` extra) runs the model with OpenVINO's CPU kernels:
-    faster here at the same precision (docs/benchmarks/backends.md); its vectors are cached apart.
+    ``backend="auto"`` (the default) runs the model with OpenVINO's CPU kernels when they pass the
+    accuracy bound on this CPU, else with torch: OpenVINO is the faster exact back end on every CPU
+    measured (docs/benchmarks/backends.md); the choice is logged once per process, ``backend="torch"``
+    or ``"openvino"`` (or ``DPR_ENCODE_BACKEND``) overrides it, and each back end's vectors are cached apart.
     ``device`` is Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
 
     Usage example (vectors for any Haystack store; our ``DenseRetriever`` or Haystack's embedding
@@ -63,7 +65,7 @@ class PassageEmbedder(EncoderComponent):
         title_field: str = "title",
         cache_dir: str | None = None,
         progress_bar: bool = True,
-        backend: Backend = "torch",
+        backend: Backend = "auto",
         device: ComponentDevice | None = None,
     ) -> None:
         self._init_encoder(

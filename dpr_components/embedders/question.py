@@ -10,7 +10,7 @@ from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.model_locks import model_lock
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Backend, Pooling, Precision
 from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.published import EMBEDDERS, published_in
@@ -26,6 +26,10 @@ class QuestionEmbedder(EncoderComponent):
     :param pooling: ``auto`` (from the checkpoint), ``cls``, ``mean`` or ``pooler``.
     :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
     :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
+    :param backend: ``auto`` (plain torch: one question at a time starts fastest there,
+        docs/benchmarks/question_backends.md), ``torch`` or ``openvino`` (faster per question once
+        converted, a few seconds at start-up: for long-running batch work; plain and sentence-transformers
+        checkpoints only, not DPR-layout ones such as ``bundled:dpr-minilm-multi/question_encoder``).
     :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
 
     Usage example (any Haystack embedding retriever can follow it):
@@ -46,6 +50,7 @@ class QuestionEmbedder(EncoderComponent):
         self,
         *,
         model: str = BUNDLED_MINILM,
+        backend: Backend = "auto",
         pooling: Pooling = "auto",
         normalize: bool | None = None,
         max_length: int | None = None,
@@ -56,11 +61,22 @@ class QuestionEmbedder(EncoderComponent):
         # Questions are encoded at query time: plain torch where it gives the same vectors, so a
         # command line answering one question does not import transformers.
         self._init_encoder(
-            model, pooling, normalize, max_length, precision, batch_size, "none", plain_torch=True, device=device
+            model,
+            pooling,
+            normalize,
+            max_length,
+            precision,
+            batch_size,
+            "none",
+            plain_torch=True,
+            backend=backend,
+            device=device,
         )
+        self.backend = backend
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **init_parameters(self, ENCODER_SETTINGS), **device_parameter(self.device))
+        settings = init_parameters(self, f"{ENCODER_SETTINGS} backend")
+        return default_to_dict(self, **settings, **device_parameter(self.device))
 
     @component.output_types(embedding=list[float])
     def run(self, text: str | None = None, query: str | None = None) -> dict[str, Any]:

@@ -20,7 +20,9 @@ import torch
 from dpr_components.utils.threads import encode_threads, usable_cores
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-INSTALL_HINT = "backend 'openvino' needs the openvino extra: pip install 'dpr-components[openvino]'"
+INSTALL_HINT = (
+    "backend 'openvino' needs the openvino package, a dependency of dpr-components: pip install 'openvino>=2025.1'"
+)
 
 
 class OpenVINOUnavailableError(ImportError):
@@ -78,9 +80,15 @@ def native_precision(bf16: bool) -> str:
     return "bf16" if bf16 and "BF16" in capabilities else "f32"
 
 
-def compile_for_cpu(converted: Any, precision: str, threads: int, streams: int = 1) -> Any:
-    """``converted`` compiled for this CPU: ``streams`` requests at once, ``threads`` threads in all."""
-    config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": streams}
+def compile_for_cpu(converted: Any, precision: str, threads: int, streams: int = 1, perf_count: bool = False) -> Any:
+    """``converted`` compiled for this CPU: ``streams`` requests at once, ``threads`` threads in all; with
+    ``perf_count``, each request keeps its nodes' times (``get_profiling_info()``)."""
+    config = {
+        "INFERENCE_PRECISION_HINT": precision,
+        "INFERENCE_NUM_THREADS": threads,
+        "NUM_STREAMS": streams,
+        "PERF_COUNT": perf_count,
+    }
     return openvino_module().Core().compile_model(converted, "CPU", config)
 
 
@@ -93,10 +101,18 @@ class OpenVINOEncoderModel:
     :param threads: OpenVINO's threads (default: ``DPR_ENCODE_THREADS``, else the usable cores).
     :param streams: a batch of at least this many rows is cut into ``streams`` parts computed at once,
         each on ``threads / streams`` threads (1: the whole batch on all threads).
+    :param perf_count: compile with OpenVINO's performance counters: every request's ``get_profiling_info()``
+        is appended to :attr:`profiling` (one list of node items per request).
     """
 
     def __init__(
-        self, converted: Any, config: Any, precision: str, threads: int | None = None, streams: int = 1
+        self,
+        converted: Any,
+        config: Any,
+        precision: str,
+        threads: int | None = None,
+        streams: int = 1,
+        perf_count: bool = False,
     ) -> None:
         self.config = config
         self.precision = precision
@@ -104,15 +120,20 @@ class OpenVINOEncoderModel:
         if not 1 <= streams <= self.threads:
             raise ValueError(f"streams must be between 1 and the {self.threads} threads, got {streams}")
         self.streams = streams
-        self._compiled = compile_for_cpu(converted, precision, self.threads, streams)
+        self.perf_count = perf_count
+        self.profiling: list[list[Any]] = []
+        self._compiled = compile_for_cpu(converted, precision, self.threads, streams, perf_count)
 
     @classmethod
-    def from_torch(cls, model: torch.nn.Module, bf16: bool, threads: int | None = None) -> OpenVINOEncoderModel:
+    def from_torch(
+        cls, model: torch.nn.Module, bf16: bool, threads: int | None = None, perf_count: bool = False
+    ) -> OpenVINOEncoderModel:
         """``model`` converted, in bf16 when asked and OpenVINO computes bf16 natively here, else fp32, with
         one stream per thread: a batch cut in one part per thread encodes a few percent faster than the
         whole batch on all threads (docs/benchmarks/backends.md)."""
         threads = threads or encode_threads() or usable_cores()
-        return cls(convert_to_openvino(model), model.config, native_precision(bf16), threads, streams=threads)
+        precision = native_precision(bf16)
+        return cls(convert_to_openvino(model), model.config, precision, threads, streams=threads, perf_count=perf_count)
 
     def __call__(self, **batch: torch.Tensor) -> HiddenStatesOutput:
         inputs = {name: batch[name].numpy() for name in INPUT_NAMES if name in batch}
@@ -128,5 +149,7 @@ class OpenVINOEncoderModel:
         hidden = []
         for request in requests:
             request.wait()
+            if self.perf_count:
+                self.profiling.append(list(request.get_profiling_info()))
             hidden.append(np.array(request.get_output_tensor(0).data, dtype=np.float32))
         return HiddenStatesOutput(torch.from_numpy(np.concatenate(hidden) if len(hidden) > 1 else hidden[0]))

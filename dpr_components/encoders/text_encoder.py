@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -23,6 +23,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from dpr_components.encoders.backend_choice import (
+    PROBE_PASSAGES,
+    BackendChoice,
+    OpenVINOTrial,
+    ResolvedBackend,
+    lowest_cosine,
+    resolve_backend,
+)
 from dpr_components.encoders.bundled import (
     BUNDLED_MINILM,
     BUNDLED_PREFIX,
@@ -55,7 +63,7 @@ DEFAULT_MAX_LENGTH = 256  # tokens per input when neither the settings nor the f
 
 Pooling = Literal["auto", "cls", "mean", "pooler"]
 Precision = Literal["auto", "fp32", "bf16"]
-Backend = Literal["torch", "openvino"]
+Backend = Literal["auto", "torch", "openvino"]
 TitleMode = Literal["pair", "prefix", "none"]
 BatchCallback = Callable[[np.ndarray, np.ndarray], None]
 
@@ -327,8 +335,8 @@ class TextEncoder:
             raise ValueError(f"pooling must be auto, cls, mean or pooler, got {self.settings.pooling!r}")
         if self.settings.precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, got {self.settings.precision!r}")
-        if self.settings.backend not in ("torch", "openvino"):
-            raise ValueError(f"backend must be torch or openvino, got {self.settings.backend!r}")
+        if self.settings.backend not in ("auto", "torch", "openvino"):
+            raise ValueError(f"backend must be auto, torch or openvino, got {self.settings.backend!r}")
         if self.settings.title_mode not in ("pair", "prefix", "none"):
             raise ValueError(f"title_mode must be pair, prefix or none, got {self.settings.title_mode!r}")
         check_max_length(self.settings.max_length, None)
@@ -337,12 +345,26 @@ class TextEncoder:
         self._model: Any = None
         self._tokenizer: Any = None
         self._layout: ModelLayout | None = None
+        self._backend: ResolvedBackend | None = None
+
+    @classmethod
+    def is_shared(cls, settings: EncoderSettings, plain_torch: bool = False) -> bool:
+        """Whether a model of these settings is loaded in this process."""
+        return (settings, plain_torch) in cls._shared
+
+    @classmethod
+    def forget(cls, settings: EncoderSettings, plain_torch: bool = False) -> None:
+        """Let the model of these settings go (encoders holding it keep it)."""
+        with cls._lock:
+            cls._shared.pop((settings, plain_torch), None)
 
     def load(self) -> None:
-        """Load model and tokenizer once (idempotent and cheap after the first call)."""
+        """Load model and tokenizer once (idempotent and cheap after the first call); ``backend="auto"``
+        is resolved first (:mod:`dpr_components.encoders.backend_choice`)."""
         if self._model is not None:
             return
-        key = (self.settings, self.plain_torch)
+        self._backend = self.backend_choice().backend
+        key = (replace(self.settings, backend=self._backend), self.plain_torch)
         with TextEncoder._lock:
             if key not in TextEncoder._shared:
                 layout = detect_layout(resolve_model_path(self.settings.model))
@@ -352,9 +374,19 @@ class TextEncoder:
             self.settings.max_length, self._layout.max_positions, f"max_length (for {self._layout.transformer_path})"
         )
 
+    def backend_choice(self) -> BackendChoice:
+        """What runs the model (``settings.backend``, or what ``auto`` stands for here) and why."""
+        trial = OpenVINOTrial(
+            unsupported=lambda: openvino_unsupported(
+                detect_layout(resolve_model_path(self.settings.model)), self.settings
+            ),
+            probe_cosine=lambda: openvino_probe_cosine(self.settings),
+        )
+        return resolve_backend(self.settings.backend, self.settings, self.settings.model, self.plain_torch, trial)
+
     def _load_transformers(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout]:
         model = _load_transformer(layout)
-        if self.settings.backend == "openvino":
+        if self._backend == "openvino":
             return self._openvino_model(model, layout), load_tokenizer(layout), layout
         if self.uses_bf16:
             # Cast once instead of autocasting every call: about 1.3x faster than autocast.
@@ -365,17 +397,16 @@ class TextEncoder:
         """``model`` compiled by OpenVINO (bf16 where this encoder computes in bf16 and the CPU has it)."""
         from dpr_components.encoders.openvino_model import OpenVINOEncoderModel
 
-        pooling = layout.pooling if self.settings.pooling == "auto" else self.settings.pooling
-        if layout.kind in ("dpr_question", "dpr_context") or pooling == "pooler":
+        unsupported = openvino_unsupported(layout, self.settings)
+        if unsupported:
             raise EncoderLoadError(
-                f"backend 'openvino' runs plain and sentence-transformers encoders with cls or mean pooling; "
-                f"{layout.transformer_path} is a {layout.kind} checkpoint pooled by {pooling!r}: use backend 'torch'"
+                f"backend 'openvino': {unsupported} ({layout.transformer_path}): use backend 'torch'"
             )
         return OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16)
 
     def _load_plain(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout] | None:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""
-        if not self.plain_torch or self.settings.backend != "torch":
+        if not self.plain_torch or self._backend != "torch":
             return None
         check_model_files(layout.transformer_path)  # a damaged file is reported as transformers' path reports it
         pooling = layout.pooling if self.settings.pooling == "auto" else self.settings.pooling
@@ -405,6 +436,11 @@ class TextEncoder:
         return self.settings.max_length or self.layout.max_length or default
 
     @property
+    def backend(self) -> ResolvedBackend:
+        """The back end that runs the model: ``settings.backend``, or what ``auto`` stands for here."""
+        return self.backend_choice().backend
+
+    @property
     def uses_bf16(self) -> bool:
         return bf16_enabled(self.settings.precision)
 
@@ -429,8 +465,8 @@ class TextEncoder:
             # its old value so fp32 caches stay valid.
             "bf16": "weights" if self.uses_bf16 else False,
         }
-        if self.settings.backend != "torch":  # torch keeps the fingerprint it had before back ends existed
-            parts["backend"] = self.settings.backend
+        if self.backend != "torch":  # torch keeps the fingerprint it had before back ends existed
+            parts["backend"] = self.backend
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
     def encode_questions(self, questions: list[str], show_progress: bool = False) -> np.ndarray:
@@ -569,6 +605,30 @@ class TextEncoder:
 
     def to_settings_dict(self) -> dict[str, Any]:
         return {**asdict(self.settings), "batch_size": self.batch_size}
+
+
+def openvino_unsupported(layout: ModelLayout, settings: EncoderSettings) -> str | None:
+    """Why the OpenVINO back end cannot run this checkpoint with these settings (None: it can)."""
+    pooling = layout.pooling if settings.pooling == "auto" else settings.pooling
+    if layout.kind in ("dpr_question", "dpr_context") or pooling == "pooler":
+        return f"OpenVINO runs plain and sentence-transformers encoders with cls or mean pooling, not a {layout.kind} checkpoint pooled by {pooling!r}"
+    return None
+
+
+def openvino_probe_cosine(settings: EncoderSettings) -> float:
+    """The lowest cosine between OpenVINO's vectors (at ``settings.precision``) and torch fp32's on the probe passages;
+    the fp32 model is let go after, unless something else loaded it."""
+    titles = [title for title, _ in PROBE_PASSAGES]
+    texts = [text for _, text in PROBE_PASSAGES]
+    reference_settings = replace(settings, backend="torch", precision="fp32")
+    had_reference = TextEncoder.is_shared(reference_settings)
+    candidate = TextEncoder(replace(settings, backend="openvino"), batch_size=4)
+    reference = TextEncoder(reference_settings, batch_size=4)
+    try:
+        return lowest_cosine(candidate.encode_passages(texts, titles), reference.encode_passages(texts, titles))
+    finally:
+        if not had_reference:
+            TextEncoder.forget(reference_settings)
 
 
 def pool(model: torch.nn.Module | PlainBert, batch: Any, pooling: str) -> torch.Tensor:

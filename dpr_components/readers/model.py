@@ -18,6 +18,7 @@ import torch
 
 from dpr_components.encoders import model_files
 from dpr_components.encoders.bundled import (
+    BUNDLED_PREFIX,
     BundledModelError,
     is_bundled_encoder,
     model_folder,
@@ -125,8 +126,14 @@ def _load_with_transformers(path: Path) -> tuple[torch.nn.Module, Any]:
 
 
 def is_reader_folder(model: str | Path) -> bool:
-    """True when ``model`` is a folder whose config names a ``DPRReader`` (heads included)."""
+    """True when ``model`` is a folder (or a bundled reader, e.g. ``bundled:rerank-reader-minilm``) whose
+    config names a ``DPRReader`` (heads included)."""
     path = Path(model)
+    if str(model).startswith(BUNDLED_PREFIX) and not is_bundled_encoder(str(model)):
+        try:
+            path = resolve_reader_path(str(model))
+        except ReaderLoadError:
+            return False
     return (path / "config.json").is_file() and READER_ARCHITECTURE in (_read_config(path).get("architectures") or [])
 
 

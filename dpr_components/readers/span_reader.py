@@ -81,7 +81,7 @@ class SpanReader(ReadingComponent):
     :param title_field: the ``meta`` field holding a document's title.
     :param batch_size: rows per forward pass, read shortest first; ``None``: 8.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
-    :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
+    :param backend: ``torch`` (default) or ``openvino``: the same model run by
         OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
     :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
     :param no_answer: also return an answer with ``data=None`` whose score is the probability that the

@@ -20,12 +20,15 @@ from benchmarks.encoding.peers import (
     OURS_DEFAULT,
     OURS_FP32,
     OURS_OPENVINO,
+    OURS_TORCH,
     WORKER,
     PeerError,
     PeerProcess,
     best_exact,
     headline,
     onnx_quantization,
+    our_system_names,
+    ours_text,
     peer_systems,
     render,
     system_rows,
@@ -34,6 +37,9 @@ from benchmarks.encoding.peers import (
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
+OPENVINO_DEFAULT = {
+    "backend": "openvino", "reason": "the fastest exact back end here", "computes": "bf16", "openvino": "2026.4.1",
+}  # fmt: skip
 PAIRS = [["Hamlet", "Hamlet is a tragedy by William Shakespeare."], ["Paris", "Paris is the capital of France."]]
 
 
@@ -48,12 +54,12 @@ def synthetic_rows() -> list[dict]:
     vectors = {
         OURS_FP32: reference,
         OURS_DEFAULT: unit_rows(4, [0.9999]),
-        OURS_OPENVINO: unit_rows(4, [0.99995]),
+        OURS_TORCH: unit_rows(4, [0.99995]),
         "ST torch fp32": reference,
         "ST onnx fp32": unit_rows(4, [1.0, 0.9995]),
         "ST onnx int8": unit_rows(4, [1.0, 0.995]),  # fastest, but one passage below the bound
     }
-    seconds = {OURS_FP32: 8.0, OURS_DEFAULT: 2.0, OURS_OPENVINO: 1.0, "ST torch fp32": 8.0, "ST onnx fp32": 4.0}
+    seconds = {OURS_FP32: 8.0, OURS_DEFAULT: 2.0, OURS_TORCH: 2.5, "ST torch fp32": 8.0, "ST onnx fp32": 4.0}
     seconds["ST onnx int8"] = 0.5
     computes = dict.fromkeys(vectors, "fp32")
     return system_rows(seconds, vectors, computes, repeats=2)
@@ -70,7 +76,8 @@ def test_rows_give_rates_over_all_repeats_and_the_bound_passage_by_passage() -> 
 
 def test_st_best_exact_is_the_fastest_peer_within_the_bound() -> None:
     rows = synthetic_rows()
-    assert best_exact(rows)["system"] == "ST onnx fp32"  # ours are faster and the int8 peer is not exact
+    best = best_exact(rows)
+    assert best is not None and best["system"] == "ST onnx fp32"  # ours are faster and the int8 peer is not exact
     result = headline(rows)
     assert result["st_best_exact"] == "ST onnx fp32"
     assert result["ratio_ours_default_to_st_best_exact"] == pytest.approx(2.0)
@@ -93,6 +100,7 @@ def test_the_report_names_the_best_exact_peer_and_a_short_run() -> None:
         "config": {
             "isa": "avx2", "passages": 200, "repeats": 1, "seed": 0, "batch_size": 64, "chunk": 100, "calibration": 50,
         },
+        "ours_default": OPENVINO_DEFAULT,
         "peer_versions": {"sentence-transformers": "5.7.0"},
         "skipped": {"torch-bf16": "no native bf16"},
         "systems": rows,
@@ -102,7 +110,22 @@ def test_the_report_names_the_best_exact_peer_and_a_short_run() -> None:
     assert "**ST best exact: ST onnx fp32**" in markdown and "**2.00x** ST best exact (goal 1.5x: met)" in markdown
     assert "**A short run** (200 passages, 1 repeat(s)" in markdown
     assert "(AVX2 only)" in markdown and "- torch-bf16: no native bf16" in markdown
-    assert "| ST onnx int8 | fp32 | 16.0 | 0.25x | 0.50x | 0.99500 |" in markdown
+    assert "| ours default ÷ | ours torch ÷ |" in markdown and "OpenVINO ÷" not in markdown
+    assert "| ST onnx int8 | fp32 | 16.0 | 0.25x | 0.20x | 0.99500 |" in markdown
+    assert "Our default (OpenVINO, bf16): 4.0 passages/s" in markdown
+    assert "on torch 2.13.0 and OpenVINO 2026.4.1. *Ours default* is what `PassageEmbedder()` runs here" in markdown
+
+
+def test_ours_default_is_backend_auto_and_ours_openvino_only_when_auto_is_not_it() -> None:
+    assert our_system_names("openvino") == [OURS_DEFAULT, OURS_TORCH, OURS_FP32]
+    assert our_system_names("torch") == [OURS_DEFAULT, OURS_TORCH, OURS_OPENVINO, OURS_FP32]
+    on_openvino = ours_text(OPENVINO_DEFAULT)
+    assert "backend auto, which resolved to **OpenVINO** (the fastest exact back end here)" in on_openvino
+    assert "computing in bf16 with one stream per thread" in on_openvino and "*ours OpenVINO*" not in on_openvino
+    on_torch = ours_text({**OPENVINO_DEFAULT, "backend": "torch", "reason": "the openvino package is not installed"})
+    assert "resolved to **torch** (the openvino package is not installed)" in on_torch
+    assert '*ours OpenVINO* is `PassageEmbedder(backend="openvino")`' in on_torch
+    assert '*ours torch* is `PassageEmbedder(backend="torch")`' in on_torch
 
 
 def test_peer_choice_follows_the_cpu() -> None:

@@ -53,14 +53,14 @@ def test_openvino_refuses_pooler_pooling(tiny_bert_dir: Path) -> None:
 
 
 def test_unknown_backend_is_named() -> None:
-    with pytest.raises(ValueError, match="backend must be torch or openvino, got 'onnx'"):
+    with pytest.raises(ValueError, match="backend must be auto, torch or openvino, got 'onnx'"):
         TextEncoder(EncoderSettings(backend="onnx"))  # type: ignore[arg-type]
 
 
-def test_missing_openvino_says_which_extra(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_openvino_says_how_to_install_it(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openvino", None)
     monkeypatch.setattr(TextEncoder, "_shared", {})  # no model loaded by an earlier test
-    with pytest.raises(ImportError, match=r"pip install 'dpr-components\[openvino\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'openvino>=2025.1'"):
         TextEncoder(EncoderSettings(model=str(tiny_bert_dir), backend="openvino")).load()
 
 
@@ -70,7 +70,7 @@ def test_passage_embedder_round_trips_backend(tiny_bert_dir: Path) -> None:
     assert data["init_parameters"]["backend"] == "openvino"
     restored = PassageEmbedder.from_dict(data)
     assert restored.encoder.settings.backend == "openvino"
-    assert PassageEmbedder(model=str(tiny_bert_dir)).to_dict()["init_parameters"]["backend"] == "torch"
+    assert PassageEmbedder(model=str(tiny_bert_dir)).to_dict()["init_parameters"]["backend"] == "auto"
 
 
 @pytest.mark.integration

@@ -313,6 +313,17 @@ def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir
     assert second.state.step == second.total_steps
 
 
+@pytest.mark.parametrize(
+    ("model", "is_reader"),
+    [("bundled:reader-minilm", True), ("bundled:all-MiniLM-L6-v2", False), ("bundled:no-such-model", False)],
+)
+def test_bundled_readers_are_reader_folders(model: str, is_reader: bool) -> None:
+    """Training from ``bundled:reader-minilm`` goes on with its trained heads, not fresh ones."""
+    from dpr_components.readers.model import is_reader_folder
+
+    assert is_reader_folder(model) is is_reader
+
+
 @pytest.mark.parametrize(("flags", "expected_draw_seed"), [([], 3), (["--data-seed", "0"], 0)])
 def test_train_reader_draws_questions_with_the_data_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected_draw_seed: int
@@ -322,7 +333,7 @@ def test_train_reader_draws_questions_with_the_data_seed(
 
     draws: list[int] = []
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
-    monkeypatch.setattr(cli, "mined_questions", lambda *args: draws.append(args[-1]) or [])
+    monkeypatch.setattr(cli, "mined_questions", lambda *args, **kwargs: draws.append(args[-1]) or [])
     trained: list[ReaderTrainingSettings] = []
 
     def fake_train(config: ReaderTrainingSettings, *rest: object) -> None:
@@ -357,7 +368,7 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
     from training import train_reader as cli
 
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
-    monkeypatch.setattr(cli, "mined_questions", lambda *args: [])
+    monkeypatch.setattr(cli, "mined_questions", lambda *args, **kwargs: [])
     trained: list[ReaderTrainingSettings] = []
 
     def diverging_train(config: ReaderTrainingSettings, *rest: object) -> None:
