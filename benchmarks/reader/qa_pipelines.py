@@ -208,7 +208,7 @@ def run_report(
     measured: Callable[[argparse.Namespace, dict[str, Any], list[tuple[str, str, list[str]]]], dict[str, Any]],
 ) -> None:
     """A pipeline benchmark's command: re-render its JSON (``--from-json``), or load the variants' pipelines,
-    ask the questions, and write the summary with ``measured(args, pipelines, asked)``'s fields."""
+    ask the questions, and write the summary with ``measured(args, pipelines, asked)``'s fields and the machine."""
     arguments = list(argv) if argv is not None else None
     args = parser.parse_args(arguments)
     if args.from_json:
@@ -224,6 +224,7 @@ def run_report(
         "variants": {label: ";".join([name, *o]) for label, name, o in variants},
         "asked": {path: sum(1 for q in asked if q[0] == path) for path in args.questions.split(",")},
         **measured(args, pipelines, asked),
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
         "command": command_line(module, arguments if arguments is not None else sys.argv[1:]),
     }
     write_report(args.out, summary, render_summary(summary))
@@ -238,7 +239,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         render,
         lambda args, pipelines, asked: {
             "budget_ms": args.budget_ms,
-            "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
             "runs": measure(pipelines, asked, args.warmup),
         },
     )

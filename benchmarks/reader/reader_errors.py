@@ -335,7 +335,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         render,
         lambda args, pipelines, asked: {
             "classes": CLASSES,
-            "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
             "runs": measure(pipelines, asked),
         },
     )

@@ -51,9 +51,9 @@ def corpus_records(passages: int) -> Iterator[dict[str, str]]:
     pool = pool_passages()
     for number in range(passages):
         copy, passage = divmod(number, len(pool))
-        title = passage_title = pool[passage].title or ""
+        title = pool[passage].title or ""
         if copy:
-            title = f"{passage_title} (copy {copy + 1})"
+            title = f"{title} (copy {copy + 1})"
         yield {"id": f"pool-{copy}-{passage}", "title": title, "text": pool[passage].text}
 
 

@@ -10,7 +10,8 @@ Questions (one at a time, where start-up counts) stay on plain torch: OpenVINO's
 seconds at start-up for a saving of about a millisecond per question
 (docs/benchmarks/question_backends.md).
 
-``DPR_ENCODE_BACKEND=torch|openvino`` overrides ``auto`` for the whole process; a component's
+``DPR_ENCODE_BACKEND=torch|openvino`` overrides ``auto`` for the whole process (questions too; a
+checkpoint OpenVINO cannot run stays on torch, so one setting serves a whole pipeline); a component's
 explicit ``backend`` overrides both.
 """
 
@@ -119,15 +120,17 @@ def _log(choice: BackendChoice, model: str, for_questions: bool) -> None:
 
 def _decide(for_questions: bool, trial: OpenVINOTrial) -> BackendChoice:
     requested = env_backend()
-    if requested is not None:
-        return BackendChoice(requested, f"{ENV_VARIABLE}={requested}")
-    if for_questions:
+    if requested == "torch":
+        return BackendChoice("torch", f"{ENV_VARIABLE}=torch")
+    if requested is None and for_questions:
         return BackendChoice("torch", "questions come one at a time and plain torch starts fastest")
-    if not openvino_installed():
+    if requested is None and not openvino_installed():
         return BackendChoice("torch", "the openvino package is not installed")
     unsupported = trial.unsupported()
-    if unsupported:
+    if unsupported:  # also under DPR_ENCODE_BACKEND=openvino: it must not stop a pipeline's other encoders
         return BackendChoice("torch", unsupported)
+    if requested == "openvino":
+        return BackendChoice("openvino", f"{ENV_VARIABLE}=openvino")
     try:
         cosine = trial.probe_cosine()
     except Exception as error:  # noqa: BLE001 - any conversion failure means: stay on torch, say why

@@ -345,7 +345,6 @@ class TextEncoder:
         self._model: Any = None
         self._tokenizer: Any = None
         self._layout: ModelLayout | None = None
-        self._backend: ResolvedBackend | None = None
 
     @classmethod
     def is_shared(cls, settings: EncoderSettings, plain_torch: bool = False) -> bool:
@@ -363,8 +362,7 @@ class TextEncoder:
         is resolved first (:mod:`dpr_components.encoders.backend_choice`)."""
         if self._model is not None:
             return
-        self._backend = self.backend_choice().backend
-        key = (replace(self.settings, backend=self._backend), self.plain_torch)
+        key = (replace(self.settings, backend=self.backend), self.plain_torch)
         with TextEncoder._lock:
             if key not in TextEncoder._shared:
                 layout = detect_layout(resolve_model_path(self.settings.model))
@@ -386,7 +384,7 @@ class TextEncoder:
 
     def _load_transformers(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout]:
         model = _load_transformer(layout)
-        if self._backend == "openvino":
+        if self.backend == "openvino":
             return self._openvino_model(model, layout), load_tokenizer(layout), layout
         if self.uses_bf16:
             # Cast once instead of autocasting every call: about 1.3x faster than autocast.
@@ -406,7 +404,7 @@ class TextEncoder:
 
     def _load_plain(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout] | None:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""
-        if not self.plain_torch or self._backend != "torch":
+        if not self.plain_torch or self.backend != "torch":
             return None
         check_model_files(layout.transformer_path)  # a damaged file is reported as transformers' path reports it
         pooling = layout.pooling if self.settings.pooling == "auto" else self.settings.pooling

@@ -9,6 +9,7 @@ positives and hard negatives of reader training the passages the reader meets at
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,5 @@ def with_short_answers(questions: list[SourceQuestion], max_words: int) -> list[
     for question in questions:
         answers = [answer for answer in question.answers if len(answer.split()) <= max_words]
         if answers:
-            question.answers = answers
-            kept.append(question)
+            kept.append(replace(question, answers=answers))
     return kept

@@ -10,13 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.reader.qa_pipelines import main, parse_variant, percentile_ms, table_rows
-from tests.helpers.serving import write_pipelines
-
-QUESTIONS = [
-    {"question": "who wrote hamlet", "answers": ["William Shakespeare"]},
-    {"question": "how high is mount everest", "answers": ["8,849 metres"]},
-    {"question": "a question whose answer is long", "answers": ["one two three four five six"]},
-]
+from tests.benchmarks.conftest import TinyQARun
 
 
 def test_variants() -> None:
@@ -49,17 +43,9 @@ def test_budget_picks_the_best_exact_match_within_it() -> None:
     assert percentile_ms([0.1, 0.2, 0.3, 0.4, 1.0], 0.9) == pytest.approx(1000.0)
 
 
-def test_a_run_on_tiny_models(
-    tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
-) -> None:
-    folder = tmp_path / "pipelines"
-    write_pipelines(folder, indexed_store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    out = tmp_path / "report"
-    qa = folder / "qa.yml"
-    arguments = ["--store", str(indexed_store), "--questions", str(questions), "--warmup", "1", "--out", str(out)]
-    main([*arguments, "--pipeline", f"qa={qa}", "--pipeline", f"one={qa};reader.top_k=1"])
+def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun) -> None:
+    questions, out, qa = tiny_qa_run.questions, tiny_qa_run.out, tiny_qa_run.folder / "qa.yml"
+    main([*tiny_qa_run.arguments, "--warmup", "1", "--pipeline", f"qa={qa}", "--pipeline", f"one={qa};reader.top_k=1"])
     summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert summary["asked"] == {str(questions): 2}  # the 6-word answer's question is left out
     for run in summary["runs"].values():

@@ -19,8 +19,7 @@ from benchmarks.reader.reader_errors import (
     span_source,
     strictly_contains,
 )
-from tests.benchmarks.test_qa_pipelines import QUESTIONS
-from tests.helpers.serving import write_pipelines
+from tests.benchmarks.conftest import TinyQARun
 
 GOLDS = ["William Shakespeare"]
 
@@ -93,16 +92,17 @@ def test_span_sources_count_only_span_errors() -> None:
     assert span_source(records) == {"errors": 3, "elsewhere": [0.0, 1.0, 1.0], "goldless": 1}
 
 
-def test_a_run_on_tiny_models(
-    tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
-) -> None:
-    folder = tmp_path / "pipelines"
-    write_pipelines(folder, indexed_store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    out = tmp_path / "report"
-    arguments = ["--store", str(indexed_store), "--questions", str(questions), "--out", str(out)]
-    main([*arguments, "--pipeline", f"qa={folder / 'qa.yml'}", "--pipeline", f"rerank={folder / 'qa_rerank.yml'}"])
+def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun) -> None:
+    questions, out, folder = tiny_qa_run.questions, tiny_qa_run.out, tiny_qa_run.folder
+    main(
+        [
+            *tiny_qa_run.arguments,
+            "--pipeline",
+            f"qa={folder / 'qa.yml'}",
+            "--pipeline",
+            f"rerank={folder / 'qa_rerank.yml'}",
+        ]
+    )
     summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert summary["asked"] == {str(questions): 2}
     for label, reads in (("qa", 10), ("rerank", 5)):

@@ -89,6 +89,17 @@ def test_environment_choice_reaches_the_encoder(tiny_bert_dir: Path, monkeypatch
     assert _passage_choice(_auto(tiny_bert_dir)).reason == f"{ENV_VARIABLE}=torch"
 
 
+def test_environment_openvino_reaches_questions_but_not_checkpoints_it_cannot_run(
+    tiny_bert_dir: Path, tiny_dpr_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_VARIABLE, "openvino")
+    assert QuestionEmbedder(model=str(tiny_bert_dir)).encoder.backend == "openvino"
+    question_dir, _ = tiny_dpr_dirs
+    on_dpr = QuestionEmbedder(model=str(question_dir))
+    on_dpr.warm_up()  # loads on torch instead of failing
+    assert on_dpr.encoder.backend == "torch" and "dpr_question" in on_dpr.encoder.backend_choice().reason
+
+
 def test_explicit_backend_wins_over_the_environment(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_VARIABLE, "openvino")
     assert TextEncoder(EncoderSettings(model=str(tiny_bert_dir), backend="torch")).backend == "torch"
