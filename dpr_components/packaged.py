@@ -1,5 +1,5 @@
 """The pipelines that ship with the package, by name: ``index``, ``bm25``, ``dense``, ``search``
-(the hybrid), ``search_rerank``, ``qa``, ``qa_rerank``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
+(the hybrid), ``search_rerank``, ``qa``, ``qa_fast``, ``qa_rerank``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
 Elasticsearch variants.
 
 They name their models as ``bundled:`` references (installed with the package) and their store
@@ -10,7 +10,8 @@ from dpr_components.packaged import load_pipeline
 
 load_pipeline("index", store="my_store").run({"reader": {"path": "corpus.jsonl"}})
 qa = load_pipeline("qa", store="my_store")
-qa.run({"hybrid": {"query": "who wrote hamlet"}, "reader": {"query": "who wrote hamlet"}})
+question = {"query": "who wrote hamlet"}
+qa.run({"hybrid": question, "reranker": question, "reader": question})
 ```
 
 The files load with plain Haystack too, no allowlist needed:

@@ -19,7 +19,7 @@ the ranker):
 A decoding reads the best ``k`` passages of the re-ranked order and scores each passage's best span as
 ``a·log P_reader(passage) + log P(span) + γ·(ranker score) − α·log(rank)``; the one with the best mean
 exact match over the splits (each weighted equally) wins. Reports every split with 95% bootstrap
-intervals and paired differences from ``pipelines/qa.yml``'s decoding (the hybrid's top 10 read by
+intervals and paired differences from ``pipelines/qa_fast.yml``'s decoding (the hybrid's top 10 read by
 the reader with its rank prior)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from training.report_folder import add_report_options, measured_summary, write_r
 QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"
 CANDIDATES = 20
 SHORT_ANSWER_WORDS = 5
-# the settings pipelines/qa.yml and qa_rerank.yml ship with
+# the settings pipelines/qa_fast.yml and qa_rerank.yml ship with
 QA_LENGTH_PENALTY = 0.3
 RERANK_WEIGHT = 0.75
 TEMPLATE = sibling_template(__file__, "fit_qa_rerank.md.template")
@@ -75,7 +75,7 @@ class Decoding:
 
 QA_DEFAULT = Decoding("reader", "hybrid", 10, 1.0, 0.0, 1.0)
 QA_RERANK_SHIPPED = Decoding("reader", "reranked", 10, 1.0, 0.0, 1.0)
-# where a gain comes from: qa.yml's decoding with the ranker's folder reading (no re-ranking)
+# where a gain comes from: qa_fast.yml's decoding with the ranker's folder reading (no re-ranking)
 QA_RANKER_READING = Decoding("ranker", "hybrid", 10, 1.0, 0.0, 1.0)
 
 
@@ -185,7 +185,7 @@ def choose(splits: list[dict[str, Any]], decodings: list[Decoding]) -> tuple[Dec
 
 
 def split_section(split: dict[str, Any], shown: list[tuple[str, Decoding]], candidate: bool) -> list[str]:
-    """One selection split: the shown decodings' EM against qa.yml's, then the ceilings."""
+    """One selection split: the shown decodings' EM against qa_fast.yml's, then the ceilings."""
     rows = split["questions"]
     reference = decoded_em(rows, QA_DEFAULT) * 100
     body = []
@@ -195,7 +195,7 @@ def split_section(split: dict[str, Any], shown: list[tuple[str, Decoding]], cand
         diff = "" if decoding == QA_DEFAULT else difference_cell(paired_bootstrap_difference(em, reference))
         body.append([label, decoding.label(), interval_cell(score_interval(hits).scaled(100), name_method=True), diff])
     lines = [f"## {split['file']} ({len(rows)} questions)", ""]
-    lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa.yml"], body, "llrr"), ""]
+    lines += [*markdown_table(["decoding", "settings", "EM", "EM − qa_fast.yml"], body, "llrr"), ""]
     lines += [
         "Ceilings and where the answer comes from (EM, %): the best span of the passage ranked first, "
         f"in the hybrid's order {first_passage_em(rows, 'reader', 'hybrid'):.1f}, re-ranked "
@@ -246,11 +246,11 @@ def report_values(
 
 
 def shown_decodings(means: dict[Decoding, float], chosen: Decoding, candidate: bool) -> list[tuple[str, Decoding]]:
-    """The decodings each split's table shows, with their labels: qa.yml's, the shipped ones, the best
+    """The decodings each split's table shows, with their labels: qa_fast.yml's, the shipped ones, the best
     with each other reading and the chosen one."""
     shown = [
-        ("qa.yml (hybrid top 10, reader)", QA_DEFAULT),
-        ("qa.yml read by the ranker's folder", QA_RANKER_READING),
+        ("qa_fast.yml (hybrid top 10, reader)", QA_DEFAULT),
+        ("qa_fast.yml read by the ranker's folder", QA_RANKER_READING),
         ("qa_rerank.yml before", QA_RERANK_SHIPPED),
     ]
     for reader in ("ranker", "candidate") if candidate else ():

@@ -215,7 +215,7 @@ def run_report(
         summary = json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8"))
         write_report(args.out, summary, render_summary(summary))
         return
-    variants = args.variants or [parse_variant("qa"), parse_variant("qa_rerank")]
+    variants = args.variants or [parse_variant(name) for name in ("qa_fast", "qa", "qa_rerank")]
     pipelines = {label: load_pipeline(name, store=args.store, overrides=o) for label, name, o in variants}
     asked = asked_questions(args.questions, args.limit)
     summary = {

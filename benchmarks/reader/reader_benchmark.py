@@ -9,10 +9,10 @@
     passages of BM25, dense and the hybrid go to the reader; exact match of its answer (DPR's
     end-to-end QA metric). Each passage is read independently (one encoder pass per passage), so
     the top 20 are read once and the answer for k is chosen among the first k by each of the
-    reader's answer rankings (``passage``, ``combined``, and qa.yml's, e.g. ``combined`` with a rank
-    prior). Retrievers and λ are those of ``pipelines/qa.yml``. The first ``--squad-open-limit``
+    reader's answer rankings (``passage``, ``combined``, and qa_fast.yml's, e.g. ``combined`` with a rank
+    prior). Retrievers and λ are those of ``pipelines/qa_fast.yml``. The first ``--squad-open-limit``
     squad/dev questions are run the same way: a question style the rank prior was not chosen on.
-(c) Latency of ``pipelines/qa.yml`` per question (reader on the top 10 passages): p50/p95 of
+(c) Latency of ``pipelines/qa_fast.yml`` per question (reader on the top 10 passages): p50/p95 of
     the whole pipeline and of each stage, after untimed warm-up questions.
 
 Exact match cells carry their 95% Wilson score interval: the JSON keeps each cell's share of
@@ -61,11 +61,11 @@ def ranking_label(ranking: Ranking) -> str:
     return name if prior == 0 else f"{name} × rank^-{prior:g}"
 
 
-QA_PIPELINE = Path("pipelines/qa.yml")
+QA_PIPELINE = Path("pipelines/qa_fast.yml")
 PROTOCOL_NOTE = (
     "**Made before the selection protocol.** The reader's checkpoint (by its dev exact match), λ, the "
     "answer ranking, the rank prior and the length prior were chosen on these dev sets (nq/dev end to end, "
-    "squad/dev with the gold paragraph), so the numbers are optimistic; `pipelines/qa.yml` has changed since "
+    "squad/dev with the gold paragraph), so the numbers are optimistic; `pipelines/qa_fast.yml` has changed since "
     "(its encoder and λ are now chosen on the selection splits of train). Under the protocol, choices are "
     "made on selection splits of NQ and SQuAD train and dev is reported once: `docs/training/selection.md`."
 )
@@ -101,7 +101,7 @@ def squad_gold(model: str, reader_settings: dict[str, Any], limit: int | None) -
 
 
 def _decoding(reader_settings: dict[str, Any]) -> ReadSettings:
-    """Span decoding as in qa.yml: its answer length limit and length prior."""
+    """Span decoding as in qa_fast.yml: its answer length limit and length prior."""
     return ReadSettings(
         max_answer_length=reader_settings["max_answer_length"],
         length_penalty=reader_settings.get("length_penalty") or 0.0,
@@ -109,7 +109,7 @@ def _decoding(reader_settings: dict[str, Any]) -> ReadSettings:
 
 
 def qa_pipeline(model: str, store: Path, settings: dict[str, Any], top: int | None = None) -> Any:
-    """``pipelines/qa.yml`` on the pool store with the given reader (and hybrid depth, λ, ranking)."""
+    """``pipelines/qa_fast.yml`` on the pool store with the given reader (and hybrid depth, λ, ranking)."""
     overrides = [f"reader.model={model}", f"reader.precision={settings['precision']}"]
     if settings.get("weight") is not None:
         overrides.append(f"hybrid.weight={settings['weight']}")
@@ -241,7 +241,7 @@ def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
         f"{result['torch_threads']}, reader precision {c['reader_precision']}. "
         "The machine is shared, so times are noisy.",
         "",
-        f"Span decoding in every part as in `pipelines/qa.yml`: answers of at most {result.get('max_answer_length', 10)} "
+        f"Span decoding in every part as in `pipelines/qa_fast.yml`: answers of at most {result.get('max_answer_length', 10)} "
         f"tokens, length prior β = {c.get('length_penalty', 0.0):g} (a span of n tokens scores start + end logit − "
         "β(n−1); 0 is DPR's decoding).",
         "",
@@ -257,7 +257,7 @@ def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
             "",
             f"## ({part}) {b['dataset']} end to end over the pool ({b.get('questions', b['n'])} questions)",
             "",
-            f"Retrievers as in `pipelines/qa.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
+            f"Retrievers as in `pipelines/qa_fast.yml` (its HybridRetriever: BM25 and dense top 100 each fused with "
             f"λ = {c['weight']:g}; BM25 and dense alone from the same store).",
             "",
             "Exact match (%) of the reader's answer from the top-k passages of each retriever "
@@ -265,7 +265,7 @@ def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
             "read), for the reader's answer rankings: `passage` (DPR's: the best span of the passage the reader "
             "selects), `combined` (every passage's best span by P(passage) · P(span)) and `combined × rank^-α` "
             "(that times r^-α, r the passage's rank in the retriever's list); "
-            f"`pipelines/qa.yml` uses `{qa_ranking}`.",
+            f"`pipelines/qa_fast.yml` uses `{qa_ranking}`.",
             "",
             *table_header(["ranking", "retriever", *(f"k={k}" for k in KS)], "ll" + "r" * len(KS)),
         ]
@@ -276,7 +276,7 @@ def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
                 lines.append(table_row([ranking, name, *cells]))
     lines += [
         "",
-        f"## `pipelines/qa.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
+        f"## `pipelines/qa_fast.yml` latency per question ({c['n']} NQ dev questions, {c['warmup']} warm-up)",
         "",
         *table_header(["stage", "p50 ms", "p95 ms", "mean ms"], "lrrr"),
     ]
@@ -310,16 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--max-answer-length", type=int, default=10)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
-    parser.add_argument("--weight", type=float, help="hybrid λ (default: the one in pipelines/qa.yml)")
+    parser.add_argument("--weight", type=float, help="hybrid λ (default: the one in pipelines/qa_fast.yml)")
     parser.add_argument(
         "--store",
         default="indexes/pool",
         help="the pool indexed with the qa pipeline's passage encoder (haystack run pipelines/index.yml "
         "--input path=<data>/wiki/documents.jsonl --store indexes/pool)",
     )
-    parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa.yml's)")
-    parser.add_argument("--rank-prior", type=float, help="reader rank prior α (default: qa.yml's)")
-    parser.add_argument("--length-penalty", type=float, help="reader length prior β (default: qa.yml's)")
+    parser.add_argument("--ranking", choices=["passage", "combined"], help="reader ranking (default: qa_fast.yml's)")
+    parser.add_argument("--rank-prior", type=float, help="reader rank prior α (default: qa_fast.yml's)")
+    parser.add_argument("--length-penalty", type=float, help="reader length prior β (default: qa_fast.yml's)")
     parser.add_argument(
         "--squad-open-limit",
         type=int,

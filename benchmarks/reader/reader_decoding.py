@@ -1,11 +1,11 @@
 """The reader's length prior β on both question styles: SQuAD dev with the gold paragraph, and
-nq/dev end to end with `pipelines/qa.yml`'s hybrid top 10 and answer ranking.
+nq/dev end to end with `pipelines/qa_fast.yml`'s hybrid top 10 and answer ranking.
 
     python -m benchmarks.reader.reader_decoding --model models/reader-minilm --store indexes/pool
         # writes docs/benchmarks/reader_decoding.{md,json}
 
 Each question's passages go through the model once; every β re-decodes the same logits (a span
-of n tokens scores start + end logit − β(n−1)). `pipelines/qa.yml`'s ``length_penalty`` was
+of n tokens scores start + end logit − β(n−1)). `pipelines/qa_fast.yml`'s ``length_penalty`` was
 chosen from this table."""
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def render(result: dict[str, Any], command: str) -> str:
             "Exact match (%) of the reader's answer for each β (a span of n tokens scores start + end logit − β(n−1); "
             "β = 0 is DPR's decoding), with its 95% interval over questions and, after the semicolon, the "
             f"paired difference from the pipeline's β = {result['qa_length_penalty']:g} (*gain*/*loss* when its "
-            "interval excludes zero). Gold paragraph: the only passage given. End to end: `pipelines/qa.yml`'s "
+            "interval excludes zero). Gold paragraph: the only passage given. End to end: `pipelines/qa_fast.yml`'s "
             f"hybrid top {result['top_k']} and its answer ranking.",
             "",
             *table_header(["questions", *(f"β={b:g}" for b in penalties)], "l" + "r" * len(penalties)),

@@ -2,12 +2,15 @@
 
 From the corpus file to a searchable store: reading, splitting, encoding, writing and the index builds,
 as a user runs it (the packaged ``index`` pipeline, a fresh store and a fresh vector cache). Reports
-passages per second, the encoding and BM25 phases (from their progress bars), the peak memory of the
-process, and what DPR's 21M passages would take at that rate. Beyond the pool's 55,350 passages the
+passages per second, the streamed pass (reading, splitting, encoding, writing: the run's ``Indexing`` bar)
+and the BM25 build (its bar), the peak memory of the process, and what DPR's 21M passages would take at
+that rate. Beyond the pool's 55,350 passages the
 corpus repeats them with the copy number in the title, so that no vector comes from the cache.
 
 ``--kill-after S`` kills the run (SIGKILL) after S seconds and starts the same command again: the
-second run must encode only what the first had not cached.
+second run must encode only what the first had not cached. ``--continue`` starts from the vector cache
+an earlier measurement of the same corpus left (its store is still new): the run then measures reading,
+writing and the index builds at that size, and its row gives no rate.
 
 One run per call, written to ``--out`` (JSON); ``--report RUN.json ...`` renders the runs as
 docs/benchmarks/index_corpus.md.
@@ -41,9 +44,7 @@ from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir
 
 MODULE = "benchmarks.scale.index_corpus"
-BAR_DONE = re.compile(
-    r"(?P<name>Encoding passages|BM25 index): +100%\|[^|]*\| *(?P<done>\d+)/\d+ \[(?P<elapsed>[\d:]+)<"
-)
+BAR_DONE = re.compile(r"(?P<name>Indexing|BM25 index): +100%\|[^|]*\| *(?P<done>\d+)/\d+ \[(?P<elapsed>[\d:]+)<")
 
 
 def corpus_records(passages: int) -> Iterator[dict[str, str]]:
@@ -117,13 +118,17 @@ def run_index(command: list[str], log_file: Path, env: dict[str, str], kill_afte
     }
 
 
-def measure(passages: int, work: Path, isa: str, kill_after: float | None) -> dict[str, Any]:
-    """Index a corpus of ``passages`` into a fresh store under ``work`` (killed once and resumed when asked)."""
+def measure(passages: int, work: Path, isa: str, kill_after: float | None, resume: bool = False) -> dict[str, Any]:
+    """Index a corpus of ``passages`` into a fresh store under ``work`` (killed once and resumed when asked;
+    from the vector cache of an earlier measurement with ``resume``)."""
     corpus = corpus_file(passages, work / "corpus")
     store, cache = work / f"store-{passages}-{isa}", work / f"vectors-{passages}-{isa}"
-    for folder in (store, cache):
+    for folder in (store,) if resume else (store, cache):
         if folder.exists():
             raise SystemExit(f"{folder} exists: remove it, the benchmark starts from nothing")
+    cached_before = cached_vectors(cache) if resume else 0
+    if resume and not cached_before:
+        raise SystemExit(f"--continue: {cache} holds no vectors of an earlier measurement")
     haystack = str(Path(sys.executable).with_name("haystack"))
     command = [haystack, "run", "index", "--input", f"path={corpus}", "--set", f"writer.document_store.path={store}"]
     command += ["--set", f"embedder.cache_dir={cache}"]
@@ -139,6 +144,7 @@ def measure(passages: int, work: Path, isa: str, kill_after: float | None) -> di
         )
     return {
         "passages": passages,
+        "cached_before": cached_before,
         "completed": runs[-1]["exit"] == 0,
         "isa": isa,
         "runs": runs,
@@ -156,21 +162,25 @@ def summary_row(result: dict[str, Any]) -> list[str]:
         failed = f"failed: exit {runs[-1]['exit']} after {seconds:,.0f} s in all"
         return [f"{result['passages']:,}", result["isa"], failed, "–", "–", "–", "–", "–", peak, "–"]
     seconds = sum(run["seconds"] for run in runs)
-    rate = result["passages"] / seconds
-    encoding = sum(run["bars"].get("Encoding passages", {}).get("seconds", 0) for run in runs)
+    streamed = sum(run["bars"].get("Indexing", {}).get("seconds", 0) for run in runs)
     bm25 = sum(run["bars"].get("BM25 index", {}).get("seconds", 0) for run in runs)
-    resumed = "one run" if len(runs) == 1 else f"killed at {runs[0]['seconds']:,.0f} s, resumed"
+    cached = result.get("cached_before", 0)
+    if cached:
+        how = f"from {cached:,} cached vectors"
+    else:
+        how = "one run" if len(runs) == 1 else f"killed at {runs[0]['seconds']:,.0f} s, resumed"
+    rate = None if cached else result["passages"] / seconds
     return [
         f"{result['passages']:,}",
         result["isa"],
-        resumed,
+        how,
         f"{seconds:,.0f} ({seconds / 60:.1f} min)",
-        f"{rate:.1f}",
-        f"{encoding:,}",
+        "–" if rate is None else f"{rate:.1f}",
+        f"{streamed:,}",
         f"{bm25:,}",
-        f"{seconds - encoding - bm25:,.0f}",
+        f"{seconds - streamed - bm25:,.0f}",
         peak,
-        f"{DPR_WIKIPEDIA_PASSAGES / rate / 3600:.0f} h",
+        "–" if rate is None else f"{DPR_WIKIPEDIA_PASSAGES / rate / 3600:.0f} h",
     ]
 
 
@@ -201,7 +211,7 @@ def render(results: Sequence[dict[str, Any]], command: str) -> str:
         "runs",
         "seconds in all",
         "passages/s",
-        "encoding (s)",
+        "streamed pass (s)",
         "BM25 index (s)",
         "the rest (s)",
         "peak memory (MiB)",
@@ -224,6 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--passages", type=int, default=55_350, help="passages in the corpus")
     parser.add_argument("--isa", choices=["native", "avx2"], default="native", help="limit oneDNN and MKL to AVX2")
     parser.add_argument("--kill-after", type=float, help="kill the first run after this many seconds, then resume")
+    parser.add_argument(
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="start from the vector cache an earlier measurement of this corpus left (the store is still new)",
+    )
     parser.add_argument("--work", type=Path, default=None, help="corpus, stores and caches (default: the cache folder)")
     parser.add_argument("--out", type=Path, help="the run's JSON file")
     parser.add_argument("--report", type=Path, nargs="+", help="render these runs' JSON files instead of measuring")
@@ -243,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.out is None:
         raise SystemExit("give --out RUN.json (or --report RUN.json ... to render runs)")
-    result = {**measure(args.passages, args.work or cache_dir() / "index_corpus", args.isa, args.kill_after)}
+    result = {
+        **measure(args.passages, args.work or cache_dir() / "index_corpus", args.isa, args.kill_after, args.resume)
+    }
     result["command"] = command
     atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}))

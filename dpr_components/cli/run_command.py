@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, result_text, to_json_line
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
+from dpr_components.indexing.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.errors import one_line, user_errors
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
+
+
+def _report(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -37,6 +44,12 @@ def command_run(args: argparse.Namespace) -> int:
     inputs = request_inputs(pipeline, query=args.query, top_k=args.top_k, other=base)
     if not inputs:
         raise ValueError("no inputs: give --query, --input NAME=VALUE, --inputs-file or --batch")
-    result = run_pipeline(pipeline, inputs)
-    print(to_json_line(result) if args.json else result_text(result))
+    corpus = streamable_corpus(pipeline, inputs)
+    if corpus is not None:  # an indexing run on a corpus file: a chunk at a time, whatever the corpus's size
+        outcome: dict[str, Any] = run_streamed(
+            pipeline, corpus, inputs, lambda data: run_pipeline(pipeline, data), report=_report
+        )
+    else:
+        outcome = run_pipeline(pipeline, inputs)
+    print(to_json_line(outcome) if args.json else result_text(outcome))
     return 0

@@ -5,12 +5,13 @@
   against MiniLM's passage vectors), shipped inside this package (``dpr_components/models``);
 - ``bundled:reader-minilm``: the default span reader, shipped inside this package;
 - ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default);
-- ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa_rerank.yml``, trained on from the ranker.
+- ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa.yml`` (and ``qa_rerank.yml``), trained
+  on from the ranker.
 
 The four trained models (45 MB each in float16) ship as two distributions of their own, each within a
 package index's 100 MB per file, so the code's wheel holds no weights: ``dpr-components-models`` (the
-default pipelines' encoder and reader; a dependency of ``dpr-components``) and
-``dpr-components-rerank-models`` (the re-ranking pipelines' ranker and reader; the ``rerank`` extra).
+question encoder and the plain reader) and ``dpr-components-rerank-models`` (the ranker and its reader,
+which ``qa.yml`` uses); both are dependencies of ``dpr-components``.
 In a source checkout the models are read from ``dpr_components/models`` itself. Nothing is ever fetched
 at run time."""
 
@@ -50,7 +51,7 @@ MODEL_DISTRIBUTIONS = (
         "dpr-components-rerank-models",
         "dpr_components_rerank_models",
         ("ranker-minilm", "rerank-reader-minilm"),
-        "pip install 'dpr-components[rerank]'",
+        "pip install dpr-components-rerank-models",
     ),
 )
 PAIR_QUESTION_DIR = "question_encoder"  # a pair's folder holds its question encoder under this name

@@ -76,7 +76,7 @@ def run_shard(
     :param report: receives a progress line after each chunk."""
     if shard_dir is not None:
         check_output_folder(shard_dir, SHARDS, replace=False, hint="choose another folder for the shards")
-    reader_name, reader = _the_reader(pipeline)
+    reader_name, reader = the_reader(pipeline)
     corpus = check_input_path(corpus, "corpus file")
     split = _split_for(corpus, spec)
     first, end = split.line_range(spec.index)
@@ -147,7 +147,7 @@ def pipeline_settings(pipeline: Pipeline) -> dict[str, Any]:
     return json.loads(json.dumps(settings, default=str))
 
 
-def _the_reader(pipeline: Pipeline) -> tuple[str, CorpusReader]:
+def the_reader(pipeline: Pipeline) -> tuple[str, CorpusReader]:
     readers = [(name, instance) for name, instance in pipeline.walk() if isinstance(instance, CorpusReader)]
     if len(readers) != 1:
         raise ValueError(

@@ -64,7 +64,7 @@ class SpanReader(ReadingComponent):
         ``combined`` (all spans by passage probability × span probability, which is then the score).
     :param rank_prior: α ≥ 0; weighs the document at 1-based position r of ``documents`` (the
         retriever's order) by r^-α in either ranking. 0 (default) ignores the order, as DPR does;
-        ``pipelines/qa.yml`` uses 1 (docs/benchmarks/reader.md).
+        ``pipelines/qa_fast.yml`` uses 1 (docs/benchmarks/reader.md), ``qa.yml`` 0.5 after its re-ranker.
     :param score_prior: γ ≥ 0; weighs each document by e^(γ·s), s = its incoming ``score`` (after a
         ``PassageRanker``: its score), in either ranking; 0 (default) ignores the scores.
     :param selection_weight: a ≥ 0; the reader's passage probability counts as P(passage)^a: 1 (default)

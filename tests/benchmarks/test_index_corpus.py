@@ -11,8 +11,9 @@ from benchmarks.scale import index_corpus
 from benchmarks.scale.index_corpus import elapsed_seconds, finished_bars, render, summary_row, written
 
 PROGRESS = (
-    "Encoding passages:  50%|#####     | 5/10 [00:01<00:01, 5.0passage/s]\r"
-    "Encoding passages: 100%|##########| 10/10 [01:02<00:00, 5.0passage/s]\n"
+    "Checking corpus: 10doc [00:00, 5000.0doc/s]\n"
+    "Indexing:  50%|#####     | 5/10 [00:01<00:01, 5.0doc/s, 9 passages, 9/s]\r"
+    "Indexing: 100%|##########| 10/10 [01:02<00:00, 5.0doc/s, 20 passages, 9/s]\n"
     "BM25 index: 100%|##########| 10/10 [1:00:03<00:00, 9.9doc/s]\n"
 )
 
@@ -48,13 +49,13 @@ def test_tqdm_elapsed_times_are_seconds() -> None:
 
 def test_finished_bars_keep_the_last_complete_line_of_each() -> None:
     assert finished_bars(PROGRESS) == {
-        "Encoding passages": {"count": 10, "seconds": 62},
+        "Indexing": {"count": 10, "seconds": 62},
         "BM25 index": {"count": 10, "seconds": 3603},
     }
 
 
 def test_a_row_adds_the_runs_and_splits_the_phases() -> None:
-    bars = {"Encoding passages": {"count": 500, "seconds": 60}}
+    bars = {"Indexing": {"count": 500, "seconds": 60}}
     first = _run(50.0, -9, 400, bars, [])
     second = _run(
         50.0, 0, 1000, {**bars, "BM25 index": {"count": 1000, "seconds": 5}}, ["writer.documents_written: 1000"]
@@ -64,6 +65,20 @@ def test_a_row_adds_the_runs_and_splits_the_phases() -> None:
     assert row[5:8] == ["120", "5", "-25"]
     assert row[-1] == f"{21_015_324 / 10 / 3600:.0f} h"
     assert written(second) == 1000
+
+
+def test_a_run_from_cached_vectors_gives_no_rate() -> None:
+    result = {**_result([_run(40.0, 0, 1000, {"BM25 index": {"count": 1000, "seconds": 5}}, [])]), "cached_before": 990}
+    row = summary_row(result)
+    assert row[2] == "from 990 cached vectors" and row[4] == "–" and row[-1] == "–"
+    assert row[6:8] == ["5", "35"]
+
+
+def test_continuing_needs_an_earlier_cache(tmp_path: Path) -> None:
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "corpus-10.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="holds no vectors"):
+        index_corpus.measure(10, tmp_path, "native", None, resume=True)
 
 
 def test_a_failed_run_shows_no_rate() -> None:

@@ -152,7 +152,8 @@ def test_eval_of_a_qa_pipeline_reports_exact_match(
 ) -> None:
     reader = tiny_reader_dir
     out = tmp_path / "qa"
-    settings = ["--set", f"hybrid.model={tiny_st_dir}", "--set", f"reader.model={reader}", "--top-k", "5"]
+    models = [f"hybrid.model={tiny_st_dir}", f"reranker.model={reader}", f"reader.model={reader}"]
+    settings = [*(part for model in models for part in ("--set", model)), "--top-k", "5"]
     args = eval_args(["eval_nq.yml", "qa.yml"], questions_file, indexed_store, out, *settings)
     assert main(args) == 0
     assert "qa: exact_match" in capsys.readouterr().out
@@ -238,7 +239,11 @@ def test_documented_python_loop_equals_haystack_eval(
     overrides = {
         "bm25.yml": [],
         "search.yml": [f"hybrid.model={tiny_st_dir}", "hybrid.weight=0.001"],
-        "qa.yml": [f"hybrid.model={tiny_st_dir}", f"reader.model={tiny_reader_dir}"],
+        "qa.yml": [
+            f"hybrid.model={tiny_st_dir}",
+            f"reranker.model={tiny_reader_dir}",
+            f"reader.model={tiny_reader_dir}",
+        ],
     }
     for name, sets in overrides.items():
         out = tmp_path / name

@@ -42,7 +42,8 @@ def dense_args(store: Path | str, encoder: Path | str, *extra: str) -> list[str]
 
 
 def qa_args(store: Path | str, encoder: Path | str, reader: Path | str, *extra: str) -> list[str]:
-    """``haystack run pipelines/qa.yml`` arguments: QUESTION against ``store`` with ``encoder`` and ``reader``."""
+    """``haystack run pipelines/qa.yml`` arguments: QUESTION against ``store`` with ``encoder``, and ``reader``
+    to re-rank and to read."""
     return [
         "run",
         str(PIPELINES / "qa.yml"),
@@ -52,6 +53,8 @@ def qa_args(store: Path | str, encoder: Path | str, reader: Path | str, *extra: 
         QUESTION,
         "--set",
         f"hybrid.model={encoder}",
+        "--set",
+        f"reranker.model={reader}",
         "--set",
         f"reader.model={reader}",
         *extra,

@@ -242,6 +242,7 @@ def test_a_qa_pipeline_returns_its_answers_no_answer_included(
 ) -> None:
     overrides = [
         f"hybrid.model={tiny_model}",
+        f"reranker.model={tiny_reader_dir}",
         f"reader.model={tiny_reader_dir}",
         f"reader.no_answer_threshold={threshold}",
     ]

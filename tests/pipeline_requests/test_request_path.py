@@ -31,7 +31,7 @@ from dpr_components.langchain import HaystackRetriever  # noqa: E402
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 DOCUMENT_PIPELINES = ("bm25", "dense", "search", "search_rerank")
-ANSWER_PIPELINES = {"qa": "hybrid", "qa_rerank": "reranker"}  # the stage whose documents LangChain returns
+ANSWER_PIPELINES = {"qa": "reranker", "qa_fast": "hybrid", "qa_rerank": "reranker"}  # the stage whose documents LangChain returns
 QUERY = "who wrote hamlet, the highest mountain, the nobel prize, where bees live"
 TITLES = ["Hamlet", "Marie Curie", "Honey bee"]
 FILTER = {"field": "meta.title", "operator": "in", "value": TITLES}
@@ -153,7 +153,8 @@ PLACEMENT = {
     "dense": {"query": ["dense"], "top_k": ["dense"], "filters": ["dense"]},
     "search": {"query": ["hybrid"], "top_k": ["hybrid"], "filters": ["hybrid"]},
     "search_rerank": {"query": ["hybrid", "reranker"], "top_k": ["reranker"], "filters": ["hybrid"]},
-    "qa": {"query": ["hybrid", "reader"], "top_k": ["reader"], "filters": ["hybrid"]},
+    "qa": {"query": ["hybrid", "reranker", "reader"], "top_k": ["reader"], "filters": ["hybrid"]},
+    "qa_fast": {"query": ["hybrid", "reader"], "top_k": ["reader"], "filters": ["hybrid"]},
     "qa_rerank": {"query": ["hybrid", "reranker", "reader"], "top_k": ["reader"], "filters": ["hybrid"]},
 }
 

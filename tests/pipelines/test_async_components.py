@@ -58,6 +58,8 @@ def _yaml(name: str, store: Path, encoder: Path, reader: Path | None = None) -> 
         "bundled:dpr-minilm-multi/question_encoder": str(encoder),
         "model: bundled:all-MiniLM-L6-v2": f"model: {encoder}",
         "bundled:reader-minilm": str(reader),
+        "bundled:rerank-reader-minilm": str(reader),
+        "bundled:ranker-minilm": str(reader),
         "cache_dir: .cache/embeddings": "cache_dir: null",
         "progress_bar: true": "progress_bar: false",
     }

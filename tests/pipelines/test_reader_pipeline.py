@@ -27,6 +27,8 @@ def _qa_args(store: Path, reader: Path, dense: Path, *extra: str) -> list[str]:
         "--store",
         str(store),
         "--set",
+        f"reranker.model={reader}",
+        "--set",
         f"reader.model={reader}",
         "--set",
         f"hybrid.model={dense}",
@@ -36,8 +38,17 @@ def _qa_args(store: Path, reader: Path, dense: Path, *extra: str) -> list[str]:
     ]
 
 
-def test_qa_yaml_loads_with_the_reader_last() -> None:
+def test_qa_yaml_reranks_ten_candidates_then_reads() -> None:
     pipeline = load_pipeline(PIPELINES / "qa.yml")
+    assert list(pipeline.graph.successors("hybrid")) == ["reranker"]
+    assert list(pipeline.graph.successors("reranker")) == ["reader"]
+    assert pipeline.get_component("hybrid").top_k == 10
+    assert pipeline.get_component("reranker").model == "bundled:ranker-minilm"
+    assert pipeline.get_component("reader").model == "bundled:rerank-reader-minilm"
+
+
+def test_qa_fast_yaml_reads_the_hybrids_passages() -> None:
+    pipeline = load_pipeline(PIPELINES / "qa_fast.yml")
     assert list(pipeline.graph.successors("hybrid")) == ["reader"]
     assert pipeline.get_component("hybrid").top_k == 10
     assert pipeline.get_component("reader").model == "bundled:reader-minilm"

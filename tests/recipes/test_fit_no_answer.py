@@ -107,7 +107,10 @@ def test_threshold_costs_at_most_the_allowed_exact_match(max_em_drop: float) -> 
         assert chosen["abstains"].mean() > 0.5  # most unanswerable readings say so
 
 
-@pytest.mark.parametrize("pipeline, report", [("qa.yml", "no-answer-qa"), ("qa_rerank.yml", "no-answer-qa-rerank")])
+@pytest.mark.parametrize(
+    "pipeline, report",
+    [("qa_fast.yml", "no-answer-qa"), ("qa.yml", "no-answer-qa-rerank"), ("qa_rerank.yml", "no-answer-qa-rerank")],
+)
 def test_packaged_pipelines_carry_the_chosen_calibration(pipeline: str, report: str) -> None:
     """The qa pipelines carry the "no answer" fitted and chosen on the selection splits (to 4 decimals), on."""
     import yaml

@@ -72,11 +72,18 @@ def test_ceilings_read_the_first_passage_or_the_best_of_the_first_ten() -> None:
 
 
 def test_the_pipelines_ship_the_settings_the_choice_assumed_and_chose() -> None:
-    """qa_rerank.yml's reranker weight and qa.yml's length prior are the script's constants, and
-    qa_rerank.yml reads as the chosen decoding (docs/training/selection/qa-rerank/report.json)."""
+    """qa_rerank.yml's reranker weight and qa_fast.yml's length prior are the script's constants,
+    qa_rerank.yml reads as the chosen decoding (docs/training/selection/qa-rerank/report.json), and
+    qa.yml is qa_rerank.yml with 10 candidates."""
     root = REPO
-    qa = yaml.safe_load((root / "pipelines" / "qa.yml").read_text(encoding="utf-8"))["components"]
+    qa = yaml.safe_load((root / "pipelines" / "qa_fast.yml").read_text(encoding="utf-8"))["components"]
     rerank = yaml.safe_load((root / "pipelines" / "qa_rerank.yml").read_text(encoding="utf-8"))["components"]
+    default = yaml.safe_load((root / "pipelines" / "qa.yml").read_text(encoding="utf-8"))["components"]
+    assert {name: c["init_parameters"] for name, c in default.items() if name != "hybrid"} == {
+        name: c["init_parameters"] for name, c in rerank.items() if name != "hybrid"
+    }
+    hybrid = default["hybrid"]["init_parameters"]
+    assert hybrid == {**rerank["hybrid"]["init_parameters"], "top_k": 10}
     report = json.loads((root / "docs/training/selection/qa-rerank/report.json").read_text(encoding="utf-8"))
     chosen = report["chosen"]
     assert rerank["reranker"]["init_parameters"]["retrieval_weight"] == RERANK_WEIGHT

@@ -88,7 +88,7 @@ def test_card_reports_the_run_and_the_benchmark(reader_run: tuple[Path, Path, Pa
     assert "python -m training.train_reader --sample 16000 --passages 2" in card
     assert "16,000 questions drawn at random" in card and "7,142 questions" in card
     assert "exact match 61.2, F1 70.9" in card
-    assert "| hybrid | 24.0 | 30.1 |" in card and "| hybrid | 23.0 | 27.1 |" not in card  # qa.yml's ranking only
+    assert "| hybrid | 24.0 | 30.1 |" in card and "| hybrid | 23.0 | 27.1 |" not in card  # qa_fast.yml's ranking only
     assert "squad/dev.jsonl end to end" in card and "| hybrid | 44.0 | 50.1 |" in card
     assert "p50 420 ms, p95 610 ms" in card
     assert "EM 52.3 at step 1800" in card

@@ -38,7 +38,7 @@ from tests.helpers.corpora import write_two_training_examples
 from tests.helpers.serving import PIPELINES, served, server_environment, write_pipelines
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SEARCH_PIPELINES = ("bm25", "dense", "search", "search_rerank", "qa", "qa_rerank")
+SEARCH_PIPELINES = ("bm25", "dense", "search", "search_rerank", "qa", "qa_fast", "qa_rerank")
 QUERIES = ["who wrote hamlet", "highest mountain on earth", "nobel prize in physics", "where do bees live"]
 
 
@@ -263,6 +263,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
         "eval_squad",
         "index",
         "qa",
+        "qa_fast",
         "qa_rerank",
         "search",
         "search_rerank",
