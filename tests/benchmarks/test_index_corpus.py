@@ -81,6 +81,12 @@ def test_continuing_needs_an_earlier_cache(tmp_path: Path) -> None:
         index_corpus.measure(10, tmp_path, "native", None, resume=True)
 
 
+def test_a_run_from_before_streaming_shows_its_encoding_bar() -> None:
+    bars = {"Encoding passages": {"count": 1000, "seconds": 70}, "BM25 index": {"count": 1000, "seconds": 5}}
+    row = summary_row(_result([_run(100.0, 0, 1000, bars, [])]))
+    assert row[5:8] == ["encoding only: 70", "5", "25"]
+
+
 def test_a_failed_run_shows_no_rate() -> None:
     row = summary_row(_result([_run(80.0, -9, 900, {}, [])], completed=False))
     assert row[2] == "failed: exit -9 after 80 s in all" and row[4] == "–" and row[8] == "2,048"

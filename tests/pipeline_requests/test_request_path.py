@@ -31,7 +31,11 @@ from dpr_components.langchain import HaystackRetriever  # noqa: E402
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 DOCUMENT_PIPELINES = ("bm25", "dense", "search", "search_rerank")
-ANSWER_PIPELINES = {"qa": "reranker", "qa_fast": "hybrid", "qa_rerank": "reranker"}  # the stage whose documents LangChain returns
+ANSWER_PIPELINES = {
+    "qa": "reranker",
+    "qa_fast": "hybrid",
+    "qa_rerank": "reranker",
+}  # the stage whose documents LangChain returns
 QUERY = "who wrote hamlet, the highest mountain, the nobel prize, where bees live"
 TITLES = ["Hamlet", "Marie Curie", "Honey bee"]
 FILTER = {"field": "meta.title", "operator": "in", "value": TITLES}
