@@ -11,6 +11,7 @@ import json
 import math
 import re
 import shutil
+import sys
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -163,3 +164,8 @@ def result_text(result: dict[str, Any]) -> str:
                 text = json.dumps(to_jsonable(value), ensure_ascii=False)
                 blocks.append(f"{printable(component)}.{printable(name)}: {printable(text)}")
     return "\n".join(blocks)
+
+
+def report_line(line: str) -> None:
+    """A progress line of a long command, on the error stream (the results keep standard output)."""
+    print(line, file=sys.stderr, flush=True)

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from dpr_components.cli.batch_lines import batch_queries
-from dpr_components.cli.output_format import printable, result_text, to_json_line
+from dpr_components.cli.output_format import printable, report_line, result_text, to_json_line
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.indexing.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.errors import one_line, user_errors
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
-
-
-def _report(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def command_run(args: argparse.Namespace) -> int:
@@ -47,7 +42,7 @@ def command_run(args: argparse.Namespace) -> int:
     corpus = streamable_corpus(pipeline, inputs)
     if corpus is not None:  # an indexing run on a corpus file: a chunk at a time, whatever the corpus's size
         outcome: dict[str, Any] = run_streamed(
-            pipeline, corpus, inputs, lambda data: run_pipeline(pipeline, data), report=_report
+            pipeline, corpus, inputs, lambda data: run_pipeline(pipeline, data), report=report_line
         )
     else:
         outcome = run_pipeline(pipeline, inputs)

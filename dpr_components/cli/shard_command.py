@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpr_components.cli.output_format import report_line
 from dpr_components.cli.run_inputs import base_inputs
 from dpr_components.indexing.corpus_split import split_corpus
 from dpr_components.indexing.ray_sharding import (
@@ -31,10 +32,6 @@ from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.output_folders import SHARDS, check_output_folder
-
-
-def _report(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _corpus_input(inputs: dict[str, Any]) -> str:
@@ -70,7 +67,7 @@ def command_run_shard(args: argparse.Namespace) -> int:
         args.shard_dir,
         {k: v for k, v in inputs.items() if v},
         run=lambda data: run_pipeline(pipeline, data),
-        report=_report,
+        report=report_line,
     )
     summary = {
         "shard": str(spec),
@@ -107,7 +104,7 @@ def _merge(args: argparse.Namespace) -> MergeResult:
         raise ValueError(
             f"{args.pipeline}: merge-shards writes through the pipeline's writer; it needs one, found {[n for n, _ in writers] or 'none'}"
         )
-    return merge_shards(args.shard_dir, writers[0][1], args.batch_size, report=_report)
+    return merge_shards(args.shard_dir, writers[0][1], args.batch_size, report=report_line)
 
 
 def _print_merge(args: argparse.Namespace, result: MergeResult) -> None:
@@ -146,7 +143,7 @@ def command_index_ray(args: argparse.Namespace) -> int:
         inputs={**flat, **{k: v for k, v in per_component.items() if v}},
         threads=args.threads,
     )
-    index_on_ray(job, RaySettings(args.address, args.workers, args.max_retries), encode_command_shard, _report)
+    index_on_ray(job, RaySettings(args.address, args.workers, args.max_retries), encode_command_shard, report_line)
     _print_merge(args, _merge(args))
     return 0
 

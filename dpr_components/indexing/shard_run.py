@@ -87,7 +87,7 @@ def run_shard(
 
     def chunk_results() -> Iterator[dict[str, Any]]:
         nonlocal documents
-        for chunk in _chunks(_shard_records(corpus, reader, first, end), chunk_chars):
+        for chunk in record_chunks(_shard_records(corpus, reader, first, end), chunk_chars):
             result = run({**inputs, reader_name: {**inputs.get(reader_name, {}), "records": chunk}})
             documents += len(chunk)
             yield result
@@ -183,7 +183,8 @@ def _shard_records(corpus: str, reader: CorpusReader, first: int, end: int) -> I
             yield record
 
 
-def _chunks(records: Iterator[CorpusRecord], chunk_chars: int) -> Iterator[list[dict[str, str]]]:
+def record_chunks(records: Iterator[CorpusRecord], chunk_chars: int) -> Iterator[list[dict[str, str]]]:
+    """The records as ``records`` inputs of the reader, about ``chunk_chars`` characters of text each."""
     chunk: list[dict[str, str]] = []
     size = 0
     for record in records:

@@ -3,8 +3,9 @@
 Given in one piece, a corpus travels whole from component to component, every passage's vector
 as a list of Python floats (about 12 KB per passage for 384 dimensions), and the writer makes
 its own copies: a million passages need more than 24 GB. Streamed, the corpus goes through the
-pipeline about a megabyte of text at a time (:func:`~dpr_components.indexing.shard_run.run_shard`
-as the one shard of one), with the same passages, ids and vectors as one run would give.
+pipeline about a megabyte of text at a time (as ``records`` of the reader, the way a shard run feeds
+its part: :mod:`dpr_components.indexing.shard_run`), with the same passages, ids and vectors as one
+run would give.
 
 The corpus file is read once first, with every check of the reader (format, fields, duplicate
 ids, empty texts), so a malformed line refuses the run before anything is written and the
@@ -25,12 +26,10 @@ from tqdm.auto import tqdm
 from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.indexing.components import CorpusReader
 from dpr_components.indexing.corpus import read_corpus
-from dpr_components.indexing.shard_run import CHUNK_CHARS, Runner, run_shard, the_reader
-from dpr_components.indexing.shard_spec import ShardSpec
+from dpr_components.indexing.shard_run import CHUNK_CHARS, Runner, record_chunks, the_reader
 from dpr_components.utils.input_files import check_input_path
 
 WRITTEN = "documents_written"
-_WHOLE = ShardSpec(1, 1)
 
 
 def streamable_corpus(pipeline: Pipeline, inputs: dict[str, dict[str, Any]]) -> str | None:
@@ -70,18 +69,15 @@ def run_streamed(
     show_progress = any(getattr(instance, "progress_bar", None) is True for _, instance in pipeline.walk())
     documents = _checked_documents(corpus, reader, show_progress)
     pipeline.warm_up()  # models load before the bar starts
-    other = {
-        name: {k: v for k, v in values.items() if name != reader_name or k != "path"}
-        for name, values in (inputs or {}).items()
-    }
+    other = {name: values for name, values in (inputs or {}).items() if name != reader_name}
+    reader_inputs = {k: v for k, v in (inputs or {}).get(reader_name, {}).items() if k != "path"}
     with (
         _component_bars_off(pipeline),
         tqdm(total=documents, desc="Indexing", unit="doc", disable=not show_progress, smoothing=0.1) as bar,
     ):
         counted = _CountedRuns(run or pipeline.run, reader_name, bar)
-        run_shard(
-            pipeline, corpus, _WHOLE, None, {k: v for k, v in other.items() if v}, counted, chunk_chars=chunk_chars
-        )
+        for chunk in record_chunks(read_corpus(corpus, reader.format, reader.on_empty), chunk_chars):
+            counted({**other, reader_name: {**reader_inputs, "records": chunk}})
     _save_stores(pipeline, report)
     return {name: {WRITTEN: count} for name, count in counted.written.items()}
 
