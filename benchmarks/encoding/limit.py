@@ -273,7 +273,7 @@ def group_rates(
 ) -> dict[str, Any]:
     """Passages/s, GFLOP/s (padded batches and real tokens) and fraction of ``attainable`` of one encode."""
     texts, titles = passages
-    padded = padded_lengths(lengths, encoder.batch_size, encoder.batch_size * BUCKET_BATCHES)
+    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
     flops_padded = encoder_flops(**sizes, sequence_lengths=padded)["total"]
     flops_real = encoder_flops(**sizes, sequence_lengths=lengths)["total"]
     seconds = encode_seconds(encoder, texts, titles, repeats)
@@ -365,7 +365,7 @@ def time_breakdown(encoder: TextEncoder, passages: tuple[list[str], list[str | N
         wall = timed(lambda: encoder.encode_passages(texts, titles))[0]
     ops = op_seconds(profiler.events())
     lengths = token_lengths(encoder, texts, titles)
-    padded = padded_lengths(lengths, encoder.batch_size, encoder.batch_size * BUCKET_BATCHES)
+    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
     return {
         "precision": encoder.settings.precision,
         "compute": compute_precision(encoder.uses_bf16),
@@ -379,39 +379,19 @@ def time_breakdown(encoder: TextEncoder, passages: tuple[list[str], list[str | N
     }
 
 
-class TimedModel:
-    """An OpenVINO model compiled with performance counters, called like it; the seconds spent inside
-    its calls are summed."""
-
-    def __init__(self, model: OpenVINOEncoderModel) -> None:
-        self.model = model
-        self.config = model.config
-        self.seconds = 0.0
-
-    def __call__(self, **batch: torch.Tensor) -> Any:
-        seconds, output = timed(lambda: self.model(**batch))
-        self.seconds += seconds
-        return output
-
-    def reset(self) -> None:
-        """Forget the time and the profiling info gathered so far."""
-        self.seconds = 0.0
-        self.model.profiling.clear()
-
-    def profiled_nodes(self) -> list[Any]:
-        """The profiling items of every request since the last reset."""
-        return [item for request in self.model.profiling for item in request]
-
-
 class CountedOpenVINOEncoder(TextEncoder):
-    """An OpenVINO encoder whose model is compiled with OpenVINO's performance counters and timed
-    (:attr:`timed`); otherwise the encoder the default path runs."""
+    """An OpenVINO encoder whose model is compiled with OpenVINO's performance counters (:attr:`counted`);
+    otherwise the encoder the default path runs."""
 
-    timed: TimedModel
+    counted: OpenVINOEncoderModel
 
     def _openvino_model(self, model: Any, layout: ModelLayout) -> Any:
-        self.timed = TimedModel(OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16, perf_count=True))
-        return self.timed
+        self.counted = OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16, perf_count=True)
+        return self.counted
+
+    def profiled_nodes(self) -> list[Any]:
+        """The profiling items of every request since the counters were last cleared."""
+        return [item for request in self.counted.profiling for item in request]
 
 
 def counted_encoder(settings: EncoderSettings, batch_size: int) -> CountedOpenVINOEncoder:
@@ -483,24 +463,41 @@ def padding_share(real_tokens: int, padded_tokens: int) -> float:
 
 
 def counted_breakdown(
-    encoder: CountedOpenVINOEncoder, passages: tuple[list[str], list[str | None]], lengths: list[int], repeats: int
+    encoder: CountedOpenVINOEncoder,
+    passages: tuple[list[str], list[str | None]],
+    lengths: list[int],
+    repeats: int,
+    sizes: dict[str, int],
+    attainable: float | None,
 ) -> dict[str, Any]:
-    """Where the time of one encode of ``passages`` on OpenVINO goes (performance counters on); the padding."""
+    """Where the time of one encode of ``passages`` on OpenVINO goes (performance counters on); the padding;
+    the GEMM nodes' own rate (the dense FLOPs over their time) and its fraction of ``attainable``, a ceiling
+    on the whole encoder's fraction while the GEMMs run at that rate."""
     texts, titles = passages
     tokenisation = statistics.median(timed(lambda: encoder.token_lengths(texts, titles))[0] for _ in range(repeats))
     encoder.encode_passages(texts[: encoder.batch_size], titles[: encoder.batch_size])
-    encoder.timed.reset()
+    encoder.counted.profiling.clear()
     wall = timed(lambda: encoder.encode_passages(texts, titles))[0]
-    by_type = node_type_seconds(encoder.timed.profiled_nodes())
+    by_type = node_type_seconds(encoder.profiled_nodes())
     nodes = category_seconds(by_type)
-    padded = sum(padded_lengths(lengths, encoder.batch_size, encoder.batch_size * BUCKET_BATCHES))
+    # The streams compute at once, so the nodes' summed seconds over the streams is the model's wall time.
+    model_s = min(sum(nodes.values()) / encoder.counted.streams, wall - tokenisation)
+    padded_each = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
+    padded = sum(padded_each)
+    flops = encoder_flops(**sizes, sequence_lengths=padded_each)
+    gemm_s = nodes.get("gemm", 0.0) / encoder.counted.streams
+    gemm_gflops = flops["dense"] / gemm_s / 1e9 if gemm_s else None
     return {
         "passages": len(texts),
+        "gemm_gflops": gemm_gflops,
+        "gemm_fraction": None if gemm_gflops is None else fraction_of_attainable(gemm_gflops, attainable),
+        # Were the GEMMs all the model did: every FLOP (attention's too) in the GEMMs' time.
+        "gemm_only_fraction": fraction_of_attainable(flops["total"] / gemm_s / 1e9, attainable) if gemm_s else None,
         "wall_s": wall,
         "tokenisation_s": tokenisation,
-        "model_s": encoder.timed.seconds,
+        "model_s": model_s,
         "node_seconds": nodes,
-        "shares": wall_shares(wall, tokenisation, encoder.timed.seconds, nodes),
+        "shares": wall_shares(wall, tokenisation, model_s, nodes),
         "top_node_types": top_node_types(by_type),
         "real_tokens": sum(lengths),
         "padded_tokens": padded,
@@ -509,22 +506,39 @@ def counted_breakdown(
 
 
 def default_path_result(
-    encoder: TextEncoder, rates: dict[str, Any], passages: tuple[list[str], list[str | None]], repeats: int
+    encoder: TextEncoder,
+    rates: dict[str, Any],
+    passages: tuple[list[str], list[str | None]],
+    repeats: int,
+    sizes: dict[str, int],
+    attainable: dict[str, float | None],
 ) -> dict[str, Any]:
     """What ``backend="auto"`` resolved to for ``encoder``, its ``rates`` (:func:`measure_encoder`), and on
     OpenVINO the time breakdown per length bucket."""
     choice = encoder.backend_choice()
     result = {"backend": choice.backend, "reason": choice.reason, "compute": rates["compute"], "rates": rates}
     if choice.backend != "openvino":
-        return {**result, "inference_precision": rates["compute"], "streams": None, "breakdown": None}
+        return {
+            **result,
+            "inference_precision": rates["compute"],
+            "streams": None,
+            "request_rows": None,
+            "breakdown": None,
+        }
     counted = counted_encoder(encoder.settings, encoder.batch_size)
     lengths = token_lengths(counted, *passages)
     breakdown = {
-        label: counted_breakdown(counted, part, part_lengths, repeats)
+        label: counted_breakdown(counted, part, part_lengths, repeats, sizes, attainable[rates["compute"]])
         for label, (part, part_lengths) in bucket_groups(passages, lengths).items()
     }
-    model = counted.timed.model
-    return {**result, "inference_precision": model.precision, "streams": model.streams, "breakdown": breakdown}
+    model = counted.counted
+    return {
+        **result,
+        "inference_precision": model.precision,
+        "streams": model.streams,
+        "request_rows": counted.rows_per_batch,
+        "breakdown": breakdown,
+    }
 
 
 def cpu_flags(cpuinfo: str | None = None) -> dict[str, bool]:
@@ -722,19 +736,43 @@ def render_default_breakdown(path: dict[str, Any]) -> list[str]:
     header = ["tokens", "passages", "ms per passage", "ms, counted", "tokenisation", "GEMM", "attention", "other"]
     return [
         "Where the time goes, per bucket of real token length: one encode of the bucket's passages with OpenVINO's "
-        f"performance counters on ({path['streams']} stream(s), one infer request per stream and batch). "
-        "*Tokenisation*: the tokenizer on the bucket's passages, timed apart. The time inside the model's calls is "
-        "split as the executed nodes' times (summed over the requests) split: *GEMM* the FullyConnected nodes "
+        f"performance counters on ({path['streams']} stream(s) computing at once, batches of {path['request_rows']} "
+        "rows queued on them). *Tokenisation*: the tokenizer on the bucket's passages, timed apart. The model's "
+        "time is the executed nodes' times summed over the requests and divided by the streams; it is split as "
+        "those nodes' times split: *GEMM* the FullyConnected nodes "
         "(Q, K, V, output and feed-forward projections), *attention* the fused scaled-dot-product-attention "
         "subgraphs (or MatMul/Softmax between queries, keys and values when not fused), *other* every other node "
-        "(layer norms, residual adds, reorders and precision conversions, embeddings); the calls' own overhead "
-        "(requests, copies: small next to a batch of 64) is split in the same proportions. *Rest*: the wall time less "
-        "tokenisation and the model (batching, padding, pooling, Python). *Padding*: padded tokens that are not "
+        "(layer norms, residual adds, reorders and precision conversions, embeddings). *Rest*: the wall time less "
+        "tokenisation and the model (batching, padding, pooling, Python, and the moments a stream waits for "
+        "work). *Padding*: padded tokens that are not "
         "real tokens, of all tokens the model computes. *ms per passage* is the unprofiled median of the rates "
         "above; *ms, counted* the encode under the counters, whose shares these are. The top node types are in "
         "the JSON.",
         "",
         *markdown_table([*header, "rest", "padding"], rows, "lrrrrrrrrr"),
+        "",
+        *render_gemm_ceiling(path),
+    ]
+
+
+def render_gemm_ceiling(path: dict[str, Any]) -> list[str]:
+    """Per bucket: the GEMM nodes' own rate, and the encoder's fraction were the GEMMs all it did."""
+    buckets = {label: b for label, b in path["breakdown"].items() if b.get("gemm_gflops") is not None}
+    if not buckets:
+        return []
+    rows = [
+        [label, f"{b['gemm_gflops']:.1f}", percent(b["gemm_fraction"]), percent(b["gemm_only_fraction"])]
+        for label, b in buckets.items()
+    ]
+    return [
+        "The GEMM nodes' own rate: the dense FLOPs (projections and feed-forward, padded) over the FullyConnected "
+        "nodes' time divided by the streams. *Ceiling*: the encoder's fraction of attainable were the GEMMs all "
+        "it did (every FLOP, attention's too, in the GEMMs' time): while its GEMMs run at this rate, no saving "
+        "elsewhere takes the encoder past it.",
+        "",
+        *markdown_table(
+            ["tokens", "GEMM GFLOP/s", "GEMM fraction of attainable", "ceiling for the encoder"], rows, "lrrr"
+        ),
         "",
     ]
 
@@ -792,7 +830,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         breakdown = time_breakdown(encoders["auto"], passages, args.repeats)
         default = TextEncoder(EncoderSettings(model=args.model, backend="auto"), batch_size=args.batch_size)
         default_rates = measure_encoder(default, passages, sizes, attainable, args.repeats)
-        default_path = default_path_result(default, default_rates, passages, args.repeats)
+        default_path = default_path_result(default, default_rates, passages, args.repeats, sizes, attainable)
     env["load_average_end"] = os.getloadavg()[0]
     summary = {
         "machine": env,

@@ -39,6 +39,7 @@ from benchmarks.encoding import peer_env
 from benchmarks.encoding.backends import measure, rerun_under_isa
 from benchmarks.encoding.encoding_benchmark import cosine_stats
 from benchmarks.encoding.limit import backend_label, computes_in, machine, sample_passages
+from dpr_components.encoders.openvino_model import REQUEST_ROWS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder, resolve_model_path
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
@@ -79,6 +80,43 @@ def peer_systems(bf16: bool, quantization: str) -> dict[str, tuple[str, str]]:
         "openvino-qint8": ("ST openvino int8 static", "int8"),
     }
     return {key: value for key, value in systems.items() if bf16 or value[1] != "bf16"}
+
+
+class AtBatchSize:
+    """A peer process asked for another batch size than the run's."""
+
+    def __init__(self, process: PeerProcess, batch_size: int) -> None:
+        self.process, self.batch_size = process, batch_size
+
+    def encode_timed(self, texts: list[str], titles: list[str], batch_size: int) -> tuple[np.ndarray, float]:
+        return self.process.encode_timed(texts, titles, self.batch_size)
+
+
+def peer_batch_sizes(value: str, batch_size: int) -> list[int]:
+    """The batch sizes peers run at: the run's first, then the others given, each once."""
+    try:
+        sizes = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise SystemExit(f"--peer-batch-sizes takes comma-separated whole numbers, got {value!r}") from None
+    if any(size < 1 for size in sizes):
+        raise SystemExit(f"--peer-batch-sizes must be positive, got {value!r}")
+    return list(dict.fromkeys([batch_size, *sizes]))
+
+
+def peer_variants(
+    peers: dict[str, tuple[str, str]], processes: dict[str, Any], sizes: Sequence[int], batch_size: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every started peer at every batch size: label -> system, label -> precision. A peer at the run's
+    batch size keeps its plain label; at another size the label ends with that size."""
+    systems: dict[str, Any] = {}
+    computes: dict[str, str] = {}
+    for key, process in processes.items():
+        label, compute = peers[key]
+        for size in sizes:
+            name = label if size == batch_size else f"{label}, batch {size}"
+            systems[name] = process if size == batch_size else AtBatchSize(process, size)
+            computes[name] = compute
+    return systems, computes
 
 
 class PeerProcess:
@@ -288,7 +326,7 @@ def ours_text(default: dict[str, str]) -> str:
         f"**{backend_label(default['backend'])}** ({default['reason']}), computing in {default['computes']}"
     )
     if default["backend"] == "openvino":
-        resolved += " with one stream per thread"
+        resolved += f" with one stream per thread, batches of {REQUEST_ROWS} rows queued on them"
     torch_path = (
         '*ours torch* is `PassageEmbedder(backend="torch")` (precision auto: bf16 weights where the CPU has native '
         "bf16, else fp32), the default before backend auto"
@@ -302,6 +340,19 @@ def ours_text(default: dict[str, str]) -> str:
 def versions_text(peer_info: dict[str, Any]) -> str:
     """The peers' library versions, as their workers reported them."""
     return ", ".join(f"{name} {version}" for name, version in peer_info.items()) or "not reported"
+
+
+def peer_sizes_text(config: dict[str, Any]) -> str:
+    """Which other batch sizes the peers ran at (runs from before the option: none)."""
+    sizes = peer_batch_sizes(config.get("peer_batch_sizes", ""), config["batch_size"])
+    others = [size for size in sizes if size != config["batch_size"]]
+    if not others:
+        return ""
+    sizes = ", ".join(str(size) for size in others)
+    return (
+        f" Every peer also runs at batch size {sizes} (rows ending in the size), so that its best batch size "
+        "is among its rows; ours run at the batch size above, as `PassageEmbedder()` does."
+    )
 
 
 def smoke_note(config: dict[str, Any]) -> str:
@@ -337,6 +388,7 @@ def render(summary: dict[str, Any], command: str) -> str:
         "passages": config["passages"],
         "seed": config["seed"],
         "batch_size": config["batch_size"],
+        "peer_batch_sizes": peer_sizes_text(config),
         "repeats": config["repeats"],
         "chunk": config["chunk"],
         "calibration": config["calibration"],
@@ -362,6 +414,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--passages", type=int, default=DEFAULT_PASSAGES)
     parser.add_argument("--calibration", type=int, default=300, help="other pool passages for OpenVINO static int8")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--peer-batch-sizes",
+        default="64,16",
+        help="comma-separated batch sizes every peer also runs at (its rows name the size when not --batch-size)",
+    )
     parser.add_argument("--chunk", type=int, default=250, help="passages per turn")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--threads", type=int, default=2)
@@ -395,6 +452,7 @@ def chosen_peers(args: argparse.Namespace, bf16: bool, flags: dict[str, bool]) -
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure every system; the report's data."""
+    sizes = peer_batch_sizes(args.peer_batch_sizes, args.batch_size)
     set_threads(args.threads)
     os.environ[ENCODE_THREADS_ENV] = str(args.threads)  # our OpenVINO path: the same threads as the rest
     env = machine(args.threads)
@@ -408,8 +466,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="peers-") as work:
         pairs = [[p.title or "", p.text] for p in calibration]
         with started_peers(list(peers), args, Path(work), pairs, skipped) as processes:
-            systems: dict[str, Any] = {**ours, **{peers[key][0]: process for key, process in processes.items()}}
-            computes.update({label: compute for label, compute in peers.values()})
+            variants, variant_computes = peer_variants(peers, processes, sizes, args.batch_size)
+            systems: dict[str, Any] = {**ours, **variants}
+            computes.update(variant_computes)
             result = measure(systems, texts, titles, args)
             info = next(iter(processes.values())).info if processes else {}
     rows = system_rows(result["seconds"], result["vectors"], computes, args.repeats)

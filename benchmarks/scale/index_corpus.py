@@ -210,6 +210,7 @@ def written(run: dict[str, Any]) -> int:
 
 def render(results: Sequence[dict[str, Any]], command: str) -> str:
     header = [
+        "run",
         "passages",
         "instruction set",
         "runs",
@@ -223,7 +224,9 @@ def render(results: Sequence[dict[str, Any]], command: str) -> str:
     ]
     resumes = [resume_line(result) for result in results if len(result["runs"]) > 1 and result.get("completed", True)]
     values = {
-        "table": "\n".join(markdown_table(header, [summary_row(r) for r in results], align="rllrrrrrrr")),
+        "table": "\n".join(
+            markdown_table(header, [[r.get("file", ""), *summary_row(r)] for r in results], align="lrllrrrrrrr")
+        ),
         "cpu": results[0]["machine"]["cpu"] if results else "unknown",
         "cores": results[0]["machine"]["cores"] if results else 0,
         "resumes": "\n".join(resumes) or "- No run was interrupted.",
@@ -256,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = command_line(MODULE, argv)
     if args.report:
-        results = [json.loads(path.read_text(encoding="utf-8")) for path in args.report]
+        # Each row is named by its file, so that runs of one command on different hours stay apart.
+        results = [{**json.loads(path.read_text(encoding="utf-8")), "file": path.stem} for path in args.report]
         markdown = render(results, command)
         write_report(args.report_out, {"runs": results, "command": command}, markdown)
         print(markdown)

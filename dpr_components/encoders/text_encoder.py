@@ -48,6 +48,7 @@ from dpr_components.encoders.model_files import (
     quiet_transformers,
     weight_files,
 )
+from dpr_components.encoders.openvino_model import REQUEST_ROWS, OpenVINOEncoderModel, pool_mean
 from dpr_components.encoders.plain_bert import (
     PlainBert,
     load_bert_tokenizer,
@@ -309,6 +310,36 @@ class _Tokens:
     types: list[list[int]] | None
 
 
+class _BatchReport:
+    """Hands finished inputs to ``on_batch`` about ``batch_size`` at a time (the model may compute them
+    in smaller batches) and moves the bar."""
+
+    def __init__(self, batch_size: int, out: np.ndarray, on_batch: BatchCallback | None, bar: Any) -> None:
+        self.batch_size = batch_size
+        self.out = out
+        self.on_batch = on_batch
+        self.bar = bar
+        self.pending: list[np.ndarray] = []
+        self.pending_rows = 0
+
+    def done(self, positions: np.ndarray) -> None:
+        self.bar.update(len(positions))
+        self.pending.append(positions)
+        self.pending_rows += len(positions)
+        if self.pending_rows >= self.batch_size:
+            self._flush()
+
+    def close(self) -> None:
+        self._flush()
+        self.bar.close()
+
+    def _flush(self) -> None:
+        if self.pending and self.on_batch is not None:
+            positions = np.concatenate(self.pending)
+            self.on_batch(positions, self.out[positions])
+        self.pending, self.pending_rows = [], 0
+
+
 class TextEncoder:
     """Encodes questions (text only) or passages (title + text) into unit float32 vectors (when
     the model normalises) in input order.
@@ -393,8 +424,6 @@ class TextEncoder:
 
     def _openvino_model(self, model: Any, layout: ModelLayout) -> Any:
         """``model`` compiled by OpenVINO (bf16 where this encoder computes in bf16 and the CPU has it)."""
-        from dpr_components.encoders.openvino_model import OpenVINOEncoderModel
-
         unsupported = openvino_unsupported(layout, self.settings)
         if unsupported:
             raise EncoderLoadError(
@@ -498,6 +527,7 @@ class TextEncoder:
         with torch_threads(encoding_threads(len(texts))):
             return self._encode_batches(texts, titles, show_progress, unit, on_batch)
 
+    @torch.inference_mode()
     def _encode_batches(
         self,
         texts: list[str],
@@ -508,19 +538,37 @@ class TextEncoder:
     ) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         bar = tqdm(total=len(texts), unit=unit[:-1], desc=f"Encoding {unit}", disable=not show_progress)
-        for offset, tokens in self._token_windows(texts, titles):
-            # Length bucketing: longest first, so a batch pads to about its own length; the
-            # vectors go back to their input positions.
-            order = np.argsort([-len(ids) for ids in tokens.ids], kind="stable")
-            for start in range(0, len(order), self.batch_size):
-                local = order[start : start + self.batch_size]
-                idx = local + offset
-                out[idx] = self._forward(self._collate(tokens, local))
-                if on_batch is not None:
-                    on_batch(idx, out[idx])
-                bar.update(len(idx))
-        bar.close()
+        report = _BatchReport(self.batch_size, out, on_batch, bar)
+        if isinstance(self._model, OpenVINOEncoderModel):
+            for idx, pooled in self._model.run_queued(self._batches(texts, titles, self.rows_per_batch), self.pooling):
+                out[idx] = self._vectors(pooled)
+                report.done(idx)
+        else:
+            for idx, batch in self._batches(texts, titles, self.batch_size):
+                out[idx] = self._vectors(pool(self._model, batch, self.pooling))
+                report.done(idx)
+        report.close()
         return out
+
+    @property
+    def rows_per_batch(self) -> int:
+        """How many inputs the model computes at once: ``batch_size``, or at most
+        :data:`~dpr_components.encoders.openvino_model.REQUEST_ROWS` on OpenVINO's queue."""
+        self.load()
+        if isinstance(self._model, OpenVINOEncoderModel):
+            return min(self.batch_size, REQUEST_ROWS)
+        return self.batch_size
+
+    def _batches(
+        self, texts: list[str], titles: list[str | None] | None, rows: int
+    ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """Padded batches of ``rows`` inputs with their input positions. Length bucketing: within a
+        window, longest first, so a batch pads to about its own length."""
+        for offset, tokens in self._token_windows(texts, titles):
+            order = np.argsort([-len(ids) for ids in tokens.ids], kind="stable")
+            for start in range(0, len(order), rows):
+                local = order[start : start + rows]
+                yield local + offset, self._collate(tokens, local)
 
     def token_lengths(self, texts: list[str], titles: list[str | None] | None = None) -> list[int]:
         """Each passage's token count as :meth:`encode_passages` feeds it to the model (after truncation);
@@ -589,9 +637,9 @@ class TextEncoder:
             batch["token_type_ids"] = torch.from_numpy(types)
         return batch
 
-    @torch.inference_mode()
-    def _forward(self, batch: dict[str, torch.Tensor]) -> np.ndarray:
-        vectors = pool(self._model, batch, self.pooling).float()
+    def _vectors(self, pooled: torch.Tensor) -> np.ndarray:
+        """Pooled outputs as float32 vectors, unit length when the model normalises; NaN refused."""
+        vectors = pooled.float()
         if self.normalize:
             vectors = torch.nn.functional.normalize(vectors, dim=-1)
         if not bool(torch.isfinite(vectors).all()):
@@ -650,7 +698,4 @@ def pool(model: torch.nn.Module | PlainBert, batch: Any, pooling: str) -> torch.
             return output.pooler_output
     if pooling == "cls":
         return hidden[:, 0]
-    # Sum in float32 even for a bf16 model: a bf16 sum over hundreds of tokens loses digits.
-    hidden = hidden.float()
-    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return pool_mean(hidden, batch["attention_mask"])

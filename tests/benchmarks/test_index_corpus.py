@@ -105,7 +105,8 @@ def test_report_mode_renders_saved_runs(tmp_path: Path) -> None:
     run.write_text(json.dumps(_result([_run(10.0, 0, 1000, {}, [])])), encoding="utf-8")
     out = tmp_path / "report"
     assert index_corpus.main(["--report", str(run), "--report-out", str(out)]) == 0
-    assert "| 1,000 | native | one run |" in out.with_suffix(".md").read_text(encoding="utf-8")
+    # Each row is named by its file: two runs of one command stay apart.
+    assert "| run | 1,000 | native | one run |" in out.with_suffix(".md").read_text(encoding="utf-8")
 
 
 def test_measuring_needs_an_output_file() -> None:

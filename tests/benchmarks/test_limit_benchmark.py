@@ -232,3 +232,6 @@ def test_main_writes_a_report(tiny_st_dir: Path, small_corpus_file: Path, tmp_pa
         assert bucket["node_seconds"]["gemm"] > 0 and bucket["top_node_types"]
         assert bucket["padded_tokens"] >= bucket["real_tokens"] > 0
         assert sum(bucket["shares"].values()) == pytest.approx(1.0)
+        # The whole encoder cannot beat the ceiling its GEMMs' own rate sets.
+        assert bucket["gemm_gflops"] > 0 and bucket["gemm_only_fraction"] >= bucket["gemm_fraction"] > 0
+    assert default["request_rows"] == 2 and "ceiling for the encoder" in markdown

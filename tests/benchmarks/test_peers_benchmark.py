@@ -22,6 +22,7 @@ from benchmarks.encoding.peers import (
     OURS_OPENVINO,
     OURS_TORCH,
     WORKER,
+    AtBatchSize,
     PeerError,
     PeerProcess,
     best_exact,
@@ -29,7 +30,9 @@ from benchmarks.encoding.peers import (
     onnx_quantization,
     our_system_names,
     ours_text,
+    peer_batch_sizes,
     peer_systems,
+    peer_variants,
     render,
     system_rows,
     worker_environment,
@@ -114,6 +117,38 @@ def test_the_report_names_the_best_exact_peer_and_a_short_run() -> None:
     assert "| ST onnx int8 | fp32 | 16.0 | 0.25x | 0.20x | 0.99500 |" in markdown
     assert "Our default (OpenVINO, bf16): 4.0 passages/s" in markdown
     assert "on torch 2.13.0 and OpenVINO 2026.4.1. *Ours default* is what `PassageEmbedder()` runs here" in markdown
+    assert "also runs at batch size" not in markdown  # a run from before the option
+    summary["config"]["peer_batch_sizes"] = "64,16"
+    markdown = render(summary, "python -m benchmarks.encoding.peers")
+    assert "Every peer also runs at batch size 16 (rows ending in the size)" in markdown
+
+
+def test_peers_run_at_the_run_batch_size_first_then_each_other_once() -> None:
+    assert peer_batch_sizes("64,16", 64) == [64, 16]
+    assert peer_batch_sizes("16, 8,16", 64) == [64, 16, 8]
+    for bad in ("16,x", "0"):
+        with pytest.raises(SystemExit, match="--peer-batch-sizes"):
+            peer_batch_sizes(bad, 64)
+
+
+def test_a_peer_at_another_batch_size_is_a_row_of_its_own() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.sizes: list[int] = []
+
+        def encode_timed(self, texts: list[str], titles: list[str], batch_size: int) -> tuple[np.ndarray, float]:
+            self.sizes.append(batch_size)
+            return np.zeros((len(texts), 2), dtype=np.float32), 1.0
+
+    process = Recorder()
+    peers = {"openvino-bf16": ("ST openvino bf16", "bf16")}
+    systems, computes = peer_variants(peers, {"openvino-bf16": process}, [64, 16], 64)
+    assert list(systems) == ["ST openvino bf16", "ST openvino bf16, batch 16"]
+    assert computes == {"ST openvino bf16": "bf16", "ST openvino bf16, batch 16": "bf16"}
+    assert isinstance(systems["ST openvino bf16, batch 16"], AtBatchSize)
+    for system in systems.values():
+        system.encode_timed(["text"], ["title"], 64)
+    assert process.sizes == [64, 16]
 
 
 def test_ours_default_is_backend_auto_and_ours_openvino_only_when_auto_is_not_it() -> None:
