@@ -23,7 +23,7 @@ import torch
 from dpr_components.utils.threads import encode_threads, usable_cores
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-# Rows per infer request on the queue: of 8, 16, 32 and 64, 16 encoded fastest on 2 cores (a
+# Rows per infer request on the ring: of 8, 16, 32 and 64, 16 encoded fastest on 2 cores (a
 # request's activations stay in cache); sentence-transformers is fastest there too (docs/benchmarks/peers.md).
 REQUEST_ROWS = 16
 # Requests in flight per stream: one computing, the others waiting, so that a stream never waits for the caller.
@@ -183,10 +183,10 @@ class OpenVINOEncoderModel:
         self, batches: Iterable[tuple[Key, dict[str, torch.Tensor]]], pooling: str
     ) -> Iterator[tuple[Key, torch.Tensor]]:
         """Each ``(key, batch)``'s vectors pooled by ``pooling`` (``cls`` or ``mean``), as ``(key, vectors)``
-        in input order; only the vectors are copied out of the model. Every
-        batch is one request on a ring of two per stream, so a stream starts the next batch as soon as it
-        is free while the caller pools the last one (faster than cutting each batch in one part per stream
-        and waiting for all parts, docs/benchmarks/peers.md).
+        in input order; only the vectors are copied out of the model. Every batch is one request on a ring
+        of ``REQUESTS_PER_STREAM`` per stream, so a stream starts the next batch as soon as it is free while
+        the caller handles the last one (faster than cutting each batch in one part per stream and waiting
+        for all parts, docs/benchmarks/peers.md).
 
         No Python runs on OpenVINO's threads (no completion callbacks): a callback there could run the
         garbage collector, which may free a compiled model from its own thread and abort the process."""

@@ -195,14 +195,15 @@ def test_contexts_set_and_restore_the_calling_thread() -> None:
 
 
 def _counts_inside_forward(encoder: TextEncoder, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """torch's thread count as each batch's vectors are made (right after the model ran on the batch)."""
     counts: list[int] = []
-    forward = encoder._forward
+    vectors = encoder._vectors
 
-    def spy(batch: dict[str, torch.Tensor]) -> np.ndarray:
+    def spy(pooled: torch.Tensor) -> np.ndarray:
         counts.append(torch.get_num_threads())
-        return forward(batch)
+        return vectors(pooled)
 
-    monkeypatch.setattr(encoder, "_forward", spy)
+    monkeypatch.setattr(encoder, "_vectors", spy)
     return counts
 
 
