@@ -134,7 +134,7 @@ def openvino_systems(model: torch.nn.Module, calibration: list[Batch], threads: 
     systems = {"OpenVINO fp32": OpenVINOEncoderModel(converted, model.config, "f32", threads)}
     if bf16:
         systems["OpenVINO bf16"] = OpenVINOEncoderModel(converted, model.config, "bf16", threads)
-    if threads > 1:  # each batch cut in parts computed at once, one thread each
+    if threads > 1:  # batches on the streams at once, one thread each
         for label, hint in (("fp32", "f32"), ("bf16", "bf16")) if bf16 else (("fp32", "f32"),):
             systems[f"OpenVINO {label}, {threads} streams"] = OpenVINOEncoderModel(
                 converted, model.config, hint, threads, streams=threads

@@ -118,15 +118,14 @@ def compile_for_cpu(converted: Any, precision: str, threads: int, streams: int =
 
 
 class OpenVINOEncoderModel:
-    """Called like a transformers encoder (``model(**batch).last_hidden_state``), run by OpenVINO.
+    """A passage encoder run by OpenVINO: :meth:`run_queued` turns padded batches into pooled vectors.
 
     :param converted: an OpenVINO model of the hidden states (:func:`convert_to_openvino`, possibly quantised).
     :param config: the transformers config of the model it came from (the encoder reads its sizes).
     :param precision: OpenVINO's inference precision, ``f32`` or ``bf16``.
     :param threads: OpenVINO's threads (default: ``DPR_ENCODE_THREADS``, else the usable cores).
-    :param streams: how many requests compute at once, each on ``threads / streams`` threads; a batch
-        called directly of at least this many rows is cut into ``streams`` parts (1: the whole batch on
-        all threads).
+    :param streams: how many requests compute at once, each on ``threads / streams`` threads (1: one
+        batch at a time on all threads).
     :param perf_count: compile with OpenVINO's performance counters: every request's ``get_profiling_info()``
         is appended to :attr:`profiling` (one list of node items per request).
     """
@@ -161,23 +160,6 @@ class OpenVINOEncoderModel:
         precision = native_precision(bf16)
         converted = convert_to_openvino(model, mean_output=True)
         return cls(converted, model.config, precision, threads, streams=threads, perf_count=perf_count)
-
-    def __call__(self, **batch: torch.Tensor) -> HiddenStatesOutput:
-        inputs = model_inputs(batch)
-        rows = len(inputs["input_ids"])
-        parts = np.array_split(np.arange(rows), self.streams if rows >= self.streams else 1)
-        # New infer requests per call: requests are not safe to share between threads. Their outputs
-        # are copied out of the requests, so they outlive them.
-        requests = [self._compiled.create_infer_request() for _ in parts]
-        for request, part in zip(requests, parts):
-            request.start_async({name: value[part[0] : part[-1] + 1] for name, value in inputs.items()})
-        hidden = []
-        for request in requests:
-            request.wait()
-            if self.perf_count:
-                self.profiling.append(list(request.get_profiling_info()))
-            hidden.append(np.array(request.get_output_tensor(0).data, dtype=np.float32))
-        return HiddenStatesOutput(torch.from_numpy(np.concatenate(hidden) if len(hidden) > 1 else hidden[0]))
 
     def run_queued(
         self, batches: Iterable[tuple[Key, dict[str, torch.Tensor]]], pooling: str

@@ -35,7 +35,7 @@ def test_an_openvino_model_inside_our_encoder_makes_our_vectors(tiny_st_dir: Pat
     np.testing.assert_allclose(wrapped.encode_passages(TEXTS, TITLES), ours.encode_passages(TEXTS, TITLES), atol=1e-5)
 
 
-def test_openvino_streams_split_a_batch_and_give_the_same_vectors(tiny_st_dir: Path) -> None:
+def test_openvino_on_one_or_two_streams_gives_the_same_vectors(tiny_st_dir: Path) -> None:
     pytest.importorskip("openvino")
     ours = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=3)
     ours.load()
