@@ -119,6 +119,18 @@ def tiny_dpr_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
 
 
 @pytest.fixture(scope="session")
+def tiny_projected_dpr_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DPRContextEncoder folder whose [CLS] vector goes through a projection layer (projection_dim 8)."""
+    import torch
+    from transformers import DPRConfig, DPRContextEncoder
+
+    torch.manual_seed(2)
+    tokenizer = bundled_tokenizer()
+    model = DPRContextEncoder(tiny_config(DPRConfig, len(tokenizer), projection_dim=8))
+    return save_with_tokenizer(model, tokenizer, tmp_path_factory.mktemp("tiny_dpr_projected"))
+
+
+@pytest.fixture(scope="session")
 def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sentence-transformers folder (mean pooling + normalisation) around the tiny BERT."""
     import shutil

@@ -45,6 +45,13 @@ PACKAGES = (
 STATIC_INT8_FILE = "openvino/openvino_model_qint8_quantized.xml"
 
 
+def isa_limit_config() -> dict[str, str]:
+    """OpenVINO's float precision under an instruction-set limit (``ONEDNN_MAX_CPU_ISA=AVX2``, set by
+    ``--isa avx2``): OpenVINO still sees the CPU's bf16 and picks it by default, then finds no bf16
+    kernel and cannot compile; f32 is what it picks on a CPU that has only AVX2."""
+    return {"INFERENCE_PRECISION_HINT": "f32"} if os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2" else {}
+
+
 def onnx_file(system: str) -> str:
     """The ONNX file of ``system`` inside the export folder (sentence-transformers' own names)."""
     if system == "onnx-fp32":
@@ -77,7 +84,8 @@ def base_export(folder: Path, backend: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
     exported = folder / ("onnx/model.onnx" if backend == "onnx" else "openvino/openvino_model.xml")
-    model = SentenceTransformer(str(folder), backend=backend, device="cpu")
+    model_kwargs = {"ov_config": isa_limit_config()} if backend == "openvino" else None
+    model = SentenceTransformer(str(folder), backend=backend, device="cpu", model_kwargs=model_kwargs)
     if not exported.is_file():
         model.save_pretrained(str(folder))
     return model
@@ -143,8 +151,8 @@ def onnx_kwargs(system: str, threads: int) -> dict[str, Any]:
 
 def openvino_kwargs(system: str, threads: int) -> dict[str, Any]:
     """``model_kwargs`` of an OpenVINO system: its file, ``threads`` threads and the precision hint (int8
-    keeps OpenVINO's default for the products it leaves in float)."""
-    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads}
+    keeps OpenVINO's default for the products it leaves in float: f32 under an instruction-set limit)."""
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, **isa_limit_config()}
     if system in ("openvino-f32", "openvino-bf16"):
         config["INFERENCE_PRECISION_HINT"] = system.removeprefix("openvino-")
     file_name = STATIC_INT8_FILE if system == "openvino-qint8" else "openvino/openvino_model.xml"

@@ -29,7 +29,7 @@ from dpr_components.evaluation.templates import fill_template, sibling_template
 
 MODULE = "benchmarks.encoding.question_backends"
 BACKENDS = ("torch", "openvino")
-# The packaged question encoder's architecture and size; OpenVINO does not convert its DPR layout itself.
+# The packaged question encoder's architecture and size, in its own layout.
 DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 START_UP = r"""
 import sys, time

@@ -28,8 +28,9 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 REQUEST_ROWS = 16
 # Requests in flight per stream: one computing, the others waiting, so that a stream never waits for the caller.
 REQUESTS_PER_STREAM = 2
-# Model types whose forward takes a ready 4D additive attention mask (transformers uses it as is).
-MASK_4D_MODEL_TYPES = ("bert",)
+# Model types whose forward takes a ready 4D additive attention mask (transformers uses it as is); a DPR
+# encoder's BERT keeps its DPR config.
+MASK_4D_MODEL_TYPES = ("bert", "dpr")
 INSTALL_HINT = (
     "backend 'openvino' needs the openvino package, a dependency of dpr-components: pip install 'openvino>=2025.1'"
 )

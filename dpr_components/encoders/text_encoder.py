@@ -84,6 +84,10 @@ def resolve_model_path(model: str) -> Path:
         raise EncoderLoadError(str(error)) from None
 
 
+# The Hugging Face DPR layout: a BERT wrapped as DPRQuestionEncoder or DPRContextEncoder.
+DPR_KINDS = ("dpr_question", "dpr_context")
+
+
 @dataclass(frozen=True)
 class ModelLayout:
     """What a checkpoint folder holds and how to pool it."""
@@ -429,7 +433,7 @@ class TextEncoder:
             raise EncoderLoadError(
                 f"backend 'openvino': {unsupported} ({layout.transformer_path}): use backend 'torch'"
             )
-        return OpenVINOEncoderModel.from_torch(model, bf16=self.uses_bf16)
+        return OpenVINOEncoderModel.from_torch(transformer_body(model), bf16=self.uses_bf16)
 
     def _load_plain(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout] | None:
         """The checkpoint as :class:`PlainBert` when ``plain_torch`` and supported, else None."""
@@ -540,7 +544,8 @@ class TextEncoder:
         bar = tqdm(total=len(texts), unit=unit[:-1], desc=f"Encoding {unit}", disable=not show_progress)
         report = _BatchReport(self.batch_size, out, on_batch, bar)
         if isinstance(self._model, OpenVINOEncoderModel):
-            for idx, pooled in self._model.run_queued(self._batches(texts, titles, self.rows_per_batch), self.pooling):
+            batches = self._batches(texts, titles, self.rows_per_batch)
+            for idx, pooled in self._model.run_queued(batches, openvino_pooling(self.pooling)):
                 out[idx] = self._vectors(pooled)
                 report.done(idx)
         else:
@@ -654,11 +659,35 @@ class TextEncoder:
 
 
 def openvino_unsupported(layout: ModelLayout, settings: EncoderSettings) -> str | None:
-    """Why the OpenVINO back end cannot run this checkpoint with these settings (None: it can)."""
+    """Why the OpenVINO back end cannot run this checkpoint with these settings (None: it can). A DPR
+    encoder's ``pooler`` is its [CLS] vector unless it has a projection layer, so OpenVINO runs it as ``cls``."""
     pooling = layout.pooling if settings.pooling == "auto" else settings.pooling
-    if layout.kind in ("dpr_question", "dpr_context") or pooling == "pooler":
-        return f"OpenVINO runs plain and sentence-transformers encoders with cls or mean pooling, not a {layout.kind} checkpoint pooled by {pooling!r}"
+    if layout.kind in DPR_KINDS:
+        if dpr_projection_dim(layout.transformer_path):
+            return f"OpenVINO runs DPR encoders without a projection layer; this {layout.kind} checkpoint projects its [CLS] vector"
+        return None
+    if pooling == "pooler":
+        return f"OpenVINO pools by cls or mean; a {layout.kind} checkpoint pooled by 'pooler' runs its pooler layer"
     return None
+
+
+def dpr_projection_dim(path: Path) -> int:
+    """The ``projection_dim`` of the DPR checkpoint at ``path`` (0: its pooler output is the [CLS] vector)."""
+    config = _read_json(path / "config.json")
+    return int(config.get("projection_dim", 0) or 0) if isinstance(config, dict) else 0
+
+
+def openvino_pooling(pooling: str) -> str:
+    """The pooling OpenVINO runs for ``pooling``: a DPR ``pooler`` without projection is ``cls``."""
+    return "cls" if pooling == "pooler" else pooling
+
+
+def transformer_body(model: torch.nn.Module) -> torch.nn.Module:
+    """The BERT inside a DPR encoder (``model`` itself for any other checkpoint)."""
+    for wrapper in ("question_encoder", "ctx_encoder"):
+        if hasattr(model, wrapper):
+            return cast(torch.nn.Module, getattr(model, wrapper).bert_model)
+    return model
 
 
 def openvino_probe_cosine(settings: EncoderSettings) -> float:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.encoding import peer_env
 from benchmarks.encoding.peer_worker import SYSTEMS as WORKER_SYSTEMS
-from benchmarks.encoding.peer_worker import encode_request, load_system, onnx_file, serve
+from benchmarks.encoding.peer_worker import encode_request, load_system, onnx_file, openvino_kwargs, serve
 from benchmarks.encoding.peers import (
     BOUND,
     OURS_DEFAULT,
@@ -172,6 +172,16 @@ def test_peer_choice_follows_the_cpu() -> None:
     assert "torch-bf16" not in without and "onnx-qint8-avx2" in without
     assert set(without) <= set(WORKER_SYSTEMS)
     assert onnx_file("onnx-qint8-avx2") == "onnx/model_int8_avx2.onnx"
+
+
+def test_openvino_peers_compute_in_f32_under_the_avx2_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert "INFERENCE_PRECISION_HINT" not in openvino_kwargs("openvino-qint8", 2)["ov_config"]
+    assert openvino_kwargs("openvino-bf16", 2)["ov_config"]["INFERENCE_PRECISION_HINT"] == "bf16"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    limited = openvino_kwargs("openvino-qint8", 2)
+    assert limited["ov_config"] == {"INFERENCE_NUM_THREADS": 2, "INFERENCE_PRECISION_HINT": "f32"}
+    assert limited["file_name"] == "openvino/openvino_model_qint8_quantized.xml"
 
 
 def test_the_worker_answers_each_line(tiny_st_dir: Path, tmp_path: Path) -> None:

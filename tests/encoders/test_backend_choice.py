@@ -90,14 +90,13 @@ def test_environment_choice_reaches_the_encoder(tiny_bert_dir: Path, monkeypatch
 
 
 def test_environment_openvino_reaches_questions_but_not_checkpoints_it_cannot_run(
-    tiny_bert_dir: Path, tiny_dpr_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    tiny_bert_dir: Path, tiny_projected_dpr_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_VARIABLE, "openvino")
     assert QuestionEmbedder(model=str(tiny_bert_dir)).encoder.backend == "openvino"
-    question_dir, _ = tiny_dpr_dirs
-    on_dpr = QuestionEmbedder(model=str(question_dir))
-    on_dpr.warm_up()  # loads on torch instead of failing
-    assert on_dpr.encoder.backend == "torch" and "dpr_question" in on_dpr.encoder.backend_choice().reason
+    projected = QuestionEmbedder(model=str(tiny_projected_dpr_dir))
+    projected.warm_up()  # loads on torch instead of failing
+    assert projected.encoder.backend == "torch" and "projection layer" in projected.encoder.backend_choice().reason
 
 
 def test_explicit_backend_wins_over_the_environment(tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,10 +144,13 @@ def test_without_openvino_auto_is_torch(tiny_bert_dir: Path, monkeypatch: pytest
     assert (choice.backend, choice.reason) == ("torch", "the openvino package is not installed")
 
 
-def test_dpr_checkpoints_stay_on_torch(tiny_dpr_dirs: tuple[Path, Path]) -> None:
+def test_dpr_checkpoints_go_to_openvino_unless_they_project(
+    tiny_dpr_dirs: tuple[Path, Path], tiny_projected_dpr_dir: Path
+) -> None:
     _, passage_dir = tiny_dpr_dirs
-    choice = _passage_choice(_auto(passage_dir))
-    assert choice.backend == "torch" and "dpr_context" in choice.reason
+    assert _passage_choice(_auto(passage_dir)).backend == "openvino"
+    choice = _passage_choice(_auto(tiny_projected_dpr_dir))
+    assert choice.backend == "torch" and "dpr_context checkpoint projects its [CLS] vector" in choice.reason
 
 
 def test_pooler_pooling_stays_on_torch(tiny_bert_dir: Path) -> None:

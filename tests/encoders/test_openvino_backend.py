@@ -41,14 +41,25 @@ def test_openvino_vectors_are_cached_apart_from_torch(tiny_bert_dir: Path) -> No
     assert fingerprints["torch"] == TextEncoder(EncoderSettings(model=str(tiny_bert_dir))).fingerprint()
 
 
-def test_openvino_refuses_dpr_checkpoints(tiny_dpr_dirs: tuple[Path, Path]) -> None:
-    question_dir, _ = tiny_dpr_dirs
-    with pytest.raises(EncoderLoadError, match="backend 'openvino'.*use backend 'torch'"):
-        TextEncoder(EncoderSettings(model=str(question_dir), backend="openvino")).load()
+@pytest.mark.parametrize("side", [0, 1])
+def test_openvino_runs_dpr_checkpoints_as_torch_does(tiny_dpr_dirs: tuple[Path, Path], side: int) -> None:
+    """DPR's pooler output without a projection is the [CLS] vector: OpenVINO runs the inner BERT, pooled by cls."""
+    folder = str(tiny_dpr_dirs[side])
+    torch_vectors = _vectors(folder, "torch")
+    openvino_vectors = _vectors(folder, "openvino")
+    np.testing.assert_allclose(openvino_vectors, torch_vectors, atol=1e-4)
+    assert not np.allclose(torch_vectors[0], torch_vectors[1])
+
+
+def test_openvino_refuses_a_dpr_projection(tiny_projected_dpr_dir: Path) -> None:
+    with pytest.raises(EncoderLoadError, match="without a projection layer.*use backend 'torch'"):
+        TextEncoder(EncoderSettings(model=str(tiny_projected_dpr_dir), backend="openvino")).load()
+    auto = TextEncoder(EncoderSettings(model=str(tiny_projected_dpr_dir), backend="auto"))
+    assert auto.backend == "torch" and "projection" in auto.backend_choice().reason
 
 
 def test_openvino_refuses_pooler_pooling(tiny_bert_dir: Path) -> None:
-    with pytest.raises(EncoderLoadError, match="pooled by 'pooler'"):
+    with pytest.raises(EncoderLoadError, match="pooled by 'pooler' runs its pooler layer"):
         TextEncoder(EncoderSettings(model=str(tiny_bert_dir), pooling="pooler", backend="openvino")).load()
 
 
