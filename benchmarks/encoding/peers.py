@@ -39,7 +39,6 @@ from benchmarks.encoding import peer_env
 from benchmarks.encoding.backends import measure, rerun_under_isa
 from benchmarks.encoding.encoding_benchmark import cosine_stats
 from benchmarks.encoding.limit import backend_label, computes_in, machine, sample_passages
-from dpr_components.encoders.openvino_model import REQUEST_ROWS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder, resolve_model_path
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
@@ -243,6 +242,7 @@ def default_backend(encoder: TextEncoder, computes: str) -> dict[str, str]:
         "reason": encoder.backend_choice().reason,
         "computes": computes,
         "openvino": openvino,
+        "request_rows": str(encoder.rows_per_batch),
     }
 
 
@@ -326,7 +326,9 @@ def ours_text(default: dict[str, str]) -> str:
         f"**{backend_label(default['backend'])}** ({default['reason']}), computing in {default['computes']}"
     )
     if default["backend"] == "openvino":
-        resolved += f" with one stream per thread, batches of {REQUEST_ROWS} rows queued on them"
+        resolved += " with one stream per thread"
+        if "request_rows" in default:  # runs from before the ring of requests do not have it
+            resolved += f", batches of {default['request_rows']} rows queued on them"
     torch_path = (
         '*ours torch* is `PassageEmbedder(backend="torch")` (precision auto: bf16 weights where the CPU has native '
         "bf16, else fp32), the default before backend auto"

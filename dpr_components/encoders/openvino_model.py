@@ -71,8 +71,7 @@ class HiddenStates(torch.nn.Module):
         hidden = self.model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_type_ids).last_hidden_state
         if not self.mean_output:
             return hidden
-        weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return hidden, (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        return hidden, pool_mean(hidden, attention_mask)
 
 
 def openvino_module() -> Any:

@@ -98,6 +98,7 @@ class ModelLayout:
     normalize: bool
     max_length: int | None
     max_positions: int | None = None  # the model's max_position_embeddings, when its config.json gives it
+    projection_dim: int = 0  # a DPR encoder's projection of its [CLS] vector (0: none)
 
 
 def _read_json(path: Path) -> Any:
@@ -161,6 +162,7 @@ def detect_layout(path: Path) -> ModelLayout:
             normalize=bool(sidecar.get("normalize", False)),
             max_length=sidecar.get("max_length"),
             max_positions=positions,
+            projection_dim=_projection_dim(config, path),
         )
     if config.get("model_type") == "dpr":
         raise EncoderLoadError(
@@ -177,6 +179,14 @@ def detect_layout(path: Path) -> ModelLayout:
         max_length=sidecar.get("max_length"),
         max_positions=positions,
     )
+
+
+def _projection_dim(config: dict[str, Any], path: Path) -> int:
+    """A DPR config's ``projection_dim`` (0 when absent or null); an error naming the file when it is not a count."""
+    value = config.get("projection_dim") or 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise EncoderLoadError(f"{path / 'config.json'}: projection_dim must be a whole number >= 0, got {value!r}")
+    return value
 
 
 def _sentence_transformers_layout(path: Path, sidecar: dict[str, Any]) -> ModelLayout:
@@ -663,18 +673,12 @@ def openvino_unsupported(layout: ModelLayout, settings: EncoderSettings) -> str 
     encoder's ``pooler`` is its [CLS] vector unless it has a projection layer, so OpenVINO runs it as ``cls``."""
     pooling = layout.pooling if settings.pooling == "auto" else settings.pooling
     if layout.kind in DPR_KINDS:
-        if dpr_projection_dim(layout.transformer_path):
+        if layout.projection_dim:
             return f"OpenVINO runs DPR encoders without a projection layer; this {layout.kind} checkpoint projects its [CLS] vector"
         return None
     if pooling == "pooler":
         return f"OpenVINO pools by cls or mean; a {layout.kind} checkpoint pooled by 'pooler' runs its pooler layer"
     return None
-
-
-def dpr_projection_dim(path: Path) -> int:
-    """The ``projection_dim`` of the DPR checkpoint at ``path`` (0: its pooler output is the [CLS] vector)."""
-    config = _read_json(path / "config.json")
-    return int(config.get("projection_dim", 0) or 0) if isinstance(config, dict) else 0
 
 
 def openvino_pooling(pooling: str) -> str:

@@ -157,6 +157,8 @@ def test_ours_default_is_backend_auto_and_ours_openvino_only_when_auto_is_not_it
     on_openvino = ours_text(OPENVINO_DEFAULT)
     assert "backend auto, which resolved to **OpenVINO** (the fastest exact back end here)" in on_openvino
     assert "computing in bf16 with one stream per thread" in on_openvino and "*ours OpenVINO*" not in on_openvino
+    assert "rows queued" not in on_openvino  # a run from before the ring of requests
+    assert "thread, batches of 8 rows queued on them" in ours_text({**OPENVINO_DEFAULT, "request_rows": "8"})
     on_torch = ours_text({**OPENVINO_DEFAULT, "backend": "torch", "reason": "the openvino package is not installed"})
     assert "resolved to **torch** (the openvino package is not installed)" in on_torch
     assert '*ours OpenVINO* is `PassageEmbedder(backend="openvino")`' in on_torch

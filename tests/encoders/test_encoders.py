@@ -91,6 +91,20 @@ def test_reader_checkpoint_is_not_an_encoder(tiny_bert_dir: Path, tmp_path: Path
         detect_layout(fake)
 
 
+def test_dpr_projection_is_read_from_the_config(tiny_dpr_dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    assert detect_layout(tiny_dpr_dirs[1]).projection_dim == 0
+    folder = Path(shutil.copytree(tiny_dpr_dirs[1], tmp_path / "projected"))
+    config = json.loads((folder / "config.json").read_text())
+    for value, expected in ((8, 8), (None, 0)):
+        (folder / "config.json").write_text(json.dumps({**config, "projection_dim": value}))
+        assert detect_layout(folder).projection_dim == expected
+    (folder / "config.json").write_text(json.dumps({**config, "projection_dim": "eight"}))
+    with pytest.raises(EncoderLoadError, match="config.json: projection_dim must be a whole number >= 0, got 'eight'"):
+        detect_layout(folder)
+
+
 def test_length_sorting_keeps_input_order(tiny_bert_dir: Path) -> None:
     encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32"), batch_size=2)
     texts = ["short", "a much much longer text with many words in it", "mid length text", "x"]
