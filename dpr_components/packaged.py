@@ -26,6 +26,7 @@ import yaml
 from haystack import Pipeline
 
 from dpr_components.store_access.serialization import replace_store_paths
+from dpr_components.utils.extras import check_pipeline_extras
 
 PIPELINES_DIR = Path(__file__).resolve().parent / "pipelines"
 SUFFIX = ".yml"
@@ -42,7 +43,13 @@ def is_packaged_name(name: str) -> bool:
 
 
 def packaged_pipeline_path(name: str) -> Path:
-    """The file of the packaged pipeline ``name`` (``qa`` or ``qa.yml``); KeyError listing the names if none."""
+    """The file of the packaged pipeline ``name`` (``qa`` or ``qa.yml``); KeyError listing the names if none,
+    TypeError if ``name`` is not a string."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"name must be the name of a packaged pipeline, got {name!r} ({type(name).__name__}); "
+            f"the packaged pipelines are {', '.join(packaged_pipeline_names())}"
+        )
     stem = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name
     path = PIPELINES_DIR / f"{stem}{SUFFIX}"
     if not is_packaged_name(name) or not path.is_file():
@@ -53,8 +60,12 @@ def packaged_pipeline_path(name: str) -> Path:
 
 
 def load_pipeline(name: str, store: str | Path | None = None) -> Pipeline:
-    """Build the packaged pipeline ``name`` with plain Haystack; ``store`` replaces its store folder."""
+    """Build the packaged pipeline ``name`` with plain Haystack; ``store`` replaces its store folder.
+    A ``name`` that is not a packaged pipeline's is a TypeError or KeyError listing the names."""
+    if store is not None and not isinstance(store, (str, Path)):
+        raise TypeError(f"store must be a folder's path (str or Path), got {type(store).__name__}")
     data = yaml.safe_load(packaged_pipeline_path(name).read_text(encoding="utf-8"))
     if store is not None and replace_store_paths(data, str(store)) == 0:
         raise ValueError(f"the packaged pipeline {name!r} uses no EmbeddedDocumentStore to point at {str(store)!r}")
+    check_pipeline_extras(data["components"], f"the packaged pipeline {name!r}")  # one line, not Haystack's 20
     return Pipeline.from_dict(data)

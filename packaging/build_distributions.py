@@ -3,7 +3,9 @@
     python packaging/build_distributions.py build --out dist     # every wheel and sdist, sizes checked
     python packaging/build_distributions.py stage --out DIR      # the model distributions' sources only
 
-The code's wheel and sdist hold no weights (``dpr_components/models`` is left out). Each model
+The code's wheel and sdist hold no weights (``dpr_components/models`` is left out); their long description,
+the package index's page, is ``packaging/PYPI.md`` (``readme`` in pyproject.toml), written for an install
+with pip. Each model
 distribution of ``dpr_components.encoders.bundled.MODEL_DISTRIBUTIONS`` is staged as a small package
 holding its models (copied from ``dpr_components/models``) and built from there. Every file written
 must stay within a package index's default limit of 100 MB per file (PyPI's)."""
@@ -39,6 +41,11 @@ BUNDLED = _bundled()
 MODEL_DISTRIBUTIONS, PACKAGED_MODELS_DIR = BUNDLED.MODEL_DISTRIBUTIONS, BUNDLED.PACKAGED_MODELS_DIR
 
 MAX_FILE_BYTES = 100 * 1000 * 1000  # PyPI's default upload limit per file
+# every shipped model's, as its model card states them
+MODEL_LICENCES = (
+    "Apache-2.0. The models are derived from all-MiniLM-L6-v2 (Apache-2.0) and trained on Natural Questions "
+    "(CC BY-SA 3.0) and SQuAD v1.1 (CC BY-SA 4.0), passages from English Wikipedia (CC BY-SA)."
+)
 PYPROJECT = """[build-system]
 requires = ["setuptools>=77"]
 build-backend = "setuptools.build_meta"
@@ -82,7 +89,7 @@ def stage(distribution: Any, out: Path) -> Path:
     (package / "py.typed").write_text("", encoding="utf-8")
     (source / "README.md").write_text(
         f"# {distribution.name}\n\nThe trained models {names} of dpr-components, read by `bundled:` names; "
-        "each folder's README.md is its model card.\n",
+        f"each folder's README.md is its model card.\n\n## Licence\n\n{MODEL_LICENCES}\n",
         encoding="utf-8",
     )
     (source / "LICENSE").write_bytes((REPO / "LICENSE").read_bytes())

@@ -187,8 +187,8 @@ def _description(model: Path, question_side: bool, squad: int) -> tuple[str, str
             "all-MiniLM-L6-v2 itself, which stays the passage encoder: index with `bundled:all-MiniLM-L6-v2` "
             "(`encoder_pair.json` records it, and `DenseRetriever` checks a store's vectors against it), so a store "
             "already indexed with MiniLM needs no re-indexing. Weights in float16 safetensors "
-            f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). The pipelines in `pipelines/` use it "
-            "by default.",
+            f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). The packaged pipelines (`search`, "
+            "`dense`, `qa` and the others) use it by default.",
         )
     return (
         f"# {model.name}: DPR question and passage encoders from all-MiniLM-L6-v2, trained on {data_name}",
@@ -196,7 +196,7 @@ def _description(model: Path, question_side: bool, squad: int) -> tuple[str, str
         "`question_encoder/` (`DPRQuestionEncoder`) and `passage_encoder/` (`DPRContextEncoder`), both initialised "
         "from all-MiniLM-L6-v2 (6 layers, 384 dimensions, mean pooling, unit-length vectors: scores are cosine "
         f"similarities). Weights in float16 safetensors ({_size_mb(model):.0f} MB with the tokenizers; they load as "
-        'float32). The pipelines in `pipelines/` use it by default: `DenseRetriever(model=".../question_encoder")` '
+        'float32). Use it as `DenseRetriever(model=".../question_encoder")` '
         'and `PassageEmbedder(model=".../passage_encoder")`. Index passages with the passage encoder: vectors of '
         "another encoder do not match its questions.",
     )

@@ -21,6 +21,12 @@ from training.reader_record import training_cost
 
 BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
 
+# the recipes are the source repository's: a card travels with the installed model, its recipes do not
+RECIPES_NOTE = (
+    "The commands below, and the `training/`, `docs/` and `benchmarks/` paths, are those of the project's source "
+    "repository, run from a clone with its data: the installed package holds the model, not its recipes."
+)
+
 
 def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
@@ -103,7 +109,7 @@ def _earlier_stages(info: dict[str, Any]) -> list[str]:
 
 
 def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
-    """One exact-match table per end-to-end dataset, with the answer ranking ``pipelines/qa_fast.yml`` uses."""
+    """One exact-match table per end-to-end dataset, with the answer ranking the packaged ``qa_fast`` uses."""
     lines = []
     for result in results:
         by_name = result["exact_match"][ranking]
@@ -111,7 +117,7 @@ def _end_to_end_lines(results: list[dict[str, Any]], ranking: str) -> list[str]:
         lines += [
             f"- {result['dataset']} end to end over the 55,350-passage pool ({result.get('questions', result['n'])} questions), "
             "exact match "
-            f"with the top-k passages (answer ranking `{ranking}`, as in `pipelines/qa_fast.yml`):",
+            f"with the top-k passages (answer ranking `{ranking}`, as in `qa_fast`):",
             "",
             *markdown_table(
                 ["retriever", *(f"k={k}" for k in ks)],
@@ -161,9 +167,11 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         "passage-selection score from the `[CLS]` vector and start/end scores for the answer span. Encoder: "
         "all-MiniLM-L6-v2 (6 layers, hidden size 384), fine-tuned on a 2-core CPU. Weights in float16 safetensors "
         f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). `dpr_components.readers.span_reader."
-        "SpanReader` and `pipelines/qa_fast.yml` use it.",
+        "SpanReader` and the packaged `qa_fast` pipeline use it.",
         "",
         "## How it was made",
+        "",
+        RECIPES_NOTE,
         "",
         *_earlier_stages(info),
         *_stage_lines(command, data, training),
@@ -177,7 +185,7 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         f"- SQuAD dev, gold paragraph given ({squad['n']:,} questions): exact match {squad['exact_match']:.1f}, "
         f"F1 {squad['f1']:.1f}.",
         *_end_to_end_lines(benchmark["end_to_end"], latency["qa_ranking"]),
-        f"- `pipelines/qa_fast.yml` on the pool, top 10 passages read: p50 "
+        f"- `qa_fast` on the pool, top 10 passages read: p50 "
         f"{latency['stages']['pipeline']['p50_ms']:.0f} ms, p95 {latency['stages']['pipeline']['p95_ms']:.0f} ms "
         "per question.",
         "",

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,20 +46,31 @@ def running_server(
 ) -> Iterator[str]:
     """``haystack serve`` on ``pipelines`` with ``--query-threads`` (and ``--concurrent-runs`` when given),
     torch's default threads otherwise; its URL."""
+    options = ["--concurrent-runs", str(concurrent_runs)] if concurrent_runs else []
+    with server_process(pipelines, work, query_threads, options) as (url, _):
+        yield url
+
+
+@contextmanager
+def server_process(
+    pipelines: Path, work: Path, query_threads: int, options: Sequence[str] = (), label: str = ""
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``haystack serve`` on ``pipelines`` with ``--query-threads`` and ``options``: its URL and its process
+    (whose memory a benchmark may read), its log in ``work/server-{label or query_threads}.log``."""
     port = free_port()
     # the server sets its own thread and wait-policy defaults
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", QUERY_THREADS_ENV, WAIT_POLICY_ENV)}
     env["PYTHONPATH"] = str(REPO_ROOT)
-    log_path = work / f"server-{query_threads}.log"
+    log_path = work / f"server-{label or query_threads}.log"
     command = [sys.executable, "-m", "dpr_components.cli", "serve", "--pipelines-dir", str(pipelines)]
     command += ["--port", str(port), "--input-root", str(work / "served"), "--query-threads", str(query_threads)]
-    command += ["--concurrent-runs", str(concurrent_runs)] if concurrent_runs else []
+    command += list(options)
     with log_path.open("w") as log:
         process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_up(process, url, log_path)
-            yield url
+            yield url, process
         finally:
             process.terminate()
             process.wait(timeout=30)

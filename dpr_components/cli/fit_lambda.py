@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from dpr_components.evaluation.answer_matching import MatchMode
+from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.hybrid_fusion import ScoredUnion
@@ -23,22 +25,21 @@ from dpr_components.rankers.hybrid_fit import (
     union_from_lists,
 )
 from dpr_components.retrievers.hybrid import HybridRetriever
-from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
+from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.extras import PLOTS, is_installed, missing_extra_message
 from dpr_components.utils.output_files import (
     prepare_output_folder,
     reporting_write_errors,
 )
 
+logger = logging.getLogger(__name__)
+
 
 def write_lambda_report(
     out_dir: str | Path, curve: list[dict[str, Any]], best: float, objective_ks: Sequence[int], command: str, n: int
 ) -> None:
-    """``lambda.md`` (best λ and the curve), ``lambda.json`` and ``lambda.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """``lambda.md`` (best λ and the curve), ``lambda.json`` and ``lambda.png`` (the plot only with matplotlib
+    installed, the ``plots`` extra; a warning says when it is left out)."""
     out = prepare_output_folder(out_dir, "report folder")
     ks = sorted(curve[0]["top_k"])
     lines = [
@@ -58,7 +59,16 @@ def write_lambda_report(
     summary = {"best": best, "objective_ks": list(objective_ks), "curve": curve}
     with reporting_write_errors(out / "lambda.json"):
         atomic_write_text(out / "lambda.json", json.dumps(summary, indent=1, allow_nan=False))
-    figure, axis = plt.subplots(figsize=(7, 4))
+    _plot_lambda(out / "lambda.png", curve, best, ks)
+
+
+def _plot_lambda(path: Path, curve: list[dict[str, Any]], best: float, ks: Sequence[int]) -> None:
+    """Top-k accuracy against λ at ``path``; without matplotlib (the ``plots`` extra) a warning instead."""
+    if not is_installed(PLOTS):
+        logger.warning(missing_extra_message(PLOTS, f"{path.name} was not written: the plot"))
+        return
+    figure = new_figure((7, 4))
+    axis = figure.add_subplot()
     positive = [p for p in curve if p["weight"] > 0]
     for k in ks:
         axis.plot([p["weight"] for p in positive], [p["top_k"][k] for p in positive], label=f"top-{k}")
@@ -68,11 +78,8 @@ def write_lambda_report(
     axis.set_ylabel("top-k accuracy (%)")
     axis.legend()
     figure.tight_layout()
-    try:
-        with reporting_write_errors(out / "lambda.png"), atomic_path(out / "lambda.png") as tmp:
-            figure.savefig(tmp, format="png", dpi=110)
-    finally:
-        plt.close(figure)
+    with reporting_write_errors(path):
+        save_png(figure, path, dpi=110)
 
 
 def _union_scorer(pipeline: Any) -> Callable[[str], ScoredUnion]:

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from dpr_components.cli.option_bounds import BODY_BOUND, PORT_BOUND, RUNS_PER_CORE, option_number
+from dpr_components.serving.run_queues import WRITE_QUEUES
 from dpr_components.serving.security import (
     DEFAULT_MAX_BODY_BYTES,
     ServerPolicy,
@@ -53,9 +54,9 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="[PIPELINE=]DIR",
-        help="serve the pipelines over this store folder instead of their own (e.g. your own, made by "
-        "haystack run index --store DIR); PIPELINE=DIR for one pipeline only; repeatable. A store not "
-        "indexed yet is served too: its searches answer 503 until an index request fills it",
+        help="serve the pipelines over this store folder instead of their own (one made by haystack run index "
+        "--store DIR, an empty or a new folder); PIPELINE=DIR for one served pipeline only; repeatable. A store "
+        "not indexed yet is served too: its searches answer 503 until an index request fills it",
     )
     serve.add_argument(
         "--input-root",
@@ -86,7 +87,13 @@ def add_serve_parser(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="pipeline runs at once; more requests wait their turn, first come first served (default: the "
         "number of cores divided by the query threads, so that requests do not share cores and all finish late; "
-        f"at most {RUNS_PER_CORE} per core)",
+        f"at most {RUNS_PER_CORE} per core); the index route's runs wait in a queue of their own (--write-queue)",
+    )
+    serve.add_argument(
+        "--write-queue",
+        choices=WRITE_QUEUES,
+        default="own",
+        help="where the index route's runs wait: 'own' (default), one at a time beside the searches, or 'shared'",
     )
 
 
@@ -171,5 +178,5 @@ def command_serve(args: argparse.Namespace) -> int:
     threads = apply_thread_settings(args)
     root = prepare_input_root(Path(args.input_root))
     stores = StoreFolders.parse(args.store)
-    serve(args.pipelines_dir, policy, args.port, root, threads, args.concurrent_runs, stores)
+    serve(args.pipelines_dir, policy, args.port, root, threads, args.concurrent_runs, stores, args.write_queue)
     return 0

@@ -17,6 +17,10 @@ A store creates nothing until it is used: constructing it, ``to_dict``/``from_di
 a pipeline that names its folder touch no file. The first write creates the folder and its
 database; the first read of a folder holding a database opens it. Reading a folder without a
 database (missing, or never written to) behaves as reading an empty store and creates nothing.
+
+A handle whose folder is removed, renamed or replaced by another at the same path after it opened it
+refuses every call (``StoreFolderMovedError``, folder_identity.py) instead of reading or writing files no
+longer there, and a write returns only once the database at ``path``, read again, holds it.
 """
 
 from __future__ import annotations
@@ -160,10 +164,12 @@ class EmbeddedDocumentStore(MetadataQueries):
 
     @property
     def _backend(self) -> StoreBackend:
-        """The folder's backend, opened (and the folder created) on first use; for writes."""
+        """The folder's backend, opened (and the folder created) on first use; for writes.
+        :class:`StoreFolderMovedError` once the folder at ``path`` is no longer the one it opened."""
         if self._opened is None:
             self._opened = backend_for(self._config)
             self._empty = None
+        self._opened.check_in_place()
         return self._opened
 
     @_backend.setter
@@ -178,6 +184,13 @@ class EmbeddedDocumentStore(MetadataQueries):
                 self._empty = StoreBackend(dataclasses.replace(self._config, path=None))
             return self._empty
         return self._backend
+
+    def folder_problem(self) -> str | None:
+        """Why the folder at ``path`` is no longer the one this handle opened (removed, renamed or replaced
+        by another folder), or ``None``: in place, in memory, or not opened yet. While there is one, every
+        call raises :class:`StoreFolderMovedError`, and a write is acknowledged only once the database at
+        ``path``, read again, holds it."""
+        return self._opened.folder_problem() if self._opened is not None else None
 
     def exists(self) -> bool:
         """Whether the store holds a database: in memory, or a folder something was written to."""
@@ -219,12 +232,14 @@ class EmbeddedDocumentStore(MetadataQueries):
             outcome = backend.table.write(rows, policy_name, vectors)
             fault_point("store.after_commit")
             self._mark_unsaved(outcome.written)
+        backend.confirm_written(outcome.generation)
         return outcome.written
 
     def delete_documents(self, document_ids: list[str]) -> None:
         backend = self._backend
         with backend.lock:
             self._mark_unsaved(backend.table.delete(list(document_ids)))
+        backend.confirm_written(backend.table.generation)
 
     def delete_all_documents(self, recreate_index: bool = False) -> None:
         """Remove every document; the store can be written to again.
@@ -237,6 +252,7 @@ class EmbeddedDocumentStore(MetadataQueries):
         backend = self._backend
         with backend.lock:
             self._mark_unsaved(backend.table.delete_all(settings))
+        backend.confirm_written(backend.table.generation)
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """Remove the documents matching ``filters`` (a non-empty Haystack filter); the number removed."""
@@ -245,6 +261,7 @@ class EmbeddedDocumentStore(MetadataQueries):
         with backend.lock:
             deleted = backend.table.delete_where(filters)
             self._mark_unsaved(deleted)
+        backend.confirm_written(backend.table.generation)
         return deleted
 
     def update_by_filter(self, filters: dict[str, Any], meta: dict[str, Any]) -> int:
@@ -258,6 +275,7 @@ class EmbeddedDocumentStore(MetadataQueries):
         with backend.lock:
             updated = backend.table.update_meta_where(filters, meta)
             self._mark_unsaved(updated)
+        backend.confirm_written(backend.table.generation)
         return updated
 
     def count_documents_by_filter(self, filters: dict[str, Any]) -> int:
@@ -510,8 +528,8 @@ class EmbeddedDocumentStore(MetadataQueries):
     save_async = in_worker_thread(save)
 
     def _mark_unsaved(self, changed: int) -> None:
-        if changed and self.autosave:
-            self._backend.unsaved_writes = True
+        if changed and self.autosave and self._opened is not None:  # opened by the write
+            self._opened.unsaved_writes = True
 
     def _save_searched(self, backend: StoreBackend) -> None:
         if self.autosave:

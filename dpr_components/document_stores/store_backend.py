@@ -51,6 +51,11 @@ from dpr_components.document_stores.document_table import (
     DocumentTable,
     folder_is_writable,
 )
+from dpr_components.document_stores.folder_identity import (
+    StoreFolderMovedError,
+    folder_identity,
+    moved_problem,
+)
 from dpr_components.document_stores.index_files import (
     recorded_state,
     write_index_directory,
@@ -112,6 +117,8 @@ class StoreBackend:
         self._rewrite: set[str] = set()
         # Generation of each index this backend saved or loaded (skips re-saving on every search).
         self._saved_at: dict[str, int] = {}
+        # The folder and database opened (folder_identity.py): each use checks the path still holds them.
+        self.opened = folder_identity(self.root, DATABASE) if self.root is not None else None
 
     def _check_settings(self) -> None:
         """A folder remembers the vector settings it was built with; a mismatch is an error, not a silent mix."""
@@ -132,6 +139,34 @@ class StoreBackend:
     @property
     def embedding_dim(self) -> int | None:
         return self.table.info("dense_settings", {}).get("embedding_dim") or self.config.embedding_dim
+
+    def folder_problem(self) -> str | None:
+        """Why the folder at the store's path is no longer the one this backend opened (removed, renamed,
+        replaced by another), or ``None``: in place, or in memory."""
+        if self.root is None or self.opened is None:
+            return None
+        return moved_problem(self.root, DATABASE, self.opened)
+
+    def check_in_place(self) -> None:
+        """Raise :class:`StoreFolderMovedError` unless the folder at the path is the one opened."""
+        problem = self.folder_problem()
+        if problem is not None:
+            raise StoreFolderMovedError(f"{problem}: its handles no longer read or write it; open the store again")
+
+    def confirm_written(self, generation: int) -> None:
+        """After a write that committed ``generation``: raise :class:`StoreFolderMovedError` unless the
+        folder at the path is still the one written into and its database, read afresh, holds the write."""
+        if self.root is None:
+            return
+        problem = self.folder_problem()
+        if problem is None and generation > 0:  # generation 0: nothing was ever written, nothing to find
+            held = _peek_info(self.root / DATABASE, "generation")
+            if not isinstance(held, int) or held < generation:
+                problem = f"the database {self.root / DATABASE}, read again, does not hold the write"
+        if problem is not None:
+            raise StoreFolderMovedError(
+                f"{problem}: the write went into the files opened before and is not in {self.root}"
+            )
 
     # -- dense ------------------------------------------------------------------------------
     def dense(self) -> LayeredDenseIndex | None:
@@ -422,7 +457,7 @@ class StoreBackend:
     def save(self) -> None:
         """Bring both indexes up to date and write them atomically next to the documents
         (in memory only for a read-only folder)."""
-        if self.root is None or self.read_only:
+        if self.root is None or self.read_only or not self._in_place_to_save():
             return
         with self.lock:
             self.dense()
@@ -434,7 +469,7 @@ class StoreBackend:
     def save_searched(self) -> None:
         """Save the indexes held in memory that are newer than their saved copy (after a search
         caught them up); an index no search needed stays unbuilt."""
-        if self.root is None or self.read_only:
+        if self.root is None or self.read_only or not self._in_place_to_save():
             return
         with self.lock:
             if self._dense is not None and self._dense.generation > self._saved_at.get(DENSE_DIR, -1):
@@ -445,6 +480,14 @@ class StoreBackend:
                 and self._bm25_worth_saving()
             ):
                 self._save_bm25()
+
+    def _in_place_to_save(self) -> bool:
+        """Whether the folder at the path is the one opened: another one must not get this store's indexes
+        (nor a removed one be created again with them)."""
+        problem = self.folder_problem()
+        if problem is not None:
+            logger.warning("not saving the indexes of {store}: {problem}", store=self.root, problem=problem)
+        return problem is None
 
     def _bm25_worth_saving(self) -> bool:
         """Whether the saved BM25 copy is missing or further behind than the next opener should
@@ -574,13 +617,14 @@ def _save_at_exit() -> None:
 
 def backend_for(config: StoreConfig) -> StoreBackend:
     """The backend of ``config``'s folder, shared by every handle on it in this process; opening
-    it creates the folder and its database when they do not exist."""
+    it creates the folder and its database when they do not exist. A folder removed or replaced since
+    its backend opened gets a new one; the handles on the old one refuse to be used (folder_identity.py)."""
     if config.path is None:
         return StoreBackend(config)
     key = _folder_key(config.path)
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(key)
-        if backend is None:
+        if backend is None or backend.folder_problem() is not None:  # a folder replaced: the new one's own backend
             backend = StoreBackend(config)
             _BACKENDS[key] = backend
         else:
@@ -596,7 +640,7 @@ def check_before_opening(config: StoreConfig) -> None:
     check_output_folder(config.path, STORE, replace=False, hint="give the folder of a store or a new folder")
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(_folder_key(config.path))
-    if backend is not None:
+    if backend is not None and backend.folder_problem() is None:
         _check_same_config(backend, config)
         return
     root = Path(config.path)

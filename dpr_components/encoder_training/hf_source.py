@@ -26,14 +26,15 @@ from dpr_components.encoder_training.records import (
     example_from_record,
     record_id,
 )
+from dpr_components.utils.extras import DATASETS, DATASETS_READS, import_extra
 from dpr_components.utils.settings import hf_offline
 
 _BUILDERS = {".parquet": "parquet", ".arrow": "arrow", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 
 
 def _load(source: str) -> Any:
-    import datasets  # deferred: slow to import
-
+    # deferred: slow to import, and an extra of the package
+    datasets = import_extra(DATASETS, f"training data {source!r}: reading {DATASETS_READS}")
     path = Path(source)
     try:
         if path.is_file():

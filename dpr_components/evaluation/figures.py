@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpr_components.utils.atomic_files import atomic_path
+from dpr_components.utils.extras import PLOTS, import_extra
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
 def new_figure(figsize: tuple[float, float], dpi: float | None = None) -> Figure:
-    """An empty figure of ``figsize`` inches (``dpi``: matplotlib's default when not given)."""
+    """An empty figure of ``figsize`` inches (``dpi``: matplotlib's default when not given);
+    :class:`~dpr_components.utils.extras.MissingExtraError` without matplotlib (the ``plots`` extra)."""
+    import_extra(PLOTS, "a plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

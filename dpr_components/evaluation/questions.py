@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpr_components.utils.extras import DATASETS, DATASETS_READS, import_extra
 from dpr_components.utils.line_files import numbered_lines
 from dpr_components.utils.record_ids import LineIds
 from dpr_components.utils.settings import hf_offline
@@ -185,8 +186,8 @@ def _coerce_dataset_answers(value: Any, where: str, field: str) -> Any:
 
 
 def _load_with_datasets(source: str, split: str | None, limit: int | None) -> list[QAExample]:
-    import datasets  # deferred: importing datasets is slow and only needed here
-
+    # deferred: importing datasets is slow and only needed here (an extra of the package)
+    datasets = import_extra(DATASETS, f"question file {source!r}: reading {DATASETS_READS}")
     path = Path(source)
     local = path.exists()
     try:

@@ -4,6 +4,7 @@ top-k curves) and ``topk_accuracy.png`` (curves for k = 1..100). All writes are 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.utils.atomic_files import atomic_write_text
+from dpr_components.utils.extras import PLOTS, is_installed, missing_extra_message
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.output_files import (
     prepare_output_folder,
@@ -23,6 +25,8 @@ from dpr_components.utils.output_files import (
 
 if TYPE_CHECKING:  # the statistics stack is imported only by reports that have intervals
     from dpr_components.evaluation.metric_intervals import ReportIntervals
+
+logger = logging.getLogger(__name__)
 
 TABLE_KS = (1, 5, 20, 100)
 REPORT_MD = "report.md"
@@ -68,6 +72,7 @@ def _render_markdown(
     dataset_name: str,
     extra_tables: Sequence[ReportTable],
     intervals: ReportIntervals | None = None,
+    plotted: bool = True,
 ) -> str:
     columns = ["System", *(f"Top-{k}" for k in TABLE_KS), "MRR", "Questions"]
     rows = [
@@ -96,7 +101,7 @@ def _render_markdown(
             *_markdown_table(columns, rows),
             "",
             *([intervals.note(), ""] if intervals is not None else []),
-            f"Full curves (k = 1..100) are in `{REPORT_JSON}` and `{REPORT_PNG}`.",
+            f"Full curves (k = 1..100) are in `{REPORT_JSON}`" + (f" and `{REPORT_PNG}`." if plotted else "."),
         ]
     for table in extra_tables:
         lines += ["", f"## {table.title}", ""]
@@ -128,6 +133,19 @@ def _plot(path: Path, systems: Mapping[str, RetrievalResult], title: str, log_x:
     save_png(figure, path)
 
 
+def _write_plot(path: Path, systems: Mapping[str, RetrievalResult], title: str, log_x: bool) -> bool:
+    """The top-k curves at ``path``; False when there is none to draw (answers only, e.g. a QA pipeline) or
+    matplotlib is not installed (an extra: the report is written without its plot, and a line says so)."""
+    if not systems:
+        return False
+    if not is_installed(PLOTS):
+        logger.warning(missing_extra_message(PLOTS, f"{path.name} was not written: the plot"))
+        return False
+    with reporting_write_errors(path):
+        _plot(path, systems, title, log_x)
+    return True
+
+
 def write_retrieval_report(
     out_dir: str | os.PathLike[str],
     systems: Mapping[str, RetrievalResult],
@@ -138,7 +156,8 @@ def write_retrieval_report(
     log_x: bool = True,
     intervals: ReportIntervals | None = None,
 ) -> dict[str, Path]:
-    """Write ``report.md``, ``report.json`` and ``topk_accuracy.png`` into ``out_dir``.
+    """Write ``report.md``, ``report.json`` and ``topk_accuracy.png`` into ``out_dir`` (the plot only with
+    matplotlib installed, the ``plots`` extra; a warning says when it is left out).
 
     ``command`` is the command line that produced the numbers (a string or argv list); with
     ``intervals``, table cells show them and report.json has them under ``"intervals"``.
@@ -163,21 +182,12 @@ def write_retrieval_report(
     with reporting_write_errors(paths["json"]):
         atomic_write_text(paths["json"], json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     fault_point("report.after_json")
-    if systems:
-        with reporting_write_errors(paths["plot"]):
-            _plot(paths["plot"], systems, title, log_x)
-    else:  # answers only (e.g. a QA pipeline): no retrieval curve to draw
+    plotted = _write_plot(paths["plot"], systems, title, log_x)
+    if not plotted:
         del paths["plot"]
     with reporting_write_errors(paths["markdown"]):
         atomic_write_text(
             paths["markdown"],
-            _render_markdown(
-                systems,
-                title,
-                command_text,
-                dataset_name,
-                extra_tables,
-                intervals,
-            ),
+            _render_markdown(systems, title, command_text, dataset_name, extra_tables, intervals, plotted),
         )
     return paths

@@ -1,4 +1,4 @@
-"""``haystack export-st`` and ``haystack export-qa``: write models for Haystack's own components."""
+"""``haystack export-st``, ``export-qa`` and ``export-ranker``: write models for Haystack's own components."""
 
 from __future__ import annotations
 
@@ -26,18 +26,31 @@ def add_export_parsers(commands: Any) -> None:
     )
     qa.add_argument("model", help="reader folder (DPRReader) or bundled name, e.g. bundled:reader-minilm")
     qa.add_argument("out", help=OUT_HELP)
-    for parser in (st, qa):
+    ranker = commands.add_parser(
+        "export-ranker",
+        help="write a passage ranker's selection head as a cross-encoder folder (SentenceTransformersSimilarityRanker)",
+    )
+    ranker.add_argument(
+        "model", help="PassageRanker model folder (DPRReader) or bundled name, e.g. bundled:ranker-minilm"
+    )
+    ranker.add_argument("out", help=OUT_HELP)
+    ranker.add_argument("--max-length", type=int, default=256, help="token limit of a question-passage pair")
+    for parser in (st, qa, ranker):
         parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
 
 def command_export(args: argparse.Namespace) -> int:
-    """Run ``export-st`` or ``export-qa``; prints the folder written."""
+    """Run ``export-st``, ``export-qa`` or ``export-ranker``; prints the folder written."""
     if args.command == "export-st":
         from dpr_components.export.sentence_transformers import export_sentence_transformers
 
         out = export_sentence_transformers(
             args.model, args.out, role=args.role, max_length=args.max_length, overwrite=args.overwrite
         )
+    elif args.command == "export-ranker":
+        from dpr_components.export.cross_encoder import export_cross_encoder
+
+        out = export_cross_encoder(args.model, args.out, max_length=args.max_length, overwrite=args.overwrite)
     else:
         from dpr_components.export.qa_model import export_qa_model
 

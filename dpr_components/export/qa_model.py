@@ -74,15 +74,21 @@ def export_qa_model(model: str | Path, out: str | Path, overwrite: bool = False)
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise ExportError(f"the tokenizer of {model} has no [CLS] or [SEP] token")
     reader_input_template(tokenizer)
-    check_finite_to_save(Path(out), qa.state_dict())
+    save_model_folder(out, qa, tokenizer, QA_MODEL)
+    return Path(out)
+
+
+def save_model_folder(out: str | Path, model: Any, tokenizer: Any, kind: str) -> None:
+    """Write ``model`` (finite weights checked) and ``tokenizer`` into the folder ``out`` atomically, marked
+    as an export of ``kind``; the tokenizer keeps the pair template it was given, files readable by all."""
+    check_finite_to_save(Path(out), model.state_dict())
     with quiet_transformers(), atomic_directory(out) as tmp:
-        qa.save_pretrained(str(tmp), safe_serialization=True)
+        model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         # BERT's tokenizer class rebuilds BERT's own pair template on load; the generic class keeps ours.
         settings = json.loads((tmp / "tokenizer_config.json").read_text(encoding="utf-8"))
         settings["tokenizer_class"] = "PreTrainedTokenizerFast"
         (tmp / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-        write_marker(tmp, QA_MODEL)
+        write_marker(tmp, kind)
         for item in tmp.rglob("*"):
             item.chmod(0o755 if item.is_dir() else 0o644)
-    return Path(out)

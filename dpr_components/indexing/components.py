@@ -10,6 +10,7 @@ from haystack import Document, component
 from dpr_components.indexing.corpus import CorpusFormat, CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+from dpr_components.indexing.record_ids import record_id_problem
 from dpr_components.utils.init_parameters import InitParametersDict
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.published import CONVERTERS, PREPROCESSORS, published_in
@@ -18,6 +19,7 @@ from dpr_components.utils.validation import (
     check_documents,
     describe_long_word,
     find_long_word,
+    short_repr,
 )
 
 
@@ -57,9 +59,10 @@ class CorpusReader(InitParametersDict):
         :returns: ``documents``: one Document per record, with the record's id, ``text`` as content and
             ``meta["title"]``; records without text are left out when ``on_empty`` is ``skip``.
         :raises ValueError: when both or neither of ``path`` and ``records`` are given, the file is
-            outside the input root, missing or malformed, a record lacks a field or repeats an id, a
-            text is unfit to index (empty under ``on_empty="error"``, a word over 1,000 characters,
-            invalid Unicode), or no document has text.
+            outside the input root, missing or malformed, a record lacks a field, repeats an id or has
+            an id the record id rule refuses (``indexing/record_ids.py``), a text is unfit to index
+            (empty under ``on_empty="error"``, a word over 1,000 characters, invalid Unicode), or no
+            document has text.
         """
         if (path is None) == (records is None):
             raise ValueError(
@@ -79,7 +82,9 @@ class DPRPassageSplitter(InitParametersDict):
     """Splits documents into DPR passages: disjoint blocks of at most ``words_per_passage`` words.
 
     Each passage keeps its document's meta (title included) and gets ``document_id`` and
-    ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent.
+    ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent. A document
+    id must follow the record id rule (``indexing/record_ids.py``): no id ends in ``#`` and digits, so
+    no passage id is ever a document's id.
 
     A document with a word of more than 1,000 characters, or a passage longer than
     ``max_passage_chars``, is refused with its id: such text (base64, minified code, a
@@ -114,13 +119,17 @@ class DPRPassageSplitter(InitParametersDict):
         :param documents: the documents to split.
         :returns: ``documents``: the passages in document order, each with its document's meta plus
             ``document_id`` and ``passage_index``, and the id ``<document id>#<index>``.
-        :raises ValueError: when a document has no text, a word of more than 1,000 characters, or a
-            passage longer than ``max_passage_chars``.
+        :raises ValueError: when a document has no text, an id the record id rule refuses (empty, over
+            1,000 characters, a control character, the form ``<id>#<n>`` of a passage id), a word of more
+            than 1,000 characters, or a passage longer than ``max_passage_chars``.
         """
         passages = []
         for doc in check_documents("documents", documents):
             if doc.content is None or not doc.content.strip():
                 raise ValueError(f"document {doc.id!r} has no text to split")
+            id_problem = record_id_problem(doc.id)
+            if id_problem:
+                raise ValueError(f"document {short_repr(doc.id)}: its id {id_problem}")
             long_word = find_long_word(doc.content)
             if long_word is not None:
                 raise ValueError(f"document {doc.id!r} has {describe_long_word(long_word)}")

@@ -1,7 +1,7 @@
 """Read corpora: our JSONL (``id``, ``title``, ``text``) and DPR's ``psgs_w100.tsv`` (``id``, ``text``, ``title``).
 
 Every problem is reported with file and line: bad JSON, a missing or empty field, bytes that
-are not UTF-8, a duplicate id, a line longer than ``MAX_LINE_BYTES`` (refused before it is
+are not UTF-8, an id the record id rule refuses (``record_ids``), a duplicate id, a line longer than ``MAX_LINE_BYTES`` (refused before it is
 read into memory), a "word" of more than ``MAX_WORD_CHARS`` characters without a space. Such
 a word is refused rather than cut: it is not text (base64, a minified blob, a broken export),
 and indexing pieces of it would only fill the index with noise. A file without any document
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from dpr_components.indexing.record_ids import record_id_problem
 from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
 from dpr_components.utils.validation import (
     describe_lone_surrogate,
@@ -132,8 +133,9 @@ def read_corpus(
     seen: dict[str, int] = {}
     skipped = 0
     for record in reader(path):
-        if not record.id.strip():
-            raise CorpusError(f"{path}:{record.line}: field 'id' is empty")
+        id_problem = record_id_problem(record.id)
+        if id_problem:
+            raise CorpusError(f"{path}:{record.line}: field 'id' {id_problem}")
         if record.id in seen:
             raise CorpusError(f"{path}:{record.line}: id {record.id!r} already used on line {seen[record.id]}")
         seen[record.id] = record.line

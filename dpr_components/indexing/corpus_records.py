@@ -1,7 +1,8 @@
 """Documents given as data (``[{"id", "title", "text"}, ...]``) instead of a corpus file, checked like corpus lines.
 
 Each problem names the item as ``records[i]``: a record that is not an object, a missing or
-non-string field, an empty id, a duplicate id, a text without visible words, a "word" longer than
+non-string field, an id the record id rule refuses (``record_ids``: empty, too long, a control
+character, the form of a passage id), a duplicate id, a text without visible words, a "word" longer than
 the corpus limit, a record larger than a corpus line may be (``MAX_LINE_BYTES`` of UTF-8: a
 served index request cannot keep the encoder busy for half an hour with one document). An
 empty list is an error too, as an empty corpus file is."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from dpr_components.indexing.corpus import CorpusError, CorpusRecord, text_problem
+from dpr_components.indexing.record_ids import record_id_problem
 from dpr_components.utils.line_files import MAX_LINE_BYTES
 
 RECORDS = "records"
@@ -53,8 +55,9 @@ def read_records(records: Any, on_empty: Literal["error", "skip"] = "error") -> 
             text=_field(record, "text", index, True),
             line=index,
         )
-        if not item.id.strip():
-            raise CorpusError(f"{RECORDS}[{index}]: field 'id' is empty")
+        id_problem = record_id_problem(item.id)
+        if id_problem:
+            raise CorpusError(f"{RECORDS}[{index}]: field 'id' {id_problem}")
         if item.id in seen:
             raise CorpusError(f"{RECORDS}[{index}]: id {item.id!r} already used by {RECORDS}[{seen[item.id]}]")
         seen[item.id] = index

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from dpr_components.indexing.record_ids import passage_id
+
 DEFAULT_WORDS_PER_PASSAGE = 100
 
 
 @dataclass(frozen=True)
 class Passage:
-    """One block of a document. ``id`` is ``<document id>#<block number>``, stable across runs."""
+    """One block of a document. ``id`` is ``<document id>#<block number>``, stable across runs (the document
+    id rule of ``record_ids`` keeps it from being any document's id)."""
 
     id: str
     title: str
@@ -25,10 +28,6 @@ def split_text(text: str, words_per_passage: int = DEFAULT_WORDS_PER_PASSAGE) ->
         raise ValueError(f"words_per_passage must be positive, got {words_per_passage}")
     words = text.split()
     return [" ".join(words[i : i + words_per_passage]) for i in range(0, len(words), words_per_passage)]
-
-
-def passage_id(document_id: str, index: int) -> str:
-    return f"{document_id}#{index}"
 
 
 def split_document(

@@ -26,6 +26,7 @@ from dpr_components.pipeline_files.policy import (
 )
 from dpr_components.pipeline_files.safe_yaml import read_yaml_file
 from dpr_components.store_access.serialization import is_embedded_store_type, replace_store_paths
+from dpr_components.utils.extras import check_pipeline_extras
 from dpr_components.utils.type_checks import init_hints, type_mismatch
 from dpr_components.utils.validation import short_repr, strict_json_loads
 
@@ -249,6 +250,7 @@ def load_pipeline(
         raise PipelineFileError(f"{path}: --store given but the pipeline uses no EmbeddedDocumentStore")
     overridden = {apply_override(spec, assignment) for assignment in overrides or []}
     components = spec["components"]
+    check_pipeline_extras(components, str(path))  # before the network check: the install is the first fix
     if not (allow_network or network_allowed_by_environment()):
         check_local_only(components)
 

@@ -4,6 +4,8 @@ server that does not answer), found inside Haystack's wrappers and told on one l
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
+from urllib.parse import urlsplit
 
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
@@ -13,6 +15,11 @@ from dpr_components.utils.output_files import describe_os_error
 
 class ServerUnreachableError(ConnectionError):
     """A server the pipeline talks to (Elasticsearch) did not answer; the message names it and the fix."""
+
+
+class RemoteServerError(ConnectionError):
+    """A server a component talks to (a fetched URL, a generator's API, a remote store) answered with an
+    HTTP error status; the message names the component and the status."""
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -43,6 +50,52 @@ def unreachable_server(error: BaseException) -> ServerUnreachableError | None:
     return None
 
 
+def _http_status(error: BaseException) -> int | None:
+    """The HTTP error status a client library's exception carries: httpx and requests on ``response``,
+    OpenAI's and Elasticsearch's clients as ``status_code``."""
+    response = getattr(error, "response", None)
+    for status in (getattr(response, "status_code", None), getattr(error, "status_code", None)):
+        if isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599:
+            return status
+    return None
+
+
+def _remote_address(error: BaseException) -> str | None:
+    """Where the answer came from: the request's URL (httpx, requests, OpenAI) or the node (Elasticsearch)."""
+    for holder in (getattr(error, "request", None), getattr(error, "response", None)):
+        url = urlsplit(str(getattr(holder, "url", None) or ""))
+        if url.hostname:  # without credentials or query, which may hold a key
+            return f"{url.scheme}://{url.hostname}{f':{url.port}' if url.port else ''}{url.path}"
+    node = getattr(getattr(error, "meta", None), "node", None)
+    host, port = getattr(node, "host", None), getattr(node, "port", None)
+    return f"{host}:{port}" if host else None
+
+
+def remote_status_error(error: BaseException) -> RemoteServerError | None:
+    """One line for a remote server's HTTP error status in ``error``'s chain, naming the component that
+    called it (Haystack's wrapper keeps its name) and the status."""
+    who = "a component"
+    cause: BaseException | None = error
+    while cause is not None:
+        component, component_type = getattr(cause, "component_name", None), getattr(cause, "component_type", None)
+        if component:
+            who = f"component {component!r}" + (f" ({component_type.__name__})" if component_type else "")
+        status = _http_status(cause)
+        if status is not None:
+            address = _remote_address(cause)
+            where = f"the server at {address}" if address else "its server"
+            try:
+                phrase = f" {HTTPStatus(status).phrase}"
+            except ValueError:
+                phrase = ""
+            return RemoteServerError(
+                f"{who}: {where} answered HTTP {status}{phrase}; the request was not completed (check that "
+                "server, or retry later)"
+            )
+        cause = cause.__cause__
+    return None
+
+
 def user_error_cause(
     error: BaseException, kinds: tuple[type[BaseException], ...] | None = None
 ) -> BaseException | None:
@@ -53,6 +106,9 @@ def user_error_cause(
     unreachable = unreachable_server(error)
     if unreachable is not None and isinstance(unreachable, kinds):
         return unreachable
+    remote = remote_status_error(error)
+    if remote is not None and isinstance(remote, kinds):
+        return remote
     cause: BaseException | None = error
     while cause is not None and not isinstance(cause, kinds):
         cause = cause.__cause__
@@ -61,6 +117,6 @@ def user_error_cause(
 
 def one_line(error: BaseException) -> str:
     """The message of a user error on one line (an ``OSError`` says which file)."""
-    if isinstance(error, OSError) and not isinstance(error, ServerUnreachableError):
+    if isinstance(error, OSError) and not isinstance(error, (ServerUnreachableError, RemoteServerError)):
         return describe_os_error(error)
     return " ".join(str(error).split()) or type(error).__name__

@@ -12,6 +12,7 @@ from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
+from dpr_components.readers.merging import MergedAnswer, merge_by_text
 from dpr_components.readers.model import trained_objective
 from dpr_components.readers.no_answer import AnswerSettings
 from dpr_components.readers.predict import (
@@ -93,6 +94,10 @@ class SpanReader(ReadingComponent):
     :param no_answer_threshold: "no answer" takes first place when P(no answer) is at least this, and
         never otherwise; the other answers keep their order by score.
     :param score_threshold: answers scoring below it are left out (the no-answer is kept).
+    :param merge_answers: return each answer string once (texts compared after SQuAD normalisation, as
+        exact match compares them), its score the sum of its spans' scores, its document and offsets
+        those of its best span, ``meta["merged_spans"]`` how many spans it stands for; "no answer"
+        stays apart. False (default): every span on its own.
 
     Usage example (after any retriever, as in ``pipelines/qa.yml``):
 
@@ -130,8 +135,12 @@ class SpanReader(ReadingComponent):
         no_answer_calibration: dict[str, float] | None = None,
         no_answer_threshold: float = 0.5,
         score_threshold: float | None = None,
+        merge_answers: bool = False,
         device: ComponentDevice | None = None,
     ) -> None:
+        if not isinstance(merge_answers, bool):
+            raise ValueError(f"merge_answers must be true or false, got {merge_answers!r}")
+        self.merge_answers = merge_answers
         self.answer_settings = AnswerSettings.checked(
             no_answer, no_answer_calibration, no_answer_threshold, score_threshold
         )
@@ -141,7 +150,11 @@ class SpanReader(ReadingComponent):
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, **self._reading_parameters(), **asdict(self.read_settings), **self.answer_settings.to_dict()
+            self,
+            **self._reading_parameters(),
+            **asdict(self.read_settings),
+            **self.answer_settings.to_dict(),
+            merge_answers=self.merge_answers,
         )
 
     def warm_up(self) -> None:
@@ -194,10 +207,15 @@ class SpanReader(ReadingComponent):
         similarities = [_dense_similarity(d) for d in readable] if self.answer_settings.no_answer else []
         scored = self.answer_settings.scores(predictions, ranking, similarities)
         threshold = self.answer_settings.score_threshold
+        candidates = (
+            merge_by_text(predictions, scored.answers)
+            if self.merge_answers
+            else [MergedAnswer(p, score) for p, score in zip(predictions, scored.answers)]
+        )
         answers = [
-            self._answer(query, readable[p.passage_index], p, score, scored.no_answer)
-            for p, score in zip(predictions[:top_k], scored.answers[:top_k])
-            if threshold is None or score >= threshold
+            self._answer(query, readable[c.prediction.passage_index], c, scored.no_answer, self.merge_answers)
+            for c in candidates[:top_k]
+            if threshold is None or c.score >= threshold
         ]
         if scored.no_answer is not None:
             meta: dict[str, Any] = {"no_answer": True}
@@ -212,9 +230,10 @@ class SpanReader(ReadingComponent):
 
     @staticmethod
     def _answer(
-        query: str, document: Document, p: SpanPrediction, score: float, no_answer: float | None
+        query: str, document: Document, candidate: MergedAnswer, no_answer: float | None, merged: bool
     ) -> ExtractedAnswer:
-        meta = {
+        p = candidate.prediction
+        meta: dict[str, Any] = {
             "passage_score": float(p.passage_score),
             "span_score": float(p.span_score),
             "span_probability": float(p.span_probability),
@@ -223,9 +242,11 @@ class SpanReader(ReadingComponent):
         }
         if no_answer is not None:
             meta["no_answer_probability"] = no_answer
+        if merged:
+            meta["merged_spans"] = candidate.spans
         return ExtractedAnswer(
             query=query,
-            score=float(score),
+            score=float(candidate.score),
             data=p.text,
             document=document,
             document_offset=ExtractedAnswer.Span(p.start, p.end),

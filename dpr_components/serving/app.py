@@ -17,7 +17,10 @@ enforced by the middlewares of guards.py.
 
 A pipeline that fails on a user error (``ValueError``, ``FilterError``, ``DocumentStoreError``, a missing
 file) answers HTTP 400 with that error's one-line message; inputs that are missing or of the wrong type
-are 422 with a one-line message (both declared in the OpenAPI schema), and an unknown pipeline is 404."""
+are 422 with a one-line message (both declared in the OpenAPI schema), and an unknown pipeline is 404.
+A pipeline file the server could not serve (a model missing, a store of another passage encoder...) answers
+503 with its reason, which ``GET /status`` gives too (``unavailable``), as it does for a pipeline whose store
+folder was removed or replaced while served (served_stores.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -55,8 +57,10 @@ from dpr_components.serving.routes import (
     add_status_route,
     add_store_routes,
     add_training_off_route,
+    add_unavailable_route,
     served_wrappers,
 )
+from dpr_components.serving.run_queues import RunQueues, WriteQueue
 from dpr_components.serving.security import (
     CORS_HEADERS,
     CORS_METHODS,
@@ -155,11 +159,11 @@ def _deploy(
     files: list[Path],
     enable_training: bool,
     jobs: TrainingJobs,
-    limiter: anyio.CapacityLimiter,
+    queues: RunQueues,
     stores: StoreFolders | None = None,
 ) -> tuple[ServedPipelines, list[str], list[str]]:
-    """Add the route of every file that can be served; also the names of those that train a model, left out
-    (training off) and served (as background jobs)."""
+    """Add the route of every file that can be served, its runs in the reads' or the writes' queue; also the
+    names of those that train a model, left out (training off) and served (as background jobs)."""
     served, training_off, training_on = ServedPipelines(), [], []
     for path in files:
         try:
@@ -173,11 +177,21 @@ def _deploy(
             logger.warning("not serving %s: %s", path.name, one_line(error))
             continue
         trains = isinstance(wrapper, TrainWrapper)
+        limiter = queues.for_spec(getattr(wrapper, "spec", None))
         add_run_route(app, path.stem, wrapper, limiter, status_code=202 if trains else 200)
         served.deployed.append(path.stem)
         if trains:
             training_on.append(path.stem)
     return served, training_off, training_on
+
+
+def _add_left_out_routes(app: FastAPI, served: ServedPipelines, training_off: list[str]) -> None:
+    """``POST /{name}/run`` of each file left out: 403 for training while it is off, else 503 with the reason."""
+    for name in training_off:
+        add_training_off_route(app, name)
+    for name, reason in served.skipped.items():
+        if name not in training_off:
+            add_unavailable_route(app, name, reason)
 
 
 def build_app(
@@ -186,37 +200,41 @@ def build_app(
     policy: ServerPolicy | None = None,
     concurrent_runs: int | None = None,
     stores: StoreFolders | None = None,
+    write_queue: WriteQueue = "own",
 ) -> tuple[FastAPI, ServedPipelines]:
     """The app serving every pipeline of ``pipelines_dir`` that can be served, and the ask page at ``/``,
     behind ``policy``.
 
     ``input_root`` becomes ``DPR_INPUT_ROOT``: input files named in requests must be inside it.
     ``concurrent_runs``: pipeline runs at once (default :func:`default_concurrent_runs`); more requests
-    wait, first come first served. ``stores``: the store folders that replace the pipelines' own
-    (``haystack serve --store``)."""
+    wait, first come first served; the index route's runs wait in a queue of their own, one at a time
+    (``write_queue="shared"``: in the same queue, run_queues.py). ``stores``: the store folders that replace the pipelines' own
+    (``haystack serve --store``), checked first (a name that is no pipeline with a store, a folder of another
+    program: ``ValueError``)."""
     policy = policy or ServerPolicy()
+    files = pipeline_files(pipelines_dir)
+    if stores is not None:
+        stores.check(files)  # before anything is built: a mistyped name or a folder of another program
     if input_root is not None:
         os.environ[INPUT_ROOT_ENV] = str(input_root)  # as given: error messages show it, not an absolute path
-    files = pipeline_files(pipelines_dir)
     allow_deserialization_module("dpr_components")
     app = _hayhooks_app()
     _keep_only(app, set())  # none of hayhooks' own routes: only those added below
     configure_server_logs(policy.log_queries)
     app.add_exception_handler(RequestValidationError, _one_line_422)
     jobs = TrainingJobs()
-    limiter = anyio.CapacityLimiter(concurrent_runs or default_concurrent_runs())
-    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs, limiter, stores)
+    queues = RunQueues.create(concurrent_runs or default_concurrent_runs(), write_queue)
+    served, training_off, training_on = _deploy(app, files, policy.enable_training, jobs, queues, stores)
     if not served.deployed:
         jobs.shutdown()
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"
         raise ServingError(f"no pipeline in {pipelines_dir} can be served ({reasons})")
     found_stores = served_stores(served_wrappers(app), stores)
-    add_status_route(app, served.deployed, found_stores)
+    add_status_route(app, served.deployed, found_stores, served.skipped, policy.api_key)
     add_store_routes(app, found_stores)
-    for name in training_off:
-        add_training_off_route(app, name)
+    _add_left_out_routes(app, served, training_off)
     paths = {STATUS_PATH, OPENAPI_PATH, STORES_PATH, DOCUMENTS_PATH, *PAGE_PATHS}
-    paths.update(f"/{name}/run" for name in served.deployed + training_off)
+    paths.update(f"/{name}/run" for name in [*served.deployed, *served.skipped])
     if training_on:
         add_jobs_route(app, jobs)
         paths.add(JOBS_PATH)

@@ -30,6 +30,7 @@ from dpr_components.serving.jobs import TrainingJobs, TrainWrapper
 from dpr_components.serving.routes import TRAINING_OFF
 from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.serving.wrappers import DeclaredPipelineWrapper, wrapper_kind
+from dpr_components.utils.extras import check_pipeline_extras
 
 ELASTICSEARCH_URL_ENV = "ELASTICSEARCH_URL"
 ELASTICSEARCH_STORE = "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore"
@@ -101,6 +102,7 @@ def prepare_pipeline(
     QA pipeline whose store was not indexed yet is served too, built at its first request after an index
     (until then its route answers 503). ``ServingError`` says why the file cannot be served."""
     spec = load_pipeline_spec(path)
+    check_pipeline_extras(spec["components"], str(path))  # the install first: ELASTICSEARCH_URL would not help
     overrides = network_overrides(spec)
     if overrides is None:
         hint = f"set {ELASTICSEARCH_URL_ENV}" if _elasticsearch_components(spec) else "set DPR_ALLOW_NETWORK=1"

@@ -101,6 +101,11 @@ def _api_key_problem(headers: Headers, key: bytes) -> str | None:
     return None
 
 
+def carries_api_key(headers: Headers, key: str | None) -> bool:
+    """Whether a request may see what the API key protects: the server has no key, or the request sends it."""
+    return key is None or _api_key_problem(headers, key.encode("ascii")) is None
+
+
 def _is_json(content_type: str | None) -> bool:
     return content_type is not None and content_type.split(";", 1)[0].strip().lower() == "application/json"
 

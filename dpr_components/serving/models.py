@@ -29,10 +29,16 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "A field is missing, unknown or of the wrong type (strict: no true for a count, no "
         '"yes" for a boolean): the field and the problem, on one line',
     },
+    502: {
+        "model": ErrorDetail,
+        "description": "A server a component of the pipeline calls (allowed onto the network) answered an HTTP "
+        "error status: the component and the status, on one line",
+    },
     503: {
         "model": ErrorDetail,
-        "description": "Not yet or not now: the pipeline's store was not indexed yet (index first), or the "
-        "store's server (Elasticsearch) does not answer; on one line",
+        "description": "Not yet or not now: the pipeline's store was not indexed yet (index first), its "
+        "folder was removed or replaced while served, the store's server (Elasticsearch) does not answer, or "
+        "the server could not serve the pipeline (its reason, as GET /status gives it); on one line",
     },
 }
 
@@ -142,17 +148,26 @@ class StoreReady(BaseModel):
 
 
 class ServerStatus(BaseModel):
-    """``GET /status`` (public): the server is up, the pipelines it serves, and which stores are ready."""
+    """``GET /status`` (public): the server is up, the pipelines it serves, which stores are ready, and why
+    each pipeline it cannot serve now answers 503."""
 
     status: str = "Up!"
     pipelines: list[str]
     stores: dict[str, StoreReady] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(
+        default_factory=dict,
+        description="each pipeline that cannot be served, by name: why (given with the API key when the "
+        "server has one); its route answers 503 with that reason (403 for training while it is off)",
+    )
 
 
 class StoreState(StoreReady):
     """A served pipeline's store: ready, and how many passages it holds (null: not ready, or not counted)."""
 
     passages: int | None = None
+    problem: str | None = _left_out_when_empty(
+        "why a store that was served cannot be now (its folder removed, renamed or replaced): left out otherwise"
+    )
 
 
 class StoresStatus(BaseModel):

@@ -14,15 +14,23 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 import docstring_parser
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Request
 from hayhooks import BasePipelineWrapper, log
 from hayhooks.server.pipelines.models import create_request_model_from_callable, create_response_model_from_callable
 from haystack import Document
 from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 from pydantic import BaseModel
+from starlette.convertors import Convertor, register_url_convertor
 
-from dpr_components.pipeline_requests.errors import one_line, unreachable_server, user_error_cause
+from dpr_components.indexing.record_ids import lookup_id_problem
+from dpr_components.pipeline_requests.errors import (
+    one_line,
+    remote_status_error,
+    unreachable_server,
+    user_error_cause,
+)
+from dpr_components.serving.guards import carries_api_key
 from dpr_components.serving.jobs import TrainingJobs
 from dpr_components.serving.models import (
     ERROR_RESPONSES,
@@ -36,14 +44,30 @@ from dpr_components.serving.models import (
     strict_request,
 )
 from dpr_components.serving.served_stores import ServedStore, ready_names, source_passages
-from dpr_components.serving.wrappers import DeclaredPipelineWrapper, StoreNotReadyError, document_out
+from dpr_components.serving.wrappers import RESTART, DeclaredPipelineWrapper, StoreUnavailableError, document_out
+from dpr_components.utils.validation import short_repr
 
 # Errors that describe a bad request; any other failure stays a 500 (a server fault).
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
 STATUS_PATH, OPENAPI_PATH, JOBS_PATH = "/status", "/openapi.json", "/jobs/{job_id}"
-STORES_PATH, DOCUMENTS_PATH = "/stores", "/documents/{document_id:path}"
-MAX_DOCUMENT_ID_CHARS = 1000
+STORES_PATH, DOCUMENTS_PATH = "/stores", "/documents/{document_id:any_text}"
 TRAINING_OFF = "training over HTTP is off: start haystack serve with --enable-training to serve {name}"
+
+
+class _AnyText(Convertor[str]):
+    """A path parameter of any characters, a newline included (Starlette's ``path`` stops before one), so
+    that every id reaches the documents route, which refuses those the record id rule does not allow."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("any_text", _AnyText())
 
 
 def request_error(error: BaseException) -> BaseException | None:
@@ -68,7 +92,8 @@ def _endpoint(
 ) -> Callable[..., Awaitable[BaseModel]]:
     """The route handler: the request's fields to ``run_api`` in a worker thread, at most ``limiter``'s
     count at once (the others wait their turn, first come first served); a failure the request caused is
-    a 400 with its one-line message, a server the store needs that does not answer a 503, any other a 500
+    a 400 with its one-line message, a server the store needs that does not answer a 503, a remote server's
+    error status a 502, any other a 500
     (logged without variables' values)."""
     request_model, response_model = models
     fields = list(request_model.model_fields)
@@ -84,11 +109,14 @@ def _endpoint(
             cause = request_error(error)
             if cause is not None:
                 raise HTTPException(status_code=400, detail=one_line(cause)) from None
-            if isinstance(error, StoreNotReadyError):  # served before its store was indexed: index first
+            if isinstance(error, StoreUnavailableError):  # not indexed yet, or its folder removed or replaced
                 raise HTTPException(status_code=503, detail=one_line(error)) from None
             unreachable = unreachable_server(error)
             if unreachable is not None:  # the store's server is down: the request may succeed later
                 raise HTTPException(status_code=503, detail=one_line(unreachable)) from None
+            remote = remote_status_error(error)
+            if remote is not None:  # a server a component calls answered an error status
+                raise HTTPException(status_code=502, detail=one_line(remote)) from None
             log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
             raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {one_line(error)}") from None
         return response_model(result=result)
@@ -151,15 +179,30 @@ def served_wrappers(app: FastAPI) -> dict[str, DeclaredPipelineWrapper]:
     return wrappers
 
 
-def add_status_route(app: FastAPI, deployed: list[str], stores: dict[str, ServedStore] | None = None) -> None:
-    """``GET /status``: whether the server is up, the pipelines it serves and whether their stores are
-    ready (public: no passage counts, no data)."""
+def add_status_route(
+    app: FastAPI,
+    deployed: list[str],
+    stores: dict[str, ServedStore] | None = None,
+    unavailable: dict[str, str] | None = None,
+    api_key: str | None = None,
+) -> None:
+    """``GET /status``: whether the server is up, the pipelines it serves, whether their stores are ready,
+    and why each pipeline it cannot serve answers 503 (``unavailable``: the pipelines left out at start,
+    and those whose store folder was removed or replaced since). Public, so no passage counts, no data, and
+    with an API key the reasons (which name folders) only to a request that sends it."""
 
-    async def status() -> ServerStatus:
-        """Whether the server is up, the pipelines it serves, and which of their stores were indexed."""
-        ready = set(ready_names(stores or {}))
+    async def status(request: Request) -> ServerStatus:
+        """Whether the server is up, the pipelines it serves, which of their stores were indexed, and why
+        the pipelines it cannot serve answer 503."""
+        found = stores or {}
+        problems = {name: store.problem() for name, store in found.items()}
+        reasons = {**(unavailable or {}), **{name: why for name, why in problems.items() if why is not None}}
+        if not carries_api_key(request.headers, api_key):
+            reasons = dict.fromkeys(reasons, "cannot be served now; the reason is given with the API key")
         return ServerStatus(
-            pipelines=list(deployed), stores={name: StoreReady(ready=name in ready) for name in stores or {}}
+            pipelines=list(deployed),
+            stores={name: StoreReady(ready=store.ready()) for name, store in found.items()},
+            unavailable=reasons,
         )
 
     app.add_api_route(STATUS_PATH, status, methods=["GET"], response_model=ServerStatus, tags=["status"])
@@ -174,7 +217,10 @@ def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
 
         def count() -> StoresStatus:
             return StoresStatus(
-                stores={name: StoreState(ready=s.ready(), passages=s.passages()) for name, s in stores.items()}
+                stores={
+                    name: StoreState(ready=s.ready(), passages=s.passages(), problem=s.problem())
+                    for name, s in stores.items()
+                }
             )
 
         return await anyio.to_thread.run_sync(count)
@@ -188,8 +234,13 @@ def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
         tags=["status"],
         responses={
             404: {"model": ErrorDetail, "description": "No such document, or no such pipeline with a store"},
+            422: {"model": ErrorDetail, "description": "An id no document or passage can have (the record id rule)"},
             501: {"model": ErrorDetail, "description": "The pipeline's store is not an embedded store"},
-            503: {"model": ErrorDetail, "description": "The pipeline's store was not indexed yet: index first"},
+            503: {
+                "model": ErrorDetail,
+                "description": "The pipeline's store was not indexed yet (index first), or its folder was removed "
+                "or replaced while served",
+            },
         },
     )
 
@@ -204,6 +255,9 @@ def _store_for(stores: dict[str, ServedStore], pipeline: str | None) -> ServedSt
         raise HTTPException(
             status_code=501, detail=f"pipeline {name}'s store is not an embedded store: search it with filters"
         )
+    problem = store.problem()
+    if problem is not None:
+        raise HTTPException(status_code=503, detail=f"pipeline {name}'s store: {problem}; {RESTART}")
     if not store.ready():
         raise HTTPException(status_code=503, detail=f"pipeline {name}'s store was not indexed yet: index first")
     return store
@@ -214,17 +268,19 @@ def _document_endpoint(stores: dict[str, ServedStore]) -> Callable[..., Awaitabl
         """A source document's passages in order, by its id or one of its passages' ids.
 
         Args:
-            document_id: the source document's id (``meta.document_id``) or a passage id (``hamlet#0``)
+            document_id: the source document's id (``meta.document_id``) or a passage id (``hamlet#0``),
+                URL-encoded; any id the index accepts (the record id rule of ``indexing/record_ids.py``)
             pipeline: the served pipeline whose store to read (default: the first one indexed)
         """
+        problem = lookup_id_problem(document_id)
+        if problem is not None:  # no record or passage can have it: say why instead of "no document"
+            raise HTTPException(status_code=422, detail=f"path.document_id {problem}")
         store = _store_for(stores, pipeline)
-        found: list[Document] = []
-        if len(document_id) <= MAX_DOCUMENT_ID_CHARS:
-            found = await anyio.to_thread.run_sync(lambda: source_passages(store.handle(), document_id))
+        found: list[Document] = await anyio.to_thread.run_sync(lambda: source_passages(store.handle(), document_id))
         if not found:
-            shown = document_id[:100]
             raise HTTPException(
-                status_code=404, detail=f"no document {shown!r} in the store of pipeline {store.pipeline}"
+                status_code=404,
+                detail=f"no document {short_repr(document_id, 100)} in the store of pipeline {store.pipeline}",
             )
         first = found[0].meta or {}
         return SourceDocument(
@@ -235,6 +291,15 @@ def _document_endpoint(stores: dict[str, ServedStore]) -> Callable[..., Awaitabl
         )
 
     return source_document
+
+
+def add_unavailable_route(app: FastAPI, name: str, reason: str) -> None:
+    """``POST /{name}/run`` for a pipeline the server could not serve: 503 with the reason, not a bare 404."""
+
+    async def unavailable() -> None:
+        raise HTTPException(status_code=503, detail=f"pipeline {name} cannot be served: {reason}")
+
+    app.add_api_route(f"/{name}/run", unavailable, methods=["POST"], include_in_schema=False)
 
 
 def add_training_off_route(app: FastAPI, name: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dpr_components.serving.run_queues import WriteQueue
 from dpr_components.serving.security import ServerPolicy, is_loopback
 from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.threads import default_concurrent_runs
@@ -50,6 +51,7 @@ def serve(
     threads: int,
     concurrent_runs: int | None = None,
     stores: StoreFolders | None = None,
+    write_queue: WriteQueue = "own",
 ) -> None:
     """Build the app, say what is served, then run it with uvicorn on ``policy.host`` until interrupted."""
     import uvicorn
@@ -59,7 +61,12 @@ def serve(
     folder = default_pipelines_dir(pipelines_dir)
     print(f"pipelines from {folder}", file=sys.stderr)
     app, served = build_app(
-        folder, input_root=input_root, policy=policy, concurrent_runs=concurrent_runs, stores=stores
+        folder,
+        input_root=input_root,
+        policy=policy,
+        concurrent_runs=concurrent_runs,
+        stores=stores,
+        write_queue=write_queue,
     )
     for name, reason in served.skipped.items():
         print(f"not served: {name}: {reason}", file=sys.stderr)
@@ -67,7 +74,8 @@ def serve(
         f"serving {', '.join(served.deployed)} on http://{policy.host}:{port} "
         f"(POST /NAME/run, the ask page at /; input files only from {input_root.resolve()}; "
         f"{describe_policy(policy)}; {threads} thread(s) per question, "
-        f"{concurrent_runs or default_concurrent_runs()} run(s) at once)",
+        f"{concurrent_runs or default_concurrent_runs()} run(s) at once, "
+        f"{'writes in the same queue' if write_queue == 'shared' else 'writes in a queue of their own'})",
         file=sys.stderr,
         flush=True,
     )

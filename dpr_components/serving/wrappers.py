@@ -19,7 +19,9 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ExtractedAnswer
 from pydantic import Field
 
-from dpr_components.pipeline_files.loading import StoreNotIndexedError
+from dpr_components.document_stores.folder_identity import StoreFolderMovedError
+from dpr_components.pipeline_files.loading import StoreNotIndexedError, writes_documents
+from dpr_components.pipeline_requests.errors import one_line, user_error_cause
 from dpr_components.pipeline_requests.inputs import components_taking, request_inputs
 from dpr_components.serving.models import (
     AnswerOut,
@@ -36,8 +38,25 @@ MAX_TOP_K = 1000
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"how many results, 1 to {MAX_TOP_K}")]
 
 
-class StoreNotReadyError(RuntimeError):
+class StoreUnavailableError(RuntimeError):
+    """A served pipeline's store cannot be read or written now (the server answers 503 with the reason)."""
+
+
+class StoreNotReadyError(StoreUnavailableError):
     """A served pipeline reads a store that nothing was indexed into yet (the server answers 503)."""
+
+
+RESTART = "restart haystack serve to serve the folder now at that path"
+
+
+def pipeline_stores(pipeline: Pipeline) -> list[Any]:
+    """The document stores of ``pipeline``'s components, once each."""
+    found: dict[int, Any] = {}
+    for _, component in pipeline.walk():
+        store = getattr(component, "document_store", None)
+        if store is not None:
+            found.setdefault(id(store), store)
+    return list(found.values())
 
 
 class DeclaredPipelineWrapper(BasePipelineWrapper):
@@ -52,6 +71,8 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         self.spec = spec
         self._builder = builder
         self._building = threading.Lock()
+        # Why the store the server opened for this pipeline cannot be used now (served_stores.py), if any.
+        self.store_problem: Callable[[], str | None] = lambda: None
 
     def setup(self) -> None:
         """The pipeline was built and warmed up by the server; nothing is loaded twice."""
@@ -59,7 +80,9 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
 
     def ready(self) -> Pipeline:
         """The built pipeline; built now (once, whatever the concurrent requests) when its store has been
-        indexed since the server started; :class:`StoreNotReadyError` while it has not."""
+        indexed since the server started; :class:`StoreNotReadyError` while it has not, and
+        :class:`StoreUnavailableError` once its folder was removed or replaced (:meth:`check_store`)."""
+        self.check_store()
         if self.built is not None:
             return self.built
         with self._building:
@@ -71,6 +94,32 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
                     raise StoreNotReadyError(f"{error}, or POST /index/run") from None
                 self.pipeline = self.built
         return self.built
+
+    def check_store(self, after_run: bool = False) -> None:
+        """:class:`StoreUnavailableError` when the folder of a store this pipeline reads or writes was
+        removed, renamed or replaced since the server opened it; after a run, the run's writes are not in it."""
+        problem = self.store_problem()
+        if problem is None and self.built is not None:
+            problem = next(filter(None, (_folder_problem(store) for store in pipeline_stores(self.built))), None)
+        if problem is None:
+            return
+        if after_run and writes_documents(self.spec["components"]):
+            raise StoreUnavailableError(f"{problem}: what this request wrote is not in it; {RESTART}, then index again")
+        raise StoreUnavailableError(f"{problem}; nothing was read or written: {RESTART}")
+
+    def _run(self, pipeline: Pipeline, data: dict[str, Any], returning: list[str]) -> dict[str, Any]:
+        """``pipeline.run``, a store whose folder moved during it a :class:`StoreUnavailableError`; the
+        store checked again after it, so no answer or write is acknowledged from a folder no longer there."""
+        try:
+            result = pipeline.run(data, include_outputs_from=set(returning))
+        except Exception as error:
+            moved = user_error_cause(error, (StoreFolderMovedError,))
+            if moved is None:
+                raise
+            self.check_store(after_run=True)  # the folder moved during the run: says how
+            raise StoreUnavailableError(f"{one_line(moved)}; {RESTART}") from None
+        self.check_store(after_run=True)
+        return result
 
     def run_declared(
         self,
@@ -97,9 +146,15 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
             results=returning,
             declared=self.spec.get("inputs"),
         )
-        result = pipeline.run(data, include_outputs_from=set(returning))
+        result = self._run(pipeline, data, returning)
         outputs = {name: result.get(component, {}).get(socket) for name, (component, socket) in declared.items()}
         return {"outputs": outputs, "raw": result}
+
+
+def _folder_problem(store: Any) -> str | None:
+    """An embedded store's :meth:`folder_problem`; ``None`` for a store of another kind."""
+    problem = getattr(store, "folder_problem", None)
+    return problem() if callable(problem) else None
 
 
 def document_out(document: Document, include_embedding: bool) -> DocumentOut:

@@ -45,7 +45,8 @@ def test_budget_picks_the_best_exact_match_within_it() -> None:
 
 def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun) -> None:
     questions, out, qa = tiny_qa_run.questions, tiny_qa_run.out, tiny_qa_run.folder / "qa.yml"
-    main([*tiny_qa_run.arguments, "--warmup", "1", "--pipeline", f"qa={qa}", "--pipeline", f"one={qa};reader.top_k=1"])
+    variants = [f"qa={qa}", f"one={qa};reader.top_k=1", f"merged={qa};reader.merge_answers=true"]
+    main([*tiny_qa_run.arguments, "--warmup", "1", *(f"--pipeline={variant}" for variant in variants)])
     summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert summary["asked"] == {str(questions): 2}  # the 6-word answer's question is left out
     for run in summary["runs"].values():
@@ -53,7 +54,13 @@ def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun) -> None:
     assert summary["runs"]["qa"]["em"] == summary["runs"]["one"]["em"]  # the same first answers
     assert "who wrote hamlet" not in out.with_suffix(".json").read_text(encoding="utf-8")  # numbers only
     markdown = out.with_suffix(".md").read_text(encoding="utf-8")
-    assert "`qa`" in markdown and "`one`" in markdown and "python -m benchmarks.reader.qa_pipelines" in markdown
+    assert summary["variants"]["merged"].endswith(";reader.merge_answers=true")
+    assert (
+        "`qa`" in markdown
+        and "`one`" in markdown
+        and "`merged`" in markdown
+        and "python -m benchmarks.reader.qa_pipelines" in markdown
+    )
     out.with_suffix(".md").unlink()
     main(["--out", str(out), "--from-json"])
     assert out.with_suffix(".md").read_text(encoding="utf-8") == markdown

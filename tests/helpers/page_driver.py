@@ -100,6 +100,7 @@ def _ask(walk: PageWalk, question: str) -> None:
 
 def _empty_store(walk: PageWalk) -> None:
     walk.wait(lambda d: walk.visible("#empty"))
+    assert not walk.visible("#examples"), "no example questions for a store without passages"
     assert "haystack run index --input path=" in walk.text("#index-command")
     assert not walk.find("#ask").is_enabled() and not walk.visible("#results")
     assert walk.visible("#upload"), "the index pipeline is served: the upload is offered"
@@ -139,6 +140,7 @@ def _answers(walk: PageWalk, question: str) -> None:
         assert walk.all(f"#list-{name} li.result meter")[0].get_attribute("title").startswith(f"raw {name} score")
     assert walk.all("#answers li.answer mark"), "the answers mark their spans"
     assert walk.text("#answers li.answer .confidence").endswith("%")
+    assert_no_ranked_no_answer(walk)
     walk.reached("answer")
 
 
@@ -149,6 +151,7 @@ def _no_answer(walk: PageWalk, question: str, expected: bool) -> None:
     walk.wait(lambda d: walk.visible("#verdict"), 10)
     assert walk.text("#verdict").startswith("No confident answer in the indexed passages")
     assert walk.all("#list-search li.result"), "the passages are still shown"
+    assert_no_ranked_no_answer(walk)
     walk.reached("no-answer")
 
 
@@ -161,9 +164,11 @@ def _top_k_and_filter(walk: PageWalk, question: str) -> None:
         titles = [node.text for node in walk.all(f"#list-{name} li.result .title")]
         assert 1 <= len(titles) <= 2 and set(titles) == {title}, (name, titles)
     assert all(node.text == title for node in walk.all("#answers li.answer .title"))
-    assert len(walk.all("#answers li.answer:not(.no-answer)")) <= 2  # and, maybe, "no answer" besides
+    assert len(walk.all("#answers li.answer")) <= 2
+    assert_no_ranked_no_answer(walk)
     assert f"title is \u201c{title}\u201d" in walk.text("#status")
     walk.reached("filtered")
+    assert_no_match(walk, question, "No such title")
     _type(walk, "#top-k", "5")
     _type(walk, "#title-filter", "")
 
@@ -188,6 +193,7 @@ def _expand_and_open(walk: PageWalk) -> None:
 
 
 def _example(walk: PageWalk) -> None:
+    assert walk.visible("#examples"), "the store holds the example corpus's documents: its examples are offered"
     chip = walk.all("#examples button.chip")[0]
     chip.click()
     walk.wait(lambda d: walk.text("#status").startswith("asked") or walk.text("#error"))
@@ -195,6 +201,30 @@ def _example(walk: PageWalk) -> None:
     assert walk.find("#question").get_attribute("value") == chip.text
     assert walk.all("#list-bm25 li.result")
     walk.reached("example")
+
+
+def assert_no_ranked_no_answer(walk: PageWalk) -> None:
+    """The reader's "no answer" is never listed as a ranked answer (the banner says it when it is first)."""
+    listed = [node.text for node in walk.all("#answers li")]
+    assert not any(text.startswith("No answer") for text in listed), listed
+
+
+def assert_no_match(walk: PageWalk, question: str, title: str) -> None:
+    """A title filter that matches no passage: every list says so, and the banner says that no passage has
+    that title (not that the passages below hold no confident answer)."""
+    _type(walk, "#title-filter", title)
+    _ask(walk, question)
+    for name in LISTS:
+        assert walk.text(f"#list-{name} li.empty") == "no passages match", name
+    walk.wait(lambda d: walk.visible("#verdict"), 10)
+    assert walk.text("#verdict").startswith(f"No passage has the title \u201c{title}\u201d."), walk.text("#verdict")
+    assert "below" not in walk.text("#verdict") and not walk.all("#answers li.answer")
+
+
+def ask_question(walk: PageWalk, question: str, title: str = "") -> None:
+    """Type ``question`` (and the title filter), ask, and wait until every panel answered."""
+    _type(walk, "#title-filter", title)
+    _ask(walk, question)
 
 
 def _wrong_key(walk: PageWalk, question: str) -> None:

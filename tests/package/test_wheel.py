@@ -10,6 +10,7 @@ models come only from the built archives."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -29,6 +30,8 @@ from tests.helpers.paths import PIPELINES, REPO
 from tests.helpers.serving import served_command, server_environment
 
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dpr_components", "haystack_integrations", "packaging")
+# what the package needs only for its extras (datasets brings pyarrow and pandas) or its tests (bm25s)
+NOT_REQUIRED = ("bm25s", "matplotlib", "datasets", "pyarrow", "pandas")
 MAX_FILE_BYTES = 100 * 1000 * 1000  # a package index's default limit per file (PyPI's)
 CORPUS = [
     {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare around 1600."},
@@ -70,23 +73,39 @@ def _run(command: list[str], cwd: Path, **kwargs: object) -> subprocess.Complete
     return done
 
 
-def _dependencies_view(folder: Path) -> Path:
+def _installed_entries(distributions: tuple[str, ...]) -> set[str]:
+    """The top-level files and folders of ``distributions`` in this environment (their dist-info included)."""
+    entries = set()
+    for name in distributions:
+        for file in importlib.metadata.distribution(name).files or []:
+            if file.parts[0] not in ("..", "__pycache__"):  # scripts elsewhere; a cache folder others share
+                entries.add(file.parts[0])
+    return entries
+
+
+def _dependencies_view(folder: Path, leave_out: tuple[str, ...] = ()) -> Path:
     """This environment's packages but this project's own (the code and its model distributions, and the
-    editable install's hooks), as links in ``folder``: a fresh venv sees its dependencies, not the project."""
+    editable install's hooks) and the distributions ``leave_out``, as links in ``folder``: a fresh venv sees
+    its dependencies, not the project."""
     folder.mkdir()
+    left_out = _installed_entries(leave_out)
     for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if not entry.name.startswith(("dpr_components", "__editable__", "dpr-components")):
+        if (
+            not entry.name.startswith(("dpr_components", "__editable__", "dpr-components"))
+            and entry.name not in left_out
+        ):
             (folder / entry.name).symlink_to(entry)
     return folder
 
 
-def _fresh_venv(folder: Path) -> Path:
-    """A venv whose only source of this package and its models is what gets installed into it."""
+def _fresh_venv(folder: Path, leave_out: tuple[str, ...] = ()) -> Path:
+    """A venv whose only source of this package and its models is what gets installed into it (and without
+    the distributions ``leave_out``)."""
     # without pip of its own: this environment's pip and setuptools (through the .pth) do the install
     _run([sys.executable, "-m", "venv", "--without-pip", str(folder)], cwd=folder.parent)
     python = folder / "bin" / "python"
     purelib = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=folder)
-    view = _dependencies_view(folder / "dependencies")
+    view = _dependencies_view(folder / "dependencies", leave_out)
     (Path(purelib.stdout.strip()) / "dependencies.pth").write_text(f"{view}\n")
     return python
 
@@ -129,6 +148,14 @@ def test_wheel_holds_the_pipelines_and_faces_and_no_weights(archives: dict[str, 
         metadata = wheel.read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode("utf-8")
     assert "Project-URL: Homepage, https://pypi.org/project/dpr-components/" in metadata
     assert "Requires-Python: >=3.11" in metadata and "License-Expression: Apache-2.0" in metadata
+    # the long description is the page for an install with pip, not the README of a clone
+    description = metadata.split("\n\n", 1)[1]
+    assert description.strip() == (REPO / "packaging" / "PYPI.md").read_text(encoding="utf-8").strip()
+    assert "./run.sh" not in description and "pipelines/" not in description
+    # bm25s, matplotlib and datasets only with an extra
+    required = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert [line for line in required if any(f" {name}" in line.split(";")[0] for name in NOT_REQUIRED)] == []
+    assert "Provides-Extra: datasets" in metadata and "Provides-Extra: plots" in metadata
     assert "haystack_integrations/components/retrievers/dpr/__init__.py" in names
     assert "haystack_integrations/components/retrievers/dpr/__init__.pyi" in names
     # the ask page haystack serve answers at GET /
@@ -147,6 +174,33 @@ def _install(folder: Path, *archives: Path) -> Path:
         cwd=folder,
     )
     return python
+
+
+def test_installed_wheel_pulls_no_optional_package_and_answers(archives: dict[str, Path], tmp_path: Path) -> None:
+    """pip resolves the wheel's requirements in a venv without bm25s, matplotlib, datasets, pyarrow or pandas
+    (with no index to fetch them from, a requirement on any of them would fail the install), and the default
+    pipelines index and answer there, "no answer" included."""
+    python = _fresh_venv(tmp_path / "venv", leave_out=NOT_REQUIRED)
+    wheels = [str(archives[name]) for name in ("wheel", "models", "rerank models")]
+    _run([str(python), "-m", "pip", "install", "--no-index", "--no-build-isolation", *wheels], cwd=tmp_path)
+    absent = "import importlib.util, sys; print([m for m in sys.argv[1:] if importlib.util.find_spec(m)])"
+    assert _run([str(python), "-c", absent, *NOT_REQUIRED], cwd=tmp_path).stdout.strip() == "[]"
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "corpus.jsonl").write_text("".join(json.dumps(record) + "\n" for record in CORPUS), encoding="utf-8")
+    haystack = str(tmp_path / "venv" / "bin" / "haystack")
+    _run([haystack, "run", "index", "--input", "path=corpus.jsonl", "--store", "store"], cwd=app)
+    batch = app / "questions.txt"
+    batch.write_text(f"who wrote hamlet\n{UNANSWERABLE}\n", encoding="utf-8")
+    output = _run([haystack, "run", "qa", "--store", "store", "--batch", str(batch), "--json"], cwd=app).stdout
+    answers = [json.loads(line)["result"]["reader"]["answers"][0] for line in output.strip().splitlines()]
+    assert "Shakespeare" in answers[0]["data"] and answers[1]["data"] is None, answers
+    # a path of an extra: one line naming it
+    (app / "questions.parquet").write_bytes(b"PAR1")
+    command = [haystack, "eval", "bm25", "--questions", "questions.parquet", "--store", "store"]
+    extra = subprocess.run(command, cwd=app, capture_output=True, text=True)
+    assert extra.returncode == 2 and "Traceback" not in extra.stderr, extra.stderr
+    assert extra.stderr.strip().splitlines()[-1].endswith("pip install 'dpr-components[datasets]'"), extra.stderr
 
 
 def test_installed_wheel_answers_from_an_empty_folder(archives: dict[str, Path], tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ def tree_digest(path: Path) -> str:
         digest.update(path.read_bytes())
         return digest.hexdigest()
     for item in sorted(path.rglob("*")):
+        if item.name.endswith("-shm"):  # SQLite's shared-memory index: any reader rewrites it, it holds no data
+            continue
         digest.update(str(item.relative_to(path)).encode() + (b"/" if item.is_dir() else b":"))
         if item.is_file():
             digest.update(item.read_bytes())

@@ -3,6 +3,8 @@ anything (503 "index first"), searchable right after an index request, without a
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from dpr_components.serving.app import build_app
 from dpr_components.serving.security import ServerPolicy
 from dpr_components.serving.store_folders import StoreFolders
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
+from tests.helpers.paths import PIPELINES
 from tests.helpers.serving import write_pipelines
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -72,3 +75,27 @@ def test_store_options_are_checked(options: list[str], message: str) -> None:
         StoreFolders.parse(options)
     parsed = StoreFolders.parse(["mine", "qa=other"])
     assert (parsed.folder_for("bm25"), parsed.folder_for("qa")) == ("mine", "other")
+
+
+def test_store_folders_are_checked_against_the_pipelines_and_the_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "pipelines"
+    folder.mkdir()
+    for name in ("bm25", "eval_nq"):  # a pipeline with a store folder, one without
+        shutil.copy(PIPELINES / f"{name}.yml", folder)
+    files = sorted(folder.iterdir())
+    store, empty, run = tmp_path / "store", tmp_path / "empty", tmp_path / "run"
+    (store / "documents.sqlite").parent.mkdir()
+    (store / "documents.sqlite").write_bytes(b"")
+    empty.mkdir()
+    run.mkdir()
+    (run / "log.jsonl").write_text("{}\n")
+    for fine in ([str(store)], [f"bm25={empty}"], [str(tmp_path / "new")]):
+        StoreFolders.parse(fine).check(files)
+    refused = {
+        f"eval_nq={store}": "'eval_nq' is not one of the served pipelines with a store folder: bm25",
+        str(run): f"{run} holds a DPR training run, not a document store",
+        f"bm25={store / 'documents.sqlite'}": "is a file, not a folder",
+    }
+    for option, message in refused.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            StoreFolders.parse([option]).check(files)

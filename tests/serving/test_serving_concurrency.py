@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import anyio
 import httpx
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from hayhooks import BasePipelineWrapper
 
 from dpr_components.serving.routes import add_run_route
+from dpr_components.serving.run_queues import RunQueues, WriteQueue
 from dpr_components.utils import threads
 from dpr_components.utils.threads import QUERY_THREADS_ENV, default_concurrent_runs
 
@@ -75,3 +77,65 @@ def test_default_concurrency_fills_the_cores_at_the_query_threads(monkeypatch: p
     assert default_concurrent_runs() == 4
     monkeypatch.setenv(QUERY_THREADS_ENV, "8")  # the most the cores allow
     assert default_concurrent_runs() == 1
+
+
+class BlockingWrapper(CountingWrapper):
+    """A stand-in search that holds its run slot until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def run_api(self, query: str) -> str:
+        """Wait for the release, then echo the query.
+
+        :param query: any text.
+        :returns: the same text.
+        """
+        self.release.wait(60)
+        return super().run_api(query)
+
+
+INDEX_SPEC = {"components": {"reader": {"type": "x.CorpusReader"}, "writer": {"type": "x.PassageWriter"}}}
+SEARCH_SPEC = {"components": {"bm25": {"type": "x.BM25Retriever"}}}
+
+
+def test_queues_send_the_pipelines_that_write_to_their_own() -> None:
+    own, shared = RunQueues.create(2), RunQueues.create(2, "shared")
+    assert own.for_spec(INDEX_SPEC) is own.writes and own.for_spec(SEARCH_SPEC) is own.reads is not own.writes
+    assert own.most_at_once() == 3  # the searches' 2, and one write
+    assert shared.for_spec(INDEX_SPEC) is shared.reads and shared.most_at_once() == 2
+    with pytest.raises(ValueError, match="write_queue 'mine': must be one of own, shared"):
+        RunQueues.create(2, "mine")  # type: ignore[arg-type]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def _index_beside_blocked_searches(queue: WriteQueue) -> tuple[list[int], bool]:
+    """One search slot, held by a search that blocks, two more searches waiting, then an index request: its
+    status codes (searches, then index) and whether the index run finished before the searches were released."""
+    queues, search, index = RunQueues.create(1, queue), BlockingWrapper(), CountingWrapper()
+    app = FastAPI()
+    add_run_route(app, "search", search, queues.for_spec(SEARCH_SPEC))
+    add_run_route(app, "index", index, queues.for_spec(INDEX_SPEC))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        searches = [asyncio.create_task(client.post("/search/run", json={"query": f"q{i}"})) for i in range(3)]
+        await asyncio.wait_for(_until(lambda: queues.reads.statistics().tasks_waiting == 2), 30)
+        indexing = asyncio.create_task(client.post("/index/run", json={"query": "records"}))
+        if queue == "own":
+            await asyncio.wait_for(asyncio.shield(indexing), 30)
+        else:  # behind the searches that came first
+            await asyncio.wait_for(_until(lambda: queues.reads.statistics().tasks_waiting == 3), 30)
+        before_release = indexing.done()
+        search.release.set()
+        replies = [*await asyncio.gather(*searches), await indexing]
+    return [reply.status_code for reply in replies], before_release
+
+
+def test_an_index_request_does_not_wait_behind_the_searches() -> None:
+    assert asyncio.run(_index_beside_blocked_searches("own")) == ([200] * 4, True)
+    assert asyncio.run(_index_beside_blocked_searches("shared")) == ([200] * 4, False)  # the former behaviour

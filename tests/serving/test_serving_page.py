@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from starlette.testclient import TestClient
@@ -24,7 +25,7 @@ from dpr_components.serving.app import build_app
 from dpr_components.serving.security import ServerPolicy
 from dpr_components.serving.store_folders import StoreFolders
 from tests.helpers.browser import headless_chromium
-from tests.helpers.page_driver import walk_ask_page
+from tests.helpers.page_driver import PageWalk, ask_question, assert_no_match, assert_no_ranked_no_answer, walk_ask_page
 from tests.helpers.paths import PIPELINES, REPO
 from tests.helpers.serving import served, server_environment, write_pipelines
 
@@ -217,3 +218,69 @@ def test_walking_the_page(
     )
     expected = ["empty", "upload", "answer", "expanded", "document", "filtered", "example", "no-answer", "error"]
     assert states == (expected if not real else [s for s in expected if s in states]), states
+
+
+@pytest.mark.integration
+def test_page_shows_why_a_pipeline_cannot_be_served(
+    pipelines: Path, indexed_store: Path, browser: Any, tmp_path: Path
+) -> None:
+    """qa left out at start (its re-ranker's folder missing): its panel gives the reason from /status while the
+    lists answer; the store folder then deleted: the page says so instead of offering to index."""
+    qa = yaml.safe_load((pipelines / "qa.yml").read_text(encoding="utf-8"))
+    qa["components"]["reranker"]["init_parameters"]["model"] = str(tmp_path / "no-ranker")
+    (pipelines / "qa.yml").write_text(yaml.safe_dump(qa, sort_keys=False), encoding="utf-8")
+    options = ["--input-root", str(tmp_path / "served"), "--store", str(indexed_store)]
+    with served(pipelines, tmp_path, *options, env=server_environment(), timeout=180) as url:
+        walk = PageWalk(browser, url, api_key=None)
+        browser.get(url + "/")
+        walk.wait(lambda d: "cannot be served" in walk.text("#error-qa"))
+        assert "no-ranker" in walk.text("#error-qa"), walk.text("#error-qa")
+        walk.find("#question").send_keys(QUESTION)
+        walk.find("#ask").click()
+        walk.wait(lambda d: walk.text("#status").startswith("asked"))
+        walk.wait(lambda d: walk.all("#list-bm25 li.result"))
+        assert "no-ranker" in walk.text("#error-qa")  # not asked: still the reason, not a bare 404
+        shutil.rmtree(indexed_store)
+        walk.find("#ask").click()
+        walk.wait(lambda d: "was removed or renamed" in walk.text("#error"))
+        assert str(indexed_store) in walk.text("#error") and not walk.visible("#empty")
+        assert not walk.find("#ask").is_enabled()
+
+
+OWN_RECORDS = [
+    {"id": "zebra", "title": "Zebra", "text": "Zebras are African equines with black and white stripes. " * 3},
+    {"id": "lighthouse", "title": "Lighthouse", "text": "A lighthouse is a tower with a lamp that guides ships. " * 3},
+    {
+        "id": "sourdough",
+        "title": "Sourdough",
+        "text": "Sourdough bread rises with wild yeast and lactic bacteria. " * 3,
+    },
+]
+
+
+@pytest.mark.integration
+def test_page_over_a_store_of_ones_own(
+    tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path, browser: Any
+) -> None:
+    """A store of the user's own (no document of the example corpus): no example questions about Hamlet or
+    Everest, the reader's "no answer" not listed among its ranked answers, and a title filter that matches
+    nothing said as such."""
+    folder = tmp_path / "pipelines"
+    write_pipelines(folder, tmp_path / "their_store", tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
+    # "no answer" first only at P = 1: otherwise it is ranked among the spans by its probability
+    _page_pipelines(folder, {"no_answer": True, "no_answer_threshold": 1.0})
+    options = ["--input-root", str(tmp_path / "served"), "--store", str(tmp_path / "own")]
+    with served(folder, tmp_path, *options, env=server_environment(), timeout=180) as url:
+        assert httpx.post(f"{url}/index/run", json={"records": OWN_RECORDS}, timeout=120).status_code == 200
+        question = "what guides ships at night"
+        answers = httpx.post(f"{url}/qa/run", json={"query": question}, timeout=120).json()["result"]["answers"]
+        ranked = [a["data"] is None for a in answers]
+        assert True in ranked[1:] and not ranked[0], ranked  # the server ranks "no answer" among the spans
+        walk = PageWalk(browser, url, api_key=None)
+        browser.get(url + "/")
+        walk.wait(lambda d: "passages in the store" in walk.text("#store-count"))
+        assert not walk.visible("#examples") and not walk.all("#examples button.chip")
+        ask_question(walk, question)
+        assert walk.all("#answers li.answer mark"), "the spans are listed"
+        assert_no_ranked_no_answer(walk)
+        assert_no_match(walk, question, "No such title")

@@ -2,12 +2,15 @@
 // page's top-k and title filter; example questions; the store's state (store.js) and results (render.js).
 "use strict";
 
+// Questions about the bundled example corpus (examples/corpus.jsonl), each with the document it is about:
+// one is offered only when the served store holds that document, so a store of the user's own gets none.
+// The last has no answer in that corpus; it is offered when the store holds every other one's document.
 const EXAMPLES = [
-  "who wrote hamlet",
-  "how tall is mount everest",
-  "when did marie curie win her second nobel prize",
-  "what gas do plants release during photosynthesis",
-  "what is the capital of australia",
+  { question: "who wrote hamlet", id: "hamlet", title: "Hamlet" },
+  { question: "how tall is mount everest", id: "mount-everest", title: "Mount Everest" },
+  { question: "when did marie curie win her second nobel prize", id: "marie-curie", title: "Marie Curie" },
+  { question: "what gas do plants release during photosynthesis", id: "photosynthesis", title: "Photosynthesis" },
+  { question: "what is the capital of australia", id: null, title: null },
 ];
 
 // The request fields the page adds to each call, or an Error saying which control is wrong.
@@ -20,6 +23,7 @@ function requestOptions() {
   return options;
 }
 
+// One pipeline asked: { error (one line, or null), found (spans or passages listed) }.
 async function ask(name, query, options) {
   clearResults(name);
   $("time-" + name).textContent = "…";
@@ -27,11 +31,20 @@ async function ask(name, query, options) {
   $("time-" + name).textContent = Math.round(outcome.ms) + " ms";
   if (!outcome.ok) {
     $("error-" + name).textContent = outcome.error;
-    return outcome.error;
+    return { error: outcome.error, found: 0 };
   }
-  if (name === "qa") renderAnswers(outcome.data.result.answers);
-  else renderDocuments(name, outcome.data.result.documents);
-  return null;
+  if (name === "qa") return { error: null, found: renderAnswers(outcome.data.result.answers) };
+  renderDocuments(name, outcome.data.result.documents);
+  return { error: null, found: outcome.data.result.documents.length };
+}
+
+// When every list answered with no passage and the reader found no span, the banner says that nothing
+// matched, not that the passages below hold no confident answer.
+function noteNoMatch(names, outcomes, options) {
+  const lists = names.filter((name, i) => LISTS.includes(name) && outcomes[i].error === null);
+  const qa = names.indexOf("qa");
+  if (!lists.length || qa < 0 || outcomes[qa].error !== null || outcomes[qa].found) return;
+  if (lists.every((name) => outcomes[names.indexOf(name)].found === 0)) renderNoMatch(options.filters && options.filters.value);
 }
 
 function describe(names, options, ms) {
@@ -53,17 +66,30 @@ async function submit(event) {
   $("status").dataset.kind = "";
   $("status").textContent = "asking " + names.join(", ") + "…";
   const started = performance.now();
-  const errors = await Promise.all(names.map((name) => ask(name, query, options)));
+  const outcomes = await Promise.all(names.map((name) => ask(name, query, options)));
   $("ask").disabled = false;
-  const failed = errors.filter((e) => e !== null);
+  noteNoMatch(names, outcomes, options);
+  const failed = outcomes.map((outcome) => outcome.error).filter((e) => e !== null);
   $("status").textContent = failed.length === names.length ? "" : describe(names, options, performance.now() - started);
   if (failed.length === names.length) $("error").textContent = failed[0];  // e.g. a wrong API key: one line
   if (failed.length && failed.every((e) => e.startsWith("503"))) await refreshStore();
 }
 
-function setUpExamples() {
+// Whether the served store holds the example's document (GET /documents/{id}: its id and title).
+async function holds(example) {
+  const outcome = await api("/documents/" + encodeURIComponent(example.id));
+  return outcome.ok && outcome.data.title === example.title;
+}
+
+// The example questions the served store can answer (see EXAMPLES), as chips; none for a store of one's own.
+async function loadExamples() {
+  const about = EXAMPLES.filter((example) => example.id !== null);
+  const held = await Promise.all(about.map(holds));
+  const found = about.filter((example, i) => held[i]);
+  const shown = found.length === about.length ? EXAMPLES : found;
   const box = $("examples");
-  for (const question of EXAMPLES) {
+  box.querySelectorAll("button.chip").forEach((chip) => chip.remove());
+  for (const { question } of shown) {
     const chip = button(question, "Ask: " + question, () => {
       $("question").value = question;
       submit(null);
@@ -71,13 +97,13 @@ function setUpExamples() {
     chip.className = "chip";
     box.appendChild(chip);
   }
+  box.dataset.count = String(shown.length);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   $("ask-form").addEventListener("submit", submit);
   $("api-key").addEventListener("change", refreshStore);
   $("document-close").addEventListener("click", () => $("document-view").close());
-  setUpExamples();
   setUpUpload();
   refreshStore();
 });

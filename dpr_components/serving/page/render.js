@@ -1,4 +1,4 @@
-// The ask page's results: answers (or "no confident answer"), the three passage lists, passages that
+// The ask page's results: answers (or "no confident answer", or "no passage matches"), the three passage lists, passages that
 // expand to their full text, and a source document's passages in order in a dialog.
 "use strict";
 
@@ -114,18 +114,10 @@ function answerItem(answer) {
   return item;
 }
 
-// The reader's "no answer" (data null) when it is not first: its probability, in its place.
-function noAnswerItem(answer) {
-  const item = el("li", "answer no-answer");
-  const head = el("div", "result-head");
-  head.appendChild(el("span", "answer-text", "No answer"));
-  const p = el("span", "confidence", percent(answer.score));
-  p.title = "P(the passages read hold no answer) " + raw(answer.score);
-  head.appendChild(p);
-  item.appendChild(head);
-  return item;
-}
+const VERDICT_NO_ANSWER = "No confident answer in the indexed passages.";
 
+// The reader's answers, best first. Its "no answer" (data null) is never a ranked answer: first, it is the
+// banner above the less likely spans; anywhere else, it is left out. Returns how many spans were listed.
 function renderAnswers(answers) {
   const list = $("answers");
   const first = answers[0];
@@ -133,13 +125,25 @@ function renderAnswers(answers) {
   $("verdict").hidden = !none;
   $("qa").classList.toggle("unsure", none);
   if (none) {
+    $("verdict-title").textContent = VERDICT_NO_ANSWER;
     $("verdict-detail").textContent = "The reader puts " + percent(first.score) +
       " on \u201cthe passages it read do not hold the answer\u201d. Less likely spans and the passages are below.";
   }
-  for (const answer of none ? answers.slice(1) : answers) {
-    list.appendChild(isNoAnswer(answer) ? noAnswerItem(answer) : answerItem(answer));
-  }
+  const spans = answers.filter((answer) => !isNoAnswer(answer));
+  for (const answer of spans) list.appendChild(answerItem(answer));
   if (!answers.length) list.appendChild(el("li", "empty", "no answers"));
+  return spans.length;
+}
+
+// No passage matched the question (and the title filter): said once, in the answers' banner.
+function renderNoMatch(title) {
+  $("answers").replaceChildren();
+  $("verdict").hidden = false;
+  $("qa").classList.add("unsure");
+  $("verdict-title").textContent = title ? "No passage has the title \u201c" + title + "\u201d." : "No passage matches the question.";
+  $("verdict-detail").textContent = title
+    ? "Nothing was read: clear the title filter, or pick a title the lists showed before."
+    : "Nothing was read: the store holds no passage for it.";
 }
 
 function clearResults(name) {

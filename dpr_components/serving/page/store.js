@@ -3,23 +3,30 @@
 "use strict";
 
 const RECORD_FIELDS = ["id", "title", "text"];
-const store = { served: null, ready: false, passages: null };
+const store = { served: null, ready: false, passages: null, problem: null };
 
-// GET /status (public): the pipelines and whether their stores were indexed.
+// GET /status (public): the pipelines, whether their stores were indexed, and why those the server cannot
+// serve answer 503 (`unavailable`): they are shown with that reason and not asked.
 async function loadStatus() {
   const outcome = await api("/status");
   if (!outcome.ok) {
     $("error").textContent = outcome.error;
     return false;
   }
-  store.served = new Set(outcome.data.pipelines);
+  const unavailable = outcome.data.unavailable || {};
+  store.served = new Set(outcome.data.pipelines.filter((name) => !(name in unavailable)));
   const stores = outcome.data.stores || {};
   store.ready = READING.some((name) => store.served.has(name) && stores[name] && stores[name].ready);
   for (const name of READING) {
     const absent = !store.served.has(name);
     document.querySelector('[data-pipeline="' + name + '"]').classList.toggle("absent", absent);
-    if (absent) $("error-" + name).textContent = "not served (no " + name + " pipeline)";
+    if (absent) {
+      $("error-" + name).textContent = name in unavailable
+        ? "cannot be served: " + oneLine(unavailable[name]) : "not served (no " + name + " pipeline)";
+    }
   }
+  const left = READING.filter((name) => name in unavailable);
+  store.problem = left.length && !READING.some((name) => store.served.has(name)) ? oneLine(unavailable[left[0]]) : null;
   $("upload").hidden = !store.served.has("index");
   return true;
 }
@@ -42,11 +49,12 @@ async function loadCount() {
 }
 
 function showStoreState() {
-  const empty = store.served !== null && (!store.ready || store.passages === 0);
+  if (store.problem !== null) $("error").textContent = store.problem;  // no pipeline of the page can answer
+  const empty = store.served !== null && store.problem === null && (!store.ready || store.passages === 0);
   $("empty").hidden = !empty;
   $("results").hidden = empty;
-  $("ask").disabled = empty;
-  $("examples").hidden = empty;
+  $("ask").disabled = empty || store.problem !== null;
+  $("examples").hidden = empty || !Number($("examples").dataset.count);
   if (empty) {
     $("store-count").textContent = "no passages yet";
     $("status").textContent = store.served.has("index")
@@ -59,7 +67,10 @@ function showStoreState() {
 }
 
 async function refreshStore() {
-  if (await loadStatus()) await loadCount();
+  if (await loadStatus()) {
+    await loadCount();
+    if (store.ready && store.passages !== 0) await loadExamples();  // app.js: those the store can answer
+  }
   showStoreState();
 }
 

@@ -1,0 +1,261 @@
+"""The memory of ``haystack serve`` under a mixed load: ``--clients`` clients searching without pause, one
+client indexing records at up to ``--rate`` records per second and one reading source documents
+(``GET /documents/{id}``) every ``--documents-pause`` seconds, for ``--minutes``; the server's resident
+memory (``VmRSS``, with its anonymous and file-backed parts, ``/proc/PID/status``) and its store's passage
+count sampled every ``--sample-seconds``. The store: examples/corpus.jsonl and ``--base-records`` records
+(as in index_under_search.py). ``--mix`` runs only some of the clients, to tell what makes the memory grow.
+
+    nohup env OMP_NUM_THREADS=1 python -m benchmarks.load.server_memory --minutes 10 &
+    python -m benchmarks.load.server_memory --minutes 1 --out memory_check   # a short check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import command_line, cpu_name, latency_ms, log, write_report
+from benchmarks.load.index_under_search import CORPUS, build_store, questions, write_pipelines
+from benchmarks.load.mixed_clients import (
+    RECORD_WORDS,
+    IndexPlan,
+    Timings,
+    corpus_rows,
+    documents_client,
+    index_client,
+    passages,
+    search_client,
+)
+from benchmarks.load.served_clients import server_process
+from dpr_components.evaluation.tables import markdown_table
+from dpr_components.evaluation.templates import fill_template, sibling_template
+from dpr_components.utils.threads import usable_cores
+
+MODULE = "benchmarks.load.server_memory"
+TEMPLATE = sibling_template(__file__, "server_memory.md.template")
+MIXES = ("all", "searches", "index", "documents")
+STATUS_FIELDS = {
+    "VmRSS": "rss_mb",
+    "RssAnon": "anon_mb",
+    "RssFile": "file_mb",
+    "VmHWM": "peak_mb",
+    "Threads": "threads",
+}
+
+
+def memory(pid: int) -> dict[str, float]:
+    """The process's resident memory in MB (total, anonymous, file-backed, peak) and its thread count."""
+    found: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in STATUS_FIELDS:
+            number = float(value.split()[0])
+            found[STATUS_FIELDS[name]] = number if name == "Threads" else round(number / 1024, 1)
+    return found
+
+
+def sample(url: str, pid: int, started: float, stop: threading.Event, every: float, out: list[dict[str, Any]]) -> None:
+    """Every ``every`` seconds until ``stop``: the memory and the passage count, with the time since ``started``."""
+    while True:
+        out.append({"seconds": round(time.monotonic() - started, 1), **memory(pid), "passages": passages(url)["index"]})
+        if stop.wait(every):
+            out.append(
+                {"seconds": round(time.monotonic() - started, 1), **memory(pid), "passages": passages(url)["index"]}
+            )
+            return
+
+
+def clients(
+    url: str, args: argparse.Namespace, stop: threading.Event, prefix: str
+) -> tuple[list[threading.Thread], dict[str, Timings]]:
+    """The client threads of ``args.mix`` (not started; the records' ids ``{prefix}-{n}``) and what each kind
+    will record."""
+    kinds = {"searches": Timings(), "index": Timings(), "documents": Timings()}
+    wanted = set(MIXES[1:]) if args.mix == "all" else {args.mix}
+    threads = []
+    if "searches" in wanted:
+        asked = questions()
+        threads += [
+            threading.Thread(target=search_client, args=(url, "search", asked, 7 * n, stop, kinds["searches"]))
+            for n in range(args.clients)
+        ]
+    if "index" in wanted:
+        plan = IndexPlan(args.rate, args.batch, args.words, prefix=prefix)
+        threads.append(
+            threading.Thread(target=index_client, args=(url, corpus_rows(CORPUS), plan, stop, kinds["index"]))
+        )
+    if "documents" in wanted:
+        # the corpus's documents, and those the indexing client wrote so far (its list grows as it writes)
+        pools = ([str(row["id"]) for row in corpus_rows(CORPUS)], kinds["index"].ids)
+        reader = (url, "search", pools, stop, kinds["documents"], args.documents_pause)
+        threads.append(threading.Thread(target=documents_client, args=reader))
+    return threads, kinds
+
+
+def _load(url: str, pid: int, args: argparse.Namespace, seconds: float, prefix: str) -> dict[str, Any]:
+    """The clients of ``args.mix`` for ``seconds`` against the server ``pid``, its memory sampled; the
+    samples and each kind of client's rate."""
+    started, stop, samples = time.monotonic(), threading.Event(), []
+    sampler = threading.Thread(target=sample, args=(url, pid, started, stop, args.sample_seconds, samples))
+    sampler.start()
+    threads, kinds = clients(url, args, stop, prefix)
+    for thread in threads:
+        thread.start()
+    stop.wait(seconds)
+    stop.set()
+    for thread in [*threads, sampler]:
+        thread.join()
+    rates = {}
+    for kind, timings in kinds.items():
+        if timings.seconds or timings.errors:
+            rates[kind] = {"per_second": len(timings.seconds) / seconds, "errors": len(timings.errors)}
+            rates[kind].update(latency_ms(timings.seconds) if timings.seconds else {})
+    rates.get("index", {}).update(records=len(kinds["index"].ids), passages_written=kinds["index"].written)
+    return {"samples": samples, "rates": rates}
+
+
+def measure(work: Path, base: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The server under the load for ``args.minutes``, sampled; then a fresh server on the store as the
+    load left it, under the same load for ``args.fresh_seconds``: what the store's data takes, against
+    what the long run kept besides."""
+    pipelines = work / "pipelines"
+    write_pipelines(pipelines, base, ["search", "index"])
+    with server_process(pipelines, work, args.query_threads, label="memory") as (url, process):
+        idle = memory(process.pid)
+        measured = _load(url, process.pid, args, 60 * args.minutes, "memory")
+    log(f"a fresh server on the store the load left, {args.fresh_seconds:g} s of the same load")
+    with server_process(pipelines, work, args.query_threads, label="fresh") as (url, process):
+        fresh = _load(url, process.pid, args, args.fresh_seconds, "fresh")
+    return {"idle": idle, **measured, "fresh": fresh}
+
+
+def _memory_rows(samples: list[dict[str, Any]], every: float) -> list[list[object]]:
+    """One row a minute (and the first and last samples)."""
+    shown = [s for n, s in enumerate(samples) if n in (0, len(samples) - 1) or int(s["seconds"]) % 60 < every]
+    return [
+        [f"{s['seconds'] / 60:.1f}", f"{s['rss_mb']:.0f}", f"{s['anon_mb']:.0f}", f"{s['file_mb']:.0f}"]
+        + [int(s["threads"]), f"{s['passages']:,}"]
+        for s in shown
+    ]
+
+
+def growth(summary: dict[str, Any]) -> dict[str, float]:
+    """The run's memory split: ``warm`` (after the first minute) to ``end``; ``data``: a fresh server's
+    memory under the same load on the store as the run left it, over the warm one, per 1,000 passages;
+    ``kept``: what the long run holds beyond that fresh server."""
+    samples, fresh = summary["samples"], summary["fresh"]["samples"]
+    warm = next((s for s in samples if s["seconds"] >= 60), samples[-1])
+    end, fresh_end = samples[-1], fresh[-1]
+    added = (end["passages"] or 0) - (warm["passages"] or 0)
+    fresh_added = (fresh_end["passages"] or 0) - (warm["passages"] or 0)
+    return {
+        "warm_mb": warm["rss_mb"],
+        "warm_passages": warm["passages"] or 0,
+        "end_mb": end["rss_mb"],
+        "end_passages": end["passages"] or 0,
+        "fresh_mb": fresh_end["rss_mb"],
+        "fresh_passages": fresh_end["passages"] or 0,
+        "per_thousand_mb": 1000 * (end["rss_mb"] - warm["rss_mb"]) / added if added else 0.0,
+        "data_per_thousand_mb": 1000 * (fresh_end["rss_mb"] - warm["rss_mb"]) / fresh_added if fresh_added else 0.0,
+        "kept_mb": end["rss_mb"] - fresh_end["rss_mb"],
+    }
+
+
+def _rate_table(rates: dict[str, Any]) -> list[str]:
+    rows = [
+        [kind, f"{c['per_second']:.1f}", f"{c.get('p50_ms', 0):.0f}", f"{c.get('p95_ms', 0):.0f}", c["errors"]]
+        for kind, c in rates.items()
+    ]
+    return markdown_table(["client", "requests/s", "p50 ms", "p95 ms", "errors"], rows, align="lrrrr")
+
+
+def what_grows(split: dict[str, float]) -> str:
+    """The reading of the split, from its numbers."""
+    return f"(kept beyond a fresh server: {split['kept_mb']:.0f} MB)"
+
+
+def render(summary: dict[str, Any], command: str) -> str:
+    """The markdown page: memory over time, and the growth against the passages written."""
+    columns = ["minute", "RSS MB", "anonymous MB", "file-backed MB", "threads", "passages"]
+    split = growth(summary)
+    values = {
+        **summary,
+        "table": "\n".join(
+            markdown_table(columns, _memory_rows(summary["samples"], summary["sample_seconds"]), "rrrrrr")
+        ),
+        "client_table": "\n".join(_rate_table(summary["rates"])),
+        "idle_mb": f"{summary['idle']['rss_mb']:.0f}",
+        "peak_mb": f"{max(s['rss_mb'] for s in summary['samples']):.0f}",
+        **{
+            key: f"{value:,.0f}" if not key.endswith("per_thousand_mb") else f"{value:.1f}"
+            for key, value in split.items()
+        },
+        "what_grows": what_grows(split),
+        "command": command,
+    }
+    values["load_average"] = " → ".join(str(x) for x in summary["load_average"])
+    return fill_template(TEMPLATE, values)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10.0, help="length of the load (default: 10)")
+    parser.add_argument("--mix", choices=MIXES, default="all", help="which clients run (default: all)")
+    parser.add_argument("--clients", type=int, default=8, help="searching clients (default: 8)")
+    parser.add_argument("--rate", type=float, default=200.0, help="records per second asked (default: 200)")
+    parser.add_argument("--batch", type=int, default=10, help="records per index request (default: 10)")
+    parser.add_argument("--words", type=int, default=RECORD_WORDS, help=f"words per record (default: {RECORD_WORDS})")
+    parser.add_argument("--documents-pause", type=float, default=0.1, help="seconds between documents (default: 0.1)")
+    parser.add_argument(
+        "--base-records", type=int, default=4000, help="records in the store at the start (default: 4000)"
+    )
+    parser.add_argument(
+        "--fresh-seconds", type=float, default=60.0, help="load on the fresh server at the end (default: 60)"
+    )
+    parser.add_argument("--sample-seconds", type=float, default=10.0, help="seconds between samples (default: 10)")
+    parser.add_argument("--query-threads", type=int, default=1, help="the server's --query-threads (default: 1)")
+    parser.add_argument("--out", default="docs/benchmarks/server_memory", help="report path without suffix")
+    parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.from_json:
+        summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
+        write_report(Path(args.out), summary, render(summary, summary["command"]))
+        return
+    command = command_line(MODULE, sys.argv[1:])
+    with tempfile.TemporaryDirectory(prefix="server-memory-") as folder:
+        work = Path(folder)
+        (work / "served").mkdir()
+        log(f"indexing examples/corpus.jsonl and {args.base_records} records")
+        base = build_store(work, args.base_records, args.words)
+        load_start = os.getloadavg()[0]
+        log(f"mixed load ({args.mix}) for {args.minutes:g} min")
+        measured = measure(work, base, args)
+    summary = {
+        "cpu": cpu_name(),
+        "cores": usable_cores(),
+        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        **{key: getattr(args, key) for key in ("minutes", "mix", "clients", "rate", "batch", "words")},
+        **{
+            key: getattr(args, key)
+            for key in ("documents_pause", "base_records", "sample_seconds", "fresh_seconds", "query_threads")
+        },
+        **measured,
+        "command": command,
+    }
+    write_report(Path(args.out), summary, render(summary, command))
+    log(f"wrote {args.out}.md")
+
+
+if __name__ == "__main__":
+    main()
