@@ -93,9 +93,7 @@ def test_elasticsearch_answers_500(failing_server: str) -> None:
 
 
 @REMOTE
-def test_served_elasticsearch_answers_500(
-    tmp_path: Path, failing_server: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_served_elasticsearch_answers_500(tmp_path: Path, failing_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """POST /bm25/run on haystack serve with ELASTICSEARCH_URL pointing at a server that answers 500"""
     from dpr_components.serving.app import build_app
 
