@@ -14,7 +14,7 @@ The rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 
@@ -84,3 +84,17 @@ def fused_first_hit_rank(fused: np.ndarray, hits: np.ndarray, max_k: int) -> int
     best_hit = fused[hits].max()
     rank = int((fused > best_hit).sum() + (fused[~hits] == best_hit).sum() + 1)
     return rank if rank <= max_k else None
+
+
+FusionMode = Literal["dpr", "rrf"]
+# each document id -> its (BM25, dense) scores, None where a side has none
+Scores = dict[str, tuple[float | None, float | None]]
+
+
+def rrf_scores(rankings: list[list[str]], k: int) -> dict[str, float]:
+    """Reciprocal rank fusion (Cormack et al. 2009): ``Σ 1 / (k + rank)`` of each id over ``rankings``."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return scores

@@ -37,8 +37,8 @@ from dpr_components.evaluation.answer_metrics import exact_match
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.readers.no_answer import FEATURES, AnswerSettings, NoAnswerModel, fit_no_answer
-from dpr_components.readers.span_reader import SpanReader
 from dpr_components.utils.sources import resolve_data_source
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from training.fit_qa_rerank import SHORT_ANSWER_WORDS, short_answers
 from training.no_answer_report import outcomes, render
 from training.report_folder import add_report_options, measured_summary, write_report_folder

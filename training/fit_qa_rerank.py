@@ -42,8 +42,8 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.readers.span_reader import SpanReader
 from dpr_components.utils.validation import model_and_max_length
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from training.report_folder import add_report_options, measured_summary, write_report_folder
 
 QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"

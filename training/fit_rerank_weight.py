@@ -25,7 +25,7 @@ from dpr_components.evaluation.metric_intervals import difference_cell, interval
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.rankers.passage_ranker import PassageRanker
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 from training.report_folder import add_report_options, measured_summary, write_report_folder
 
 SEARCH_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "search_rerank.yml"

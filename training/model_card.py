@@ -166,7 +166,7 @@ def render(model: Path, run: Path, benchmark: dict[str, Any]) -> str:
         "`DPRReader` layout: one encoder pass over `[CLS] question [SEP] title [SEP] passage` per passage, a "
         "passage-selection score from the `[CLS]` vector and start/end scores for the answer span. Encoder: "
         "all-MiniLM-L6-v2 (6 layers, hidden size 384), fine-tuned on a 2-core CPU. Weights in float16 safetensors "
-        f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). `dpr_components.readers.span_reader."
+        f"({_size_mb(model):.0f} MB with the tokenizer; they load as float32). `haystack_integrations.components.readers.dpr.span_reader."
         "SpanReader` and the packaged `qa_fast` pipeline use it.",
         "",
         "## How it was made",

@@ -28,9 +28,9 @@ from dpr_components.encoder_training.selection_split import NQ_SELECTION, SQUAD_
 from dpr_components.encoder_training.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoder_training.teacher_scoring import TeacherQuestion, score_to_file
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import data_dir
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 
 QA_RERANK = Path(__file__).resolve().parents[1] / "pipelines" / "qa_rerank.yml"
 TEACHER_SETTINGS = ("model", "max_length", "stride", "max_question_tokens", "max_title_tokens", "precision")

@@ -80,7 +80,7 @@ def _kind(path: Path) -> Kind:
 
 def _store(path: Path, encoder: str | None) -> Any:
     """The pool store (built on first use: with ``encoder``'s vectors, or text only for BM25)."""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     store = EmbeddedDocumentStore(path=str(path))
     if store.count_documents() == 0:
@@ -96,7 +96,7 @@ def _retrievers(store: Any, questions: list, names: list[str], depth: int, encod
         if name == "bm25":
             retrievers.append(lambda i: store.bm25_retrieval(questions[i].question, depth))
         elif name == "dense":
-            from dpr_components.embedders import QuestionEmbedder
+            from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 
             vectors = QuestionEmbedder(model=encoder).encoder.encode_questions(
                 [q.question for q in questions], show_progress=True

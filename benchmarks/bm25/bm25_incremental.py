@@ -110,7 +110,7 @@ def _same_results(a: tuple, b: tuple) -> bool:
 def store_phase(n: int, k: int, queries: list[str], work: Path) -> dict:
     from haystack import Document
 
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     passages = synthetic_passages(n + k)
     docs = [Document(id=f"p{i}", content=text, meta={"title": title}) for i, (title, text) in enumerate(passages)]

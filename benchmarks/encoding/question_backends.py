@@ -34,7 +34,7 @@ DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 START_UP = r"""
 import sys, time
 start = time.perf_counter()
-from dpr_components.embedders import QuestionEmbedder
+from haystack_integrations.components.embedders.dpr import QuestionEmbedder
 embedder = QuestionEmbedder(model=sys.argv[1], backend=sys.argv[2])
 embedder.warm_up()
 embedder.run(text="who wrote the first opera")
@@ -52,7 +52,7 @@ def start_up_seconds(model: str, backend: str) -> float:
 
 def per_question_seconds(model: str, questions: Sequence[str]) -> dict[str, list[float]]:
     """Each back end's seconds per question, in one process, the back ends taking turns."""
-    from dpr_components.embedders import QuestionEmbedder
+    from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 
     embedders = {backend: QuestionEmbedder(model=model, backend=backend) for backend in BACKENDS}  # type: ignore[arg-type]
     for embedder in embedders.values():

@@ -40,6 +40,7 @@ from benchmarks.load.served_clients import server_process
 from dpr_components.document_stores.bm25_index import CACHE_POSTINGS
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.evaluation.templates import fill_template, sibling_template
+from dpr_components.serving.allocator import DEFAULT_RELEASE_SECONDS, RELEASE_SECONDS_ENV
 from dpr_components.utils.threads import usable_cores
 
 MODULE = "benchmarks.load.server_memory"
@@ -220,6 +221,8 @@ def render(summary: dict[str, Any], command: str) -> str:
         "command": command,
     }
     values["load_average"] = " → ".join(str(x) for x in summary["load_average"])
+    every = summary.get("release_seconds", 0)
+    values["release"] = f"every {every} s" if every else "never (0)"
     return fill_template(TEMPLATE, values)
 
 
@@ -240,6 +243,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--sample-seconds", type=float, default=10.0, help="seconds between samples (default: 10)")
     parser.add_argument("--query-threads", type=int, default=1, help="the server's --query-threads (default: 1)")
+    parser.add_argument(
+        "--release-seconds",
+        type=int,
+        default=DEFAULT_RELEASE_SECONDS,
+        help=f"the servers' {RELEASE_SECONDS_ENV}: seconds between releases of freed memory, 0 never "
+        f"(default: {DEFAULT_RELEASE_SECONDS}, the server's own)",
+    )
     parser.add_argument("--out", default="docs/benchmarks/server_memory", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     return parser
@@ -252,6 +262,7 @@ def main() -> None:
         write_report(Path(args.out), summary, render(summary, summary["command"]))
         return
     command = command_line(MODULE, sys.argv[1:])
+    os.environ[RELEASE_SECONDS_ENV] = str(args.release_seconds)  # the servers started below inherit it
     with tempfile.TemporaryDirectory(prefix="server-memory-") as folder:
         work = Path(folder)
         (work / "served").mkdir()
@@ -267,7 +278,14 @@ def main() -> None:
         **{key: getattr(args, key) for key in ("minutes", "mix", "clients", "rate", "batch", "words")},
         **{
             key: getattr(args, key)
-            for key in ("documents_pause", "base_records", "sample_seconds", "fresh_seconds", "query_threads")
+            for key in (
+                "documents_pause",
+                "base_records",
+                "sample_seconds",
+                "fresh_seconds",
+                "query_threads",
+                "release_seconds",
+            )
         },
         **measured,
         "command": command,

@@ -219,7 +219,7 @@ def rankers(ours: dict[str, Any], files: RunFiles) -> dict[str, Ranker]:
     """``qa``'s re-ranker, the same model by its logit alone in float32, and Haystack's ranker on its export
     (the last two score every candidate, for the agreement of their scores)."""
     from dpr_components.pipeline_files.loading import load_pipeline_spec
-    from dpr_components.rankers.passage_ranker import PassageRanker
+    from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 
     ours_ranker = ours["qa"].get_component("reranker")
     spec = load_pipeline_spec(pipeline_path(files.pipelines, "qa"))["components"]["reranker"]["init_parameters"]

@@ -254,9 +254,9 @@ def our_indexing(folder: str | None, store_path: Path) -> tuple[Any, Any]:
     store at ``store_path`` with the file's store settings; returns the pipeline and the store."""
     from haystack import Pipeline
 
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-    from dpr_components.embedders.passage import PassageEmbedder
-    from dpr_components.indexing.writer import PassageWriter
+    from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+    from haystack_integrations.components.writers.dpr.passage_writer import PassageWriter
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     spec = load_pipeline_spec(pipeline_path(folder, "index"))
     embedder = {**_parameters(spec, "embedder"), "cache_dir": None, "progress_bar": False}

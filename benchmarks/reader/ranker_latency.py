@@ -25,10 +25,10 @@ import torch
 from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, set_threads, write_report
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.readers.predict import passage_relevance, row_logits
 from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.validation import model_and_max_length
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 
 MODULE = "benchmarks.reader.ranker_latency"
 SEARCH_RERANK = REPO_ROOT / "pipelines" / "search_rerank.yml"

@@ -25,9 +25,11 @@ from benchmarks.common import command_line, set_threads, write_report
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.tables import produced_by, table_header
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.rankers import HybridRanker
-from dpr_components.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from dpr_components.utils.settings import data_dir
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.components.retrievers.dpr.hybrid_retriever import HybridRetriever
 
 TOP_K = 100
 

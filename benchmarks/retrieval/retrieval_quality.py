@@ -34,8 +34,6 @@ import numpy as np
 from haystack import Document
 from tqdm.auto import tqdm
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.embedders import QuestionEmbedder
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.evaluation.eval_report import differences_table
 from dpr_components.evaluation.intervals import (
@@ -66,7 +64,7 @@ from dpr_components.evaluation.retrieval_metrics import (
 )
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.evaluation.templates import fill_template, sibling_template
-from dpr_components.rankers.hybrid import rrf_scores
+from dpr_components.hybrid_fusion import rrf_scores
 from dpr_components.rankers.hybrid_fit import (
     Candidates,
     best_weight,
@@ -79,6 +77,8 @@ from dpr_components.rankers.hybrid_fit import (
 )
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import cache_dir, data_dir
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 KS = (1, 5, 20, 100)
 FOLD_SYSTEMS = ("bm25", "dense", "hybrid", "rrf")

@@ -182,7 +182,7 @@ def folder_mb(path: Path) -> float:
 
 
 def open_store(size: int, autosave: bool = True, memory_map: bool = True) -> Any:
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     return EmbeddedDocumentStore(
         path=str(store_dir(size)),

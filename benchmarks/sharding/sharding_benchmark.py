@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import REPO_ROOT
-from dpr_components.document_stores import EmbeddedDocumentStore
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 INDEX = str(REPO_ROOT / "pipelines" / "index.yml")
 QUIET = ["--set", "embedder.cache_dir=null", "--set", "embedder.progress_bar=false"]

@@ -25,8 +25,8 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
 
 from benchmarks.common import REPO_ROOT, timed
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.evaluation.tables import table_header
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 COMMAND = "python -m benchmarks.store.write_cost"
 DIM = 64

@@ -24,15 +24,13 @@ from dpr_components.evaluation.intervals import check_question_count
 from dpr_components.evaluation.metric_intervals import IntervalSettings
 from dpr_components.evaluation.pipeline_eval import SystemEvaluation, evaluate_systems, with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions
-from dpr_components.evaluators import (
-    AnswerExactMatchF1Evaluator,
-    RetrievalAccuracyEvaluator,
-)
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.output_files import prepare_output_folder
 from dpr_components.utils.sources import resolve_data_source
+from haystack_integrations.components.evaluators.dpr.answer_exact_match_f1_evaluator import AnswerExactMatchF1Evaluator
+from haystack_integrations.components.evaluators.dpr.retrieval_accuracy_evaluator import RetrievalAccuracyEvaluator
 
 DEFAULT_TOP_K = 100
 

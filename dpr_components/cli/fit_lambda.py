@@ -17,20 +17,20 @@ from dpr_components.evaluation.questions import load_questions
 from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.running import run_pipeline
-from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import (
     best_weight,
     collect_candidates,
     lambda_curve,
     union_from_lists,
 )
-from dpr_components.retrievers.hybrid import HybridRetriever
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.extras import PLOTS, is_installed, missing_extra_message
 from dpr_components.utils.output_files import (
     prepare_output_folder,
     reporting_write_errors,
 )
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.hybrid_retriever import HybridRetriever
 
 logger = logging.getLogger(__name__)
 

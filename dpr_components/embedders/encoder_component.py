@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from haystack import default_from_dict
 from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.factory import make_encoder
 from dpr_components.encoders.text_encoder import Backend, Pooling, Precision, TitleMode
 from dpr_components.utils.devices import cpu_only_device
-from dpr_components.utils.type_paths import from_dict_any_path
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.
 QUERY_ENCODER_SETTINGS = "model pooling normalize max_length precision"
@@ -47,4 +47,4 @@ class EncoderComponent:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """Rebuild from ``to_dict`` output."""
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)

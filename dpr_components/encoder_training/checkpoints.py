@@ -14,7 +14,6 @@ the same steps as an uninterrupted one."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil

@@ -34,7 +34,7 @@ class PassageTable:
 
 def store_vectors(store: str | Path, ids: Iterable[str]) -> PassageTable:
     """The vectors the store at ``store`` holds for ``ids`` (the ones it lacks are left out)."""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     wanted = set(ids)
     documents = [d for d in EmbeddedDocumentStore(path=str(store)).filter_documents() if d.id in wanted]

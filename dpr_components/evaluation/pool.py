@@ -9,9 +9,9 @@ from pathlib import Path
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.indexing.passages import Passage, split_documents
 from dpr_components.utils.settings import cache_dir, data_dir
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 
 def pool_path() -> Path:
@@ -38,7 +38,7 @@ def pool_passages(limit: int | None = None) -> list[Passage]:
 def pool_store(model: str | None, path: Path) -> EmbeddedDocumentStore:
     """The pool indexed with ``model`` (built on first use; later runs reopen it). Without a
     model the store holds text only: BM25 search, no vectors."""
-    from dpr_components.embedders import PassageEmbedder
+    from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 
     passages = pool_passages()
     store = EmbeddedDocumentStore(path=str(path))

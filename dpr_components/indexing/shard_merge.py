@@ -24,7 +24,6 @@ from typing import Any
 
 from haystack import Document
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.indexing.shard_check import (
     Shard,
     check_shard_contents,
@@ -37,6 +36,7 @@ from dpr_components.indexing.shard_target import (
     store_built_beside,
     writer_on,
 )
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 
 @dataclass(frozen=True)

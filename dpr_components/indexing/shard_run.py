@@ -25,7 +25,6 @@ from typing import Any
 
 from haystack import Pipeline
 
-from dpr_components.indexing.components import CorpusReader
 from dpr_components.indexing.corpus import CorpusRecord, read_corpus
 from dpr_components.indexing.corpus_split import CorpusSplit, split_corpus
 from dpr_components.indexing.shard_files import ShardFolderWriter
@@ -33,6 +32,7 @@ from dpr_components.indexing.shard_spec import ShardSpec
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.output_folders import SHARDS, check_output_folder
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
 
 CHUNK_CHARS = 1_000_000  # about 1,500 passages of 100 words: one pipeline run's worth
 _NO_EFFECT = {"progress_bar", "cache_dir", "batch_size"}  # parameters that do not change the passages or vectors

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.indexing.shard_files import ShardError
 from dpr_components.utils.fault_points import fault_point
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 _OPEN_LOG = "documents.sqlite-wal"  # SQLite removes it when the last connection closes
 

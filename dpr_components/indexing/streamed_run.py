@@ -23,11 +23,11 @@ from typing import Any
 from haystack import Pipeline
 from tqdm.auto import tqdm
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.indexing.components import CorpusReader
 from dpr_components.indexing.corpus import read_corpus
 from dpr_components.indexing.shard_run import CHUNK_CHARS, Runner, record_chunks, the_reader
 from dpr_components.utils.input_files import check_input_path
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 WRITTEN = "documents_written"
 

@@ -24,6 +24,7 @@ from dpr_components.pipeline_files.policy import (
     is_local_type,
     network_allowed_by_environment,
 )
+from dpr_components.pipeline_files.removed_paths import removed_path_problem
 from dpr_components.pipeline_files.safe_yaml import read_yaml_file
 from dpr_components.store_access.serialization import is_embedded_store_type, replace_store_paths
 from dpr_components.utils.extras import check_pipeline_extras
@@ -100,6 +101,9 @@ def load_pipeline_spec(path: str | Path) -> dict[str, Any]:
             raise PipelineFileError(f"{path}: component {name!r} needs a 'type' naming its class")
         if not isinstance(data.get("init_parameters", {}), dict):
             raise PipelineFileError(f"{path}: component {name!r}: 'init_parameters' must be a mapping")
+        removed = removed_path_problem(name, data)
+        if removed is not None:
+            raise PipelineFileError(f"{path}: {removed}")
     return spec
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 ALLOW_NETWORK_ENV = "DPR_ALLOW_NETWORK"
 LOCAL_PACKAGE = "dpr_components."
-# this package's published faces: haystack_integrations.components.<role>.dpr and .document_stores.dpr
-PUBLISHED_FACE = re.compile(r"haystack_integrations\.(components\.\w+|document_stores)\.dpr\.\w+")
+# this package's classes: haystack_integrations.components.<role>.dpr.<module>.<Class> and the store's
+PUBLISHED_FACE = re.compile(r"haystack_integrations\.(components\.\w+|document_stores)\.dpr\.\w+\.\w+")
 LOCAL_HAYSTACK_TYPES = frozenset(
     {
         "haystack.components.writers.document_writer.DocumentWriter",

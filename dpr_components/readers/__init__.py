@@ -1,9 +1,3 @@
-"""DPR's extractive reader: span decoding, the ``SpanReader`` component, training and checkpoints.
-
-Modules: ``spans`` (windows, span decoding, offsets), ``inputs`` (model rows), ``model``
-(``DPRReader`` checkpoints), ``predict`` (reading one question), ``span_reader`` (the Haystack
-component), ``data``/``batches``/``loss``/``training``/``evaluate`` (training)."""
-
-from dpr_components.readers.span_reader import SpanReader
-
-__all__ = ["SpanReader"]
+"""DPR's extractive reader engine: span decoding (``spans``), model rows (``inputs``), ``DPRReader``
+checkpoints (``model``), reading one question (``predict``), answer merging and no-answer. The
+component is ``haystack_integrations.components.readers.dpr.span_reader.SpanReader``."""

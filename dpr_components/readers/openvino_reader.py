@@ -9,7 +9,6 @@ so requests do not share threads any more than torch's readers do.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

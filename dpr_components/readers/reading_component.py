@@ -9,7 +9,7 @@ import asyncio
 from dataclasses import asdict
 from typing import Any, Self
 
-from haystack import Document
+from haystack import Document, default_from_dict
 from haystack.utils import ComponentDevice
 
 from dpr_components.encoders.model_locks import model_lock
@@ -19,7 +19,6 @@ from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input
 from dpr_components.utils.devices import cpu_only_device, device_parameter
 from dpr_components.utils.init_parameters import init_parameters
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_documents, check_positive_int, check_query
 
 
@@ -77,7 +76,7 @@ class ReadingComponent:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """Rebuild from :meth:`to_dict` output."""
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)
 
     @property
     def uses_bf16(self) -> bool:

@@ -231,7 +231,7 @@ def build_app(
         raise ServingError(f"no pipeline in {pipelines_dir} can be served ({reasons})")
     found_stores = served_stores(served_wrappers(app), stores)
     add_status_route(app, served.deployed, found_stores, served.skipped, policy.api_key)
-    add_store_routes(app, found_stores)
+    add_store_routes(app, found_stores, served.skipped)
     _add_left_out_routes(app, served, training_off)
     paths = {STATUS_PATH, OPENAPI_PATH, STORES_PATH, DOCUMENTS_PATH, *PAGE_PATHS}
     paths.update(f"/{name}/run" for name in [*served.deployed, *served.skipped])

@@ -84,7 +84,7 @@ def network_overrides(spec: dict[str, Any]) -> list[str] | None:
 
 
 def _trains_a_model(pipeline: Pipeline) -> bool:
-    from dpr_components.encoder_training.component import DPRTrainer
+    from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
 
     return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
 

@@ -208,9 +208,10 @@ def add_status_route(
     app.add_api_route(STATUS_PATH, status, methods=["GET"], response_model=ServerStatus, tags=["status"])
 
 
-def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
+def add_store_routes(app: FastAPI, stores: dict[str, ServedStore], unavailable: dict[str, str] | None = None) -> None:
     """``GET /stores`` (each store: ready, passages) and ``GET /documents/{id}`` (a source document's
-    passages in order); both behind the API key, as the pipelines' routes are."""
+    passages in order); both behind the API key, as the pipelines' routes are. ``unavailable``: the
+    pipelines the server could not serve, with the reason ``?pipeline=`` of one of them answers (503)."""
 
     async def store_states() -> StoresStatus:
         """Each served pipeline's store: whether it was indexed and how many passages it holds."""
@@ -228,7 +229,7 @@ def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
     app.add_api_route(STORES_PATH, store_states, methods=["GET"], response_model=StoresStatus, tags=["status"])
     app.add_api_route(
         DOCUMENTS_PATH,
-        _document_endpoint(stores),
+        _document_endpoint(stores, unavailable or {}),
         methods=["GET"],
         response_model=SourceDocument,
         tags=["status"],
@@ -238,15 +239,17 @@ def add_store_routes(app: FastAPI, stores: dict[str, ServedStore]) -> None:
             501: {"model": ErrorDetail, "description": "The pipeline's store is not an embedded store"},
             503: {
                 "model": ErrorDetail,
-                "description": "The pipeline's store was not indexed yet (index first), or its folder was removed "
-                "or replaced while served",
+                "description": "The pipeline's store was not indexed yet (index first), its folder was removed "
+                "or replaced while served, or the server could not serve the pipeline (the reason)",
             },
         },
     )
 
 
-def _store_for(stores: dict[str, ServedStore], pipeline: str | None) -> ServedStore:
+def _store_for(stores: dict[str, ServedStore], pipeline: str | None, unavailable: dict[str, str]) -> ServedStore:
     """The store of ``pipeline`` (default: the first ready one), or the HTTP error saying why none."""
+    if pipeline in unavailable:
+        raise HTTPException(status_code=503, detail=f"pipeline {pipeline} cannot be served: {unavailable[pipeline]}")
     name = pipeline if pipeline is not None else next(ready_names(stores), next(iter(stores), None))
     if name is None or name not in stores:
         raise HTTPException(status_code=404, detail=f"no served pipeline {str(name)[:100]!r} with a store")
@@ -263,7 +266,9 @@ def _store_for(stores: dict[str, ServedStore], pipeline: str | None) -> ServedSt
     return store
 
 
-def _document_endpoint(stores: dict[str, ServedStore]) -> Callable[..., Awaitable[SourceDocument]]:
+def _document_endpoint(
+    stores: dict[str, ServedStore], unavailable: dict[str, str]
+) -> Callable[..., Awaitable[SourceDocument]]:
     async def source_document(document_id: str, pipeline: str | None = None) -> SourceDocument:
         """A source document's passages in order, by its id or one of its passages' ids.
 
@@ -275,7 +280,7 @@ def _document_endpoint(stores: dict[str, ServedStore]) -> Callable[..., Awaitabl
         problem = lookup_id_problem(document_id)
         if problem is not None:  # no record or passage can have it: say why instead of "no document"
             raise HTTPException(status_code=422, detail=f"path.document_id {problem}")
-        store = _store_for(stores, pipeline)
+        store = _store_for(stores, pipeline, unavailable)
         found: list[Document] = await anyio.to_thread.run_sync(lambda: source_passages(store.handle(), document_id))
         if not found:
             raise HTTPException(

@@ -88,7 +88,7 @@ class ServedStore:
         opened = self.opened
         if opened.store is not None or self.folder is None or not (Path(self.folder) / STORE_FILE).is_file():
             return opened.store
-        from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+        from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
         with opened.lock:
             if opened.store is None:

@@ -56,6 +56,7 @@ def serve(
     """Build the app, say what is served, then run it with uvicorn on ``policy.host`` until interrupted."""
     import uvicorn
 
+    from dpr_components.serving.allocator import start_memory_release
     from dpr_components.serving.app import build_app
 
     folder = default_pipelines_dir(pipelines_dir)
@@ -79,4 +80,5 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
+    start_memory_release()
     uvicorn.run(app, host=policy.host, port=port, log_config=None, server_header=False)

@@ -21,9 +21,9 @@ from haystack.document_stores.errors import DocumentStoreError
 from dpr_components.store_access.async_calls import async_method
 
 if TYPE_CHECKING:
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
-EMBEDDED_STORE_MODULE = "dpr_components.document_stores.embedded"
+EMBEDDED_STORE_MODULE = "haystack_integrations.document_stores.dpr.document_store"
 
 logger = logging.getLogger(__name__)
 

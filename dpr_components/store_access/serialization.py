@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
+from haystack import default_from_dict
 from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore
 
-from dpr_components.utils.published import DOCUMENT_STORES
-from dpr_components.utils.type_paths import current_type_path, from_dict_any_path
-
-EMBEDDED_STORE_TYPE = f"{DOCUMENT_STORES}.EmbeddedDocumentStore"
+EMBEDDED_STORE_TYPE = "haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore"
 
 T = TypeVar("T")
 
 
 def is_embedded_store_type(type_path: Any) -> bool:
-    """Whether a pipeline file's ``type`` names the embedded store (under any path it is known by)."""
-    return isinstance(type_path, str) and current_type_path(type_path) == EMBEDDED_STORE_TYPE
+    """Whether a pipeline file's ``type`` names the embedded store."""
+    return type_path == EMBEDDED_STORE_TYPE
 
 
 def store_to_dict(store: Any) -> dict[str, Any]:
@@ -30,7 +28,7 @@ def store_from_dict(data: dict[str, Any]) -> Any:
         raise ValueError(f"document_store must be a dict with a 'type', got {data!r}")
     if is_embedded_store_type(data["type"]):
         # Our own store needs no allowlist entry; any other class goes through Haystack's allowlist.
-        from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+        from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
         return EmbeddedDocumentStore.from_dict(data)
     try:
@@ -58,4 +56,4 @@ def replace_store_paths(node: Any, path: str) -> int:
 def from_dict_with_store(cls: type[T], data: dict[str, Any]) -> T:
     """A component of ``cls`` from its ``to_dict`` output, its ``document_store`` rebuilt first."""
     data["init_parameters"]["document_store"] = store_from_dict(data["init_parameters"]["document_store"])
-    return from_dict_any_path(cls, data)
+    return default_from_dict(cls, data)

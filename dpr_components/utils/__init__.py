@@ -3,6 +3,6 @@
 ``output_files``), settings from the environment (``settings``), pipeline graphs
 (``pipeline_graph``), record ids read once (``record_ids``), async twins of methods
 (``worker_threads``), optional JSON records (``json_files``), Haystack's ``device`` on CPU-only
-components (``devices``), lazily loaded package faces (``lazy_package``), the optional modules of the
+components (``devices``), the optional modules of the
 package's extras with the one line naming the extra when one is missing (``extras``) and named fault
 points for crash tests (``fault_points``)."""

@@ -102,3 +102,17 @@ def test_the_memory_report_tells_data_from_what_the_run_kept() -> None:
     assert "| 1.0 | 900 | 600 | 300 | 20 | 5,000 |" in report
     assert "950 MB with 10,000 passages (peak 950 MB): 50 MB more, 10.0 MB per 1,000 passages written" in report
     assert "holds 940 MB with 10,010 passages" in report
+    assert "hand the memory they freed back to the system never (0)" in report  # a run from before the release
+    report = render_memory({**summary, "release_seconds": 10}, "python -m benchmarks.load.server_memory")
+    assert "back to the system every 10 s" in report
+
+
+def test_the_store_memory_report_splits_freed_memory_from_what_is_kept() -> None:
+    from benchmarks.store.store_memory import render as render_store
+
+    steps = {"start": 300.0, "written": 350.0, "trimmed": 330.0, "closed": 310.0, "reopened": 328.0}
+    summary = {"cpu": "test CPU", "cores": 2, "passages": 10010, "batch": 10, "searches": 4, "threads": 4}
+    report = render_store({**summary, "steps": steps, "trim": True}, "python -m benchmarks.store.store_memory")
+    assert "grew the process by 50 MB (5.0 MB per 1,000 passages)" in report
+    assert "gave 20 MB of it (40%) back" in report
+    assert "holds +2 MB against a store opened afresh" in report

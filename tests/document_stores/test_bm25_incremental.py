@@ -16,7 +16,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from dpr_components.document_stores import bm25_index as bm25_module
 from dpr_components.document_stores.bm25_index import METHODS, BM25Index
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 WORDS = "cat dog bird fish owl horse zebra lion tiger apple pear plum the a and running runs ran".split()
 QUERIES = ["cat", "dog bird", "zebra lion lion", "running apple pear", "owl the", "plum horse tiger fish", "nothing"]

@@ -16,12 +16,12 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from dpr_components.document_stores.dense_index import DenseIndex
 from dpr_components.document_stores.dense_layers import LayeredDenseIndex
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.document_stores.store_backend import (
     DELTA_DIR,
     DENSE_DIR,
     StoreBackend,
 )
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.documents import DIM, random_document
 from tests.helpers.paths import REPO
 
@@ -226,7 +226,7 @@ def _killed_save(path: Path, point: str) -> None:
 import numpy as np
 from haystack.document_stores.types import DuplicatePolicy
 from tests.helpers.documents import random_document
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 store = EmbeddedDocumentStore(path={str(path)!r})
 store.write_documents([random_document(i, 6) for i in range(5)], policy=DuplicatePolicy.OVERWRITE)
 store.write_documents([random_document(i, 6, prefix="k") for i in range(5)])

@@ -15,7 +15,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils.filters import document_matches_filter
 
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 
 def _docs(n: int = 40, dim: int = 8, seed: int = 0) -> list[Document]:
@@ -161,7 +161,7 @@ def test_persistence_and_reload(tmp_path: Path) -> None:
     docs = _docs()
     EmbeddedDocumentStore(path=path, index_factory="HNSW16").write_documents(docs)
     code = (
-        "from dpr_components.document_stores.embedded import EmbeddedDocumentStore as S;"
+        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
         f"s=S(path={path!r}, index_factory='HNSW16');"
         f"print(s.count_documents(), s.embedding_retrieval({docs[3].embedding!r}, top_k=1)[0].id,"
         " s.bm25_retrieval('stars', top_k=1)[0].content.split()[0])"
@@ -231,7 +231,7 @@ def test_corrupt_index_file_is_rebuilt_from_documents(tmp_path: Path) -> None:
     (path / "dense_index" / "index.faiss").write_bytes(b"garbage")
     (path / "bm25_index" / "store_state.json").write_text("{broken")
     code = (
-        "from dpr_components.document_stores.embedded import EmbeddedDocumentStore as S;"
+        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
         f"s=S(path={str(path)!r});"
         f"print(s.embedding_retrieval({docs[0].embedding!r}, top_k=40)[0].id, len(s.bm25_retrieval('cats', top_k=40)))"
     )
@@ -254,7 +254,7 @@ def test_killed_writer_loses_nothing_committed(tmp_path: Path) -> None:
     code = f"""
 import os, signal, numpy as np
 from haystack import Document
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 import dpr_components.document_stores.dense_index as dense_index
 s = EmbeddedDocumentStore(path={path!r})
 s.write_documents([Document(id=f"a{{i}}", content=f"first batch {{i}}", embedding=[float(i), 1.0]) for i in range(50)])

@@ -26,7 +26,7 @@ from haystack import Document, Pipeline
 from haystack.core.errors import PipelineRuntimeError
 from haystack.document_stores.errors import DuplicateDocumentError
 
-from dpr_components.embedders import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -83,7 +83,7 @@ PASSAGES = {
 LANG = {"hamlet": "en", "zebra": "en", "everest": "de"}
 ALLOWED = ["dpr_components"]
 STORE_TYPES = {
-    EMBEDDED: "haystack_integrations.document_stores.dpr.EmbeddedDocumentStore",
+    EMBEDDED: "haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore",
     IN_MEMORY: "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
     ELASTICSEARCH: "haystack_integrations.document_stores.elasticsearch.document_store.ElasticsearchDocumentStore",
 }
@@ -188,7 +188,7 @@ HAYSTACK_RETRIEVERS = {  # the Haystack retrievers made for each store (ours has
 
 # -- our components on every store ----------------------------------------------------------
 def test_dense_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
-    from dpr_components.retrievers import DenseRetriever
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
 
     handle = _fill_embedded(store, tiny_st_dir)
     pipeline = Pipeline()
@@ -204,7 +204,7 @@ def test_dense_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
 
 
 def test_bm25_retriever(store: StoreSpec) -> None:
-    from dpr_components.retrievers import BM25Retriever
+    from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
 
     handle = _fill_text(store)
     pipeline = Pipeline()
@@ -217,8 +217,9 @@ def test_bm25_retriever(store: StoreSpec) -> None:
 
 
 def _hybrid(store: Any, model: Path, mode: str) -> Pipeline:
-    from dpr_components.rankers import HybridRanker
-    from dpr_components.retrievers import BM25Retriever, DenseRetriever
+    from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+    from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
 
     pipeline = Pipeline()
     pipeline.add_component("bm25", BM25Retriever(document_store=store, top_k=2))
@@ -232,7 +233,7 @@ def _hybrid(store: Any, model: Path, mode: str) -> Pipeline:
 
 
 def test_hybrid_ranker_dpr(store: StoreSpec, tiny_st_dir: Path) -> None:
-    from dpr_components.rankers import HybridRanker
+    from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
 
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
@@ -248,7 +249,7 @@ def test_hybrid_ranker_dpr(store: StoreSpec, tiny_st_dir: Path) -> None:
 
 
 def test_hybrid_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
-    from dpr_components.retrievers import HybridRetriever
+    from haystack_integrations.components.retrievers.dpr.hybrid_retriever import HybridRetriever
 
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
@@ -279,10 +280,12 @@ def test_hybrid_ranker_rrf(store: StoreSpec, tiny_st_dir: Path) -> None:
 
 def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
     _fill_embedded(store, tiny_st_dir)
-    embedder = _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir))
+    embedder = _node(
+        "haystack_integrations.components.embedders.dpr.question_embedder.QuestionEmbedder", model=str(tiny_st_dir)
+    )
     if store.column == EMBEDDED:
         retriever = _node(
-            "haystack_integrations.components.retrievers.dpr.DenseRetriever",
+            "haystack_integrations.components.retrievers.dpr.dense_retriever.DenseRetriever",
             document_store=store.data,
             model=str(tiny_st_dir),
             top_k=1,
@@ -297,10 +300,12 @@ def test_question_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
 
 
 def test_passage_embedder(store: StoreSpec, tiny_st_dir: Path) -> None:
-    from dpr_components.retrievers import DenseRetriever
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
 
     embedder = _node(
-        "haystack_integrations.components.embedders.dpr.PassageEmbedder", model=str(tiny_st_dir), progress_bar=False
+        "haystack_integrations.components.embedders.dpr.passage_embedder.PassageEmbedder",
+        model=str(tiny_st_dir),
+        progress_bar=False,
     )
     writer = _node(
         "haystack.components.writers.document_writer.DocumentWriter", document_store=store.data, policy="OVERWRITE"
@@ -320,7 +325,11 @@ def test_passage_writer(store: StoreSpec) -> None:
         return [Document(id=f"{source}#{i}", content=t, meta={"document_id": source}) for i, t in enumerate(texts)]
 
     pipeline = _load(
-        {"writer": _node("haystack_integrations.components.writers.dpr.PassageWriter", document_store=store.data)}
+        {
+            "writer": _node(
+                "haystack_integrations.components.writers.dpr.passage_writer.PassageWriter", document_store=store.data
+            )
+        }
     )
     first = passages(["one", "two", "three"], "doc") + passages(["other text"], "other")
     assert pipeline.run({"writer": {"documents": first}})["writer"]["documents_written"] == 4
@@ -342,8 +351,14 @@ def _check_answers(answers: list[Any], doc_ids: set[str]) -> None:
 
 def test_span_reader_after_bm25_retriever(store: StoreSpec, tiny_reader_dir: Path) -> None:
     _fill_text(store)
-    bm25 = _node("haystack_integrations.components.retrievers.dpr.BM25Retriever", document_store=store.data, top_k=1)
-    reader = _node("haystack_integrations.components.readers.dpr.SpanReader", model=str(tiny_reader_dir), top_k=2)
+    bm25 = _node(
+        "haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever",
+        document_store=store.data,
+        top_k=1,
+    )
+    reader = _node(
+        "haystack_integrations.components.readers.dpr.span_reader.SpanReader", model=str(tiny_reader_dir), top_k=2
+    )
     pipeline = _load({"bm25": bm25, "reader": reader}, [("bm25.documents", "reader.documents")])
     question = "who wrote the tragedy Hamlet"
     result = pipeline.run({"bm25": {"query": question}, "reader": {"query": question}})
@@ -363,7 +378,9 @@ def test_span_reader_after_haystack_retriever(store: StoreSpec, tiny_reader_dir:
     else:
         retriever = _node(HAYSTACK_RETRIEVERS["bm25", store.column], document_store=store.data, top_k=1)
         inputs = {"query": question}
-    reader = _node("haystack_integrations.components.readers.dpr.SpanReader", model=str(tiny_reader_dir), top_k=2)
+    reader = _node(
+        "haystack_integrations.components.readers.dpr.span_reader.SpanReader", model=str(tiny_reader_dir), top_k=2
+    )
     pipeline = _load({"retriever": retriever, "reader": reader}, [("retriever.documents", "reader.documents")])
     result = pipeline.run({"retriever": inputs, "reader": {"query": question}})
     _check_answers(result["reader"]["answers"], {"hamlet"})
@@ -429,7 +446,11 @@ def test_haystack_sentence_window_retriever(store: StoreSpec) -> None:
     )
     text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu omicron pi rho sigma"
     assert indexing.run({"splitter": {"documents": [Document(content=text)]}})["writer"]["documents_written"] == 4
-    bm25 = _node("haystack_integrations.components.retrievers.dpr.BM25Retriever", document_store=store.data, top_k=1)
+    bm25 = _node(
+        "haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever",
+        document_store=store.data,
+        top_k=1,
+    )
     window = _node(
         "haystack.components.retrievers.sentence_window_retriever.SentenceWindowRetriever",
         document_store=store.data,
@@ -485,7 +506,9 @@ def test_haystack_in_memory_embedding_retriever(store: StoreSpec, tiny_st_dir: P
 
     _fill_embedded(store, tiny_st_dir)
     components = {
-        "embedder": _node("haystack_integrations.components.embedders.dpr.QuestionEmbedder", model=str(tiny_st_dir)),
+        "embedder": _node(
+            "haystack_integrations.components.embedders.dpr.question_embedder.QuestionEmbedder", model=str(tiny_st_dir)
+        ),
         "retriever": _node(HAYSTACK_RETRIEVERS["embedding", IN_MEMORY], document_store=store.data, top_k=1),
     }
     connections = [("embedder.embedding", "retriever.query_embedding")]

@@ -95,7 +95,7 @@ def test_bm25_retriever_on_elasticsearch(es_index: str) -> None:
         ElasticsearchDocumentStore,
     )
 
-    from dpr_components.retrievers import BM25Retriever
+    from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
 
     retriever = BM25Retriever(document_store=ElasticsearchDocumentStore(hosts=URL, index=es_index), top_k=2)
     assert retriever.run(query="highest mountain everest")["documents"][0].id == "everest#0"

@@ -19,7 +19,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.testing import document_store as suite
 from haystack.testing import document_store_async as async_suite
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 STORE_ENV = "DPR_CONTRACT_STORE"
 REFERENCE_STORE = "haystack_in_memory"

@@ -19,7 +19,7 @@ from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.errors import FilterError
 
 from dpr_components.document_stores.document_table import DocumentTable
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.paths import REPO
 
 _OLD_SCHEMA = """
@@ -229,7 +229,7 @@ def test_a_write_leaves_the_saved_indexes_to_the_next_search(tmp_path: Path) -> 
 def test_indexes_written_but_never_searched_are_saved_at_exit(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     code = (
-        "from haystack import Document; from dpr_components.document_stores.embedded import EmbeddedDocumentStore as S;"
+        "from haystack import Document; from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
         f"s = S(path={str(folder)!r});"
         "[s.write_documents([Document(id=str(i), content='lake', embedding=[1.0, float(i)])]) for i in range(5)]"
     )

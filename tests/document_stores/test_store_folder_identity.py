@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-import dpr_components.document_stores.embedded as embedded_module
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+import haystack_integrations.document_stores.dpr.document_store as embedded_module
 from dpr_components.document_stores.folder_identity import StoreFolderMovedError
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 DIM = 4
 

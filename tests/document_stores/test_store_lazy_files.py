@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.paths import PIPELINES
 
 NAMING_THE_STORE = ["index.yml", "search.yml", "qa.yml", "dense.yml", "bm25.yml"]

@@ -19,12 +19,12 @@ from dpr_components.document_stores.document_table import (
     VECTOR_COUNT_KEY,
     DocumentTable,
 )
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.document_stores.index_files import (
     IndexFilesError,
     verified_state,
     write_index_directory,
 )
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 DIM = 8
 

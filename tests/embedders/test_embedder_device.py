@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 from tests.helpers.devices import CPU, assert_cpu_device_round_trips, assert_gpu_device_refused
 
 EMBEDDERS = [QuestionEmbedder, PassageEmbedder]

@@ -11,7 +11,6 @@ import pytest
 import torch
 from haystack import Document
 
-from dpr_components.embedders import PassageEmbedder
 from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.model import BiEncoder
@@ -22,6 +21,7 @@ from dpr_components.encoders.text_encoder import (
     TextEncoder,
     detect_layout,
 )
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 
 QUESTIONS = ["who wrote hamlet", "what is the highest mountain on earth and how high is it"]
 PASSAGES = [

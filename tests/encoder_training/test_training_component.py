@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dpr_components.cli.main import main as cli
-from dpr_components.encoder_training.component import DPRTrainer
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
 from tests.helpers.paths import PIPELINES
 
 PIPELINE = PIPELINES / "train_dpr.yml"
@@ -18,7 +18,7 @@ PIPELINE = PIPELINES / "train_dpr.yml"
 def test_to_dict_round_trip() -> None:
     trainer = DPRTrainer(output_dir="runs/x", epochs=2, settings={"grad_cache_chunk": 8, "loss": "triplet"})
     data = trainer.to_dict()
-    assert data["type"] == "haystack_integrations.components.trainers.dpr.DPRTrainer"
+    assert data["type"] == "haystack_integrations.components.trainers.dpr.dpr_trainer.DPRTrainer"
     again = DPRTrainer.from_dict(data)
     assert again.config == trainer.config and again.config.grad_cache_chunk == 8
 

@@ -111,11 +111,11 @@ def test_question_encoder_alone_serves_a_store_indexed_with_the_fixed_passage_en
 ) -> None:
     from haystack import Document
 
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-    from dpr_components.embedders.passage import PassageEmbedder
     from dpr_components.encoder_training.convert import question_encoder_only
     from dpr_components.encoders.pairing import expected_passage_digest, weights_digest
-    from dpr_components.retrievers.dense import DenseRetriever
+    from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     examples = load_training_examples(write_training_data(tmp_path / "train.jsonl")).examples

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from dpr_components.cli.main import main
-from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
 from dpr_components.encoders import backend_choice, text_encoder
 from dpr_components.encoders.backend_choice import (
     ENV_VARIABLE,
@@ -20,6 +19,8 @@ from dpr_components.encoders.backend_choice import (
     lowest_cosine,
 )
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 from tests.helpers.commands import index_args
 
 pytest.importorskip("openvino")

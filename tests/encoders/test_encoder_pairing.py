@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.embedders import PassageEmbedder
 from dpr_components.encoders.pairing import (
     META_FIELD,
     PAIR_FILE,
@@ -18,7 +16,9 @@ from dpr_components.encoders.pairing import (
     weights_digest,
     write_pair_files,
 )
-from dpr_components.retrievers import DenseRetriever
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 PASSAGES = {
     "hamlet": "Hamlet is a tragedy written by William Shakespeare.",
@@ -108,7 +108,7 @@ def test_passage_encoder_is_refused_as_question_encoder(trained_pair: Path) -> N
 
 
 def test_store_is_checked_once_per_recorded_encoder(trained_pair: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpr_components.retrievers.dense as retrievers
+    import haystack_integrations.components.retrievers.dpr.dense_retriever as retrievers
 
     calls = []
     original = retrievers.check_pairing

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpr_components.embedders import PassageEmbedder
 from dpr_components.encoders.text_encoder import EncoderLoadError, EncoderSettings, TextEncoder
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 from tests.helpers.paths import REPO
 
 pytest.importorskip("openvino")

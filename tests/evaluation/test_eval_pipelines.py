@@ -17,8 +17,8 @@ from dpr_components.evaluation.eval_spec import evaluation_spec, is_evaluation_s
 from dpr_components.evaluation.pipeline_eval import SystemOutputs, evaluate_outputs
 from dpr_components.evaluation.questions import QAExample, load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
-from dpr_components.evaluators import RetrievalAccuracyEvaluator
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec
+from haystack_integrations.components.evaluators.dpr.retrieval_accuracy_evaluator import RetrievalAccuracyEvaluator
 from tests.helpers.commands import eval_args
 from tests.helpers.paths import PIPELINES, REPO
 
@@ -186,7 +186,7 @@ def test_eval_errors_are_clear(questions_file: Path, tmp_path: Path, capsys: pyt
     assert "no system has a component 'nothing'" in capsys.readouterr().err
     bare = tmp_path / "bare.yml"
     bare.write_text(
-        "components:\n  acc:\n    type: haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator\n",
+        "components:\n  acc:\n    type: haystack_integrations.components.evaluators.dpr.retrieval_accuracy_evaluator.RetrievalAccuracyEvaluator\n",
         encoding="utf-8",
     )
     assert main(["eval", str(bare), "--questions", str(questions_file), "--out", str(tmp_path / "c")]) == 2

@@ -22,11 +22,9 @@ from dpr_components.evaluation.retrieval_metrics import (
     mean_reciprocal_rank,
     top_k_accuracy,
 )
-from dpr_components.evaluators import (
-    AnswerExactMatchF1Evaluator,
-    RetrievalAccuracyEvaluator,
-)
 from dpr_components.utils.settings import data_dir
+from haystack_integrations.components.evaluators.dpr.answer_exact_match_f1_evaluator import AnswerExactMatchF1Evaluator
+from haystack_integrations.components.evaluators.dpr.retrieval_accuracy_evaluator import RetrievalAccuracyEvaluator
 
 # ---- answer matching -----------------------------------------------------------------------
 

@@ -23,12 +23,12 @@ from dpr_components.export.cross_encoder import (
     logit_from_score,
 )
 from dpr_components.export.sentence_transformers import ExportError
-from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.reader_training.model import reader_from_encoder
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import save_reader
 from dpr_components.readers.predict import reader_input
 from dpr_components.utils.output_folders import read_marker
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 from tests.helpers.models import bundled_tokenizer, save_tiny_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,8 +13,6 @@ import torch
 from haystack import Document
 
 from dpr_components.cli.main import main
-from dpr_components.embedders.passage import PassageEmbedder
-from dpr_components.embedders.question import QuestionEmbedder
 from dpr_components.encoders.pairing import write_pair_files
 from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout
 from dpr_components.export.qa_model import export_qa_model
@@ -22,7 +20,9 @@ from dpr_components.export.sentence_transformers import ExportError, export_sent
 from dpr_components.reader_training.model import reader_from_encoder
 from dpr_components.readers.inputs import InputSettings, build_rows, collate, tokenize_passage
 from dpr_components.readers.model import load_reader, reader_logits, save_reader
-from dpr_components.readers.span_reader import SpanReader
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.models import bundled_tokenizer, save_tiny_bert, save_with_tokenizer, tiny_config
 
 QUESTIONS = [
@@ -330,8 +330,8 @@ def test_shipped_reader_in_extractive_reader(tmp_path: Path) -> None:
 def test_store_indexed_by_document_embedder_serves_dense_retriever(pair_dir: Path, tmp_path: Path) -> None:
     """Passages embedded by SentenceTransformersDocumentEmbedder (the exported passage side) in our
     store: DenseRetriever with the pair's question encoder finds what it finds in a store we indexed."""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-    from dpr_components.retrievers.dense import DenseRetriever
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     out = export_sentence_transformers(str(pair_dir), tmp_path / "p", role="passage")
     documents = [Document(id=str(i), content=text) for i, (_, text) in enumerate(PASSAGES)]

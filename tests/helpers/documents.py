@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from haystack import Document
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 DIM = 16
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]

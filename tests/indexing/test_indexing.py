@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from dpr_components.indexing.components import CorpusReader, DPRPassageSplitter
 from dpr_components.indexing.corpus import CorpusError, read_corpus
 from dpr_components.indexing.passages import split_text
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
+from haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter import DPRPassageSplitter
 
 
 def test_split_text_makes_disjoint_100_word_blocks() -> None:

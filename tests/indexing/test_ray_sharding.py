@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from dpr_components.cli.main import main
-from dpr_components.document_stores import EmbeddedDocumentStore
 from dpr_components.indexing.ray_sharding import (
     RaySettings,
     ShardJob,
@@ -25,6 +24,7 @@ from dpr_components.indexing.ray_sharding import (
     start_ray,
 )
 from dpr_components.indexing.shard_check import check_shard_contents, find_shards
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.commands import embedder_sets
 from tests.helpers.paths import PIPELINES
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from dpr_components.indexing.components import DPRPassageSplitter
 from dpr_components.indexing.corpus import CorpusError, read_corpus
 from dpr_components.indexing.corpus_records import read_records
 from dpr_components.indexing.passages import split_document
@@ -22,6 +21,7 @@ from dpr_components.indexing.record_ids import (
     record_id_problem,
     split_passage_id,
 )
+from haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter import DPRPassageSplitter
 
 VALID = {
     "word": "hamlet",

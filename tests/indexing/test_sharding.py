@@ -18,7 +18,6 @@ from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from dpr_components.cli.main import main
-from dpr_components.document_stores import EmbeddedDocumentStore
 from dpr_components.indexing import shard_check
 from dpr_components.indexing.corpus import read_corpus
 from dpr_components.indexing.corpus_split import split_corpus
@@ -37,7 +36,8 @@ from dpr_components.indexing.shard_spec import (
     parse_shard_spec,
     shard_from_folder_name,
 )
-from dpr_components.indexing.writer import PassageWriter
+from haystack_integrations.components.writers.dpr.passage_writer import PassageWriter
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.commands import embedder_sets
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.helpers.paths import PIPELINES

@@ -12,10 +12,10 @@ import pytest
 from haystack import Pipeline
 
 from dpr_components.cli.main import main
-from dpr_components.document_stores import EmbeddedDocumentStore
 from dpr_components.indexing.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.running import run_pipeline
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.commands import index_args
 from tests.helpers.paths import PIPELINES
 

@@ -17,10 +17,11 @@ from haystack import Document, Pipeline  # noqa: E402
 from langchain_core.documents import Document as LangChainDocument  # noqa: E402
 from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
 
-from dpr_components.document_stores import EmbeddedDocumentStore  # noqa: E402
 from dpr_components.langchain import HaystackRetriever  # noqa: E402
 from dpr_components.langchain.documents import to_langchain_document  # noqa: E402
-from dpr_components.retrievers import BM25Retriever, DenseRetriever  # noqa: E402
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.models import bundled_tokenizer, save_tiny_bert
 from tests.helpers.paths import PIPELINES, REPO
 
@@ -61,7 +62,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def dense_store(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
     """An embedded store folder holding the passages with vectors from the tiny model."""
-    from dpr_components.embedders import PassageEmbedder
+    from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 
     embedder = PassageEmbedder(model=str(tiny_model), progress_bar=False)
     embedder.warm_up()
@@ -229,7 +230,7 @@ def test_bad_settings_and_queries_are_one_line_errors(bm25_store: Path) -> None:
 def test_the_library_does_not_import_langchain() -> None:
     check = (
         "import sys; import dpr_components, dpr_components.retrievers, dpr_components.document_stores; "
-        "from dpr_components.retrievers import BM25Retriever, DenseRetriever, HybridRetriever; "
+        "from haystack_integrations.components.retrievers.dpr import BM25Retriever, DenseRetriever, HybridRetriever; "
         "sys.exit(1 if any(m.startswith('langchain') for m in sys.modules) else 0)"
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120)

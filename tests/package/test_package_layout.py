@@ -1,7 +1,10 @@
-"""The package layout: components by role, the command line apart, old pipeline type paths still loading."""
+"""The package layout: each component defined in one file under the path it is published at (its true
+``__module__``, one type path), the command line apart, and the type paths removed in 0.3.0 answered
+with the one to write instead."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import subprocess
@@ -13,48 +16,32 @@ import pytest
 import yaml
 from haystack import Pipeline
 
-from dpr_components.legacy.old_paths import LEGACY_TYPE_PATHS
-from dpr_components.utils.type_paths import current_type_path
+from dpr_components.pipeline_files.loading import PipelineFileError, load_pipeline
+from dpr_components.pipeline_files.removed_paths import REMOVED_TYPE_PATHS
 from tests.helpers.paths import PIPELINES, REPO
 
-# Every component type path the pipeline files used before the layout by role.
-OLD_TYPE_PATHS = [
-    "dpr_components.retrievers.DenseRetriever",
-    "dpr_components.retrievers.BM25Retriever",
-    "dpr_components.ranker.HybridRanker",
-    "dpr_components.embedders.PassageEmbedder",
-    "dpr_components.embedders.QuestionEmbedder",
-    "dpr_components.reader.span_reader.SpanReader",
-    "dpr_components.evaluation.evaluators.RetrievalAccuracyEvaluator",
-    "dpr_components.evaluation.evaluators.AnswerExactMatchF1Evaluator",
-    "dpr_components.indexing.components.CorpusReader",
-    "dpr_components.indexing.components.DPRPassageSplitter",
-    "dpr_components.training.component.DPRTrainer",
-]
-
-# Where each component is defined, and the path it is published under (Haystack's default allowlist).
-DEFINED_AND_PUBLISHED = {
-    "dpr_components.retrievers.dense.DenseRetriever": "haystack_integrations.components.retrievers.dpr.DenseRetriever",
-    "dpr_components.retrievers.bm25.BM25Retriever": "haystack_integrations.components.retrievers.dpr.BM25Retriever",
-    "dpr_components.retrievers.hybrid.HybridRetriever": "haystack_integrations.components.retrievers.dpr.HybridRetriever",
-    "dpr_components.rankers.hybrid.HybridRanker": "haystack_integrations.components.rankers.dpr.HybridRanker",
-    "dpr_components.rankers.passage_ranker.PassageRanker": "haystack_integrations.components.rankers.dpr.PassageRanker",
-    "dpr_components.embedders.passage.PassageEmbedder": "haystack_integrations.components.embedders.dpr.PassageEmbedder",
-    "dpr_components.embedders.question.QuestionEmbedder": "haystack_integrations.components.embedders.dpr.QuestionEmbedder",
-    "dpr_components.readers.span_reader.SpanReader": "haystack_integrations.components.readers.dpr.SpanReader",
-    "dpr_components.evaluators.retrieval_accuracy.RetrievalAccuracyEvaluator": "haystack_integrations.components.evaluators.dpr.RetrievalAccuracyEvaluator",
-    "dpr_components.evaluators.answer_exact_match.AnswerExactMatchF1Evaluator": "haystack_integrations.components.evaluators.dpr.AnswerExactMatchF1Evaluator",
-    "dpr_components.indexing.components.CorpusReader": "haystack_integrations.components.converters.dpr.CorpusReader",
-    "dpr_components.indexing.components.DPRPassageSplitter": "haystack_integrations.components.preprocessors.dpr.DPRPassageSplitter",
-    "dpr_components.indexing.writer.PassageWriter": "haystack_integrations.components.writers.dpr.PassageWriter",
-    "dpr_components.encoder_training.component.DPRTrainer": "haystack_integrations.components.trainers.dpr.DPRTrainer",
-}
-STORE_PATHS = (
-    "dpr_components.document_stores.embedded.EmbeddedDocumentStore",
-    "haystack_integrations.document_stores.dpr.EmbeddedDocumentStore",
-)
-
+FACES = REPO / "haystack_integrations"
+STORE_TYPE = "haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore"
 NEEDS_STORE = {"DenseRetriever", "BM25Retriever", "HybridRetriever", "HybridRanker", "PassageWriter"}
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
+def _defined_classes() -> dict[str, str]:
+    """``module.Class`` of every class defined in the published package, by reading its files."""
+    found = {}
+    for path in sorted(FACES.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found[f"{_module_name(path)}.{node.name}"] = node.name
+    return found
+
+
+COMPONENT_PATHS = sorted(path for path in _defined_classes() if path != STORE_TYPE)
 
 PLAIN_HAYSTACK_LOADS = """
 import sys
@@ -69,19 +56,19 @@ print("loaded", heavy)
 
 LIBRARY_IMPORTS_ALL = """
 import importlib, pathlib, sys
-package = pathlib.Path("dpr_components")
-for path in sorted(package.rglob("*.py")):
-    parts = path.with_suffix("").parts
-    if "cli" in parts[1:2]:
-        continue
-    importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+for package in ("dpr_components", "haystack_integrations"):
+    for path in sorted(pathlib.Path(package).rglob("*.py")):
+        parts = path.with_suffix("").parts
+        if "cli" in parts[1:2]:
+            continue
+        importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
 leaked = sorted(name for name in sys.modules if name == "dpr_components.cli" or name.startswith("dpr_components.cli."))
 print(leaked)
 sys.exit(1 if leaked else 0)
 """
 
 
-def _component(type_path: str, store_path: Path, store_type: str = STORE_PATHS[0]) -> dict[str, Any]:
+def _component(type_path: str, store_path: Path, store_type: str = STORE_TYPE) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if type_path.rsplit(".", 1)[1] in NEEDS_STORE:
         params["document_store"] = {"type": store_type, "init_parameters": {"path": str(store_path)}}
@@ -95,33 +82,94 @@ def test_library_never_imports_the_command_line() -> None:
     assert done.returncode == 0, f"library modules imported {done.stdout.strip()}\n{done.stderr[-2000:]}"
 
 
-@pytest.mark.parametrize("old_path", OLD_TYPE_PATHS)
-def test_old_type_path_loads_in_plain_haystack(old_path: str, tmp_path: Path) -> None:
-    data = {"components": {"node": _component(old_path, tmp_path / "store")}, "connections": []}
-    pipeline = Pipeline.from_dict(data, allowed_modules=["dpr_components"])
-    instance = pipeline.get_component("node")
-    assert type(instance).__name__ == old_path.rsplit(".", 1)[1]
-    # Saved again, the pipeline names the class by its published path.
-    assert pipeline.to_dict()["components"]["node"]["type"] == current_type_path(old_path)
-    assert current_type_path(old_path).startswith("haystack_integrations.")
+def test_the_published_package_defines_every_component() -> None:
+    names = sorted(_defined_classes().values())
+    assert names == sorted(
+        [
+            "AnswerExactMatchF1Evaluator",
+            "BM25Retriever",
+            "CorpusReader",
+            "DPRPassageSplitter",
+            "DPRTrainer",
+            "DenseRetriever",
+            "EmbeddedDocumentStore",
+            "HybridRanker",
+            "HybridRetriever",
+            "PassageEmbedder",
+            "PassageRanker",
+            "PassageWriter",
+            "QuestionEmbedder",
+            "RetrievalAccuracyEvaluator",
+            "SpanReader",
+        ]
+    )
 
 
-@pytest.mark.parametrize("defined_path", sorted(DEFINED_AND_PUBLISHED))
-def test_definition_path_loads_with_the_package_allowed(defined_path: str, tmp_path: Path) -> None:
-    data = {"components": {"node": _component(defined_path, tmp_path / "store")}, "connections": []}
-    pipeline = Pipeline.from_dict(data, allowed_modules=["dpr_components"])
-    saved = pipeline.to_dict()["components"]["node"]
-    assert saved["type"] == DEFINED_AND_PUBLISHED[defined_path]
-    if "document_store" in saved["init_parameters"]:
-        assert saved["init_parameters"]["document_store"]["type"] == STORE_PATHS[1]
+@pytest.mark.parametrize("type_path", [*COMPONENT_PATHS, STORE_TYPE])
+def test_each_class_is_its_own_module_and_its_face_hands_it_out(type_path: str) -> None:
+    module_name, name = type_path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module_name), name)
+    assert cls.__module__ == module_name and cls.__qualname__ == name
+    face = importlib.import_module(module_name.rsplit(".", 1)[0])
+    assert getattr(face, name) is cls
+    with pytest.raises(AttributeError):
+        getattr(face, "NoSuchComponent")
 
 
-@pytest.mark.parametrize("published_path", sorted(DEFINED_AND_PUBLISHED.values()))
-def test_published_path_round_trips(published_path: str, tmp_path: Path) -> None:
-    data = {"components": {"node": _component(published_path, tmp_path / "store", STORE_PATHS[1])}, "connections": []}
+def test_no_class_has_its_module_rewritten() -> None:
+    rewritten = [
+        f"{path.relative_to(REPO)}:{number}"
+        for package in ("dpr_components", "haystack_integrations")
+        for path in sorted((REPO / package).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "__module__ =" in line
+    ]
+    assert rewritten == []
+
+
+def test_faces_list_every_module_of_their_folder() -> None:
+    for init in sorted(FACES.rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assigned = [
+            n for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_import_structure"
+        ]
+        if not assigned:
+            continue
+        listed = set(ast.literal_eval(assigned[0].value))
+        modules = {p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py"}
+        assert listed == modules, init
+
+
+@pytest.mark.parametrize("type_path", COMPONENT_PATHS)
+def test_type_path_round_trips_in_plain_haystack(type_path: str, tmp_path: Path) -> None:
+    data = {"components": {"node": _component(type_path, tmp_path / "store")}, "connections": []}
     pipeline = Pipeline.from_dict(data)
-    assert pipeline.to_dict()["components"]["node"]["type"] == published_path
+    saved = pipeline.to_dict()["components"]["node"]
+    assert saved["type"] == type_path
+    if "document_store" in saved["init_parameters"]:
+        assert saved["init_parameters"]["document_store"]["type"] == STORE_TYPE
     assert Pipeline.from_dict(pipeline.to_dict()).to_dict() == pipeline.to_dict()
+
+
+@pytest.mark.parametrize("old_path", sorted(REMOVED_TYPE_PATHS))
+def test_a_removed_type_path_names_the_one_to_write(old_path: str, tmp_path: Path) -> None:
+    if old_path.endswith("EmbeddedDocumentStore"):
+        node = _component(
+            COMPONENT_PATHS[COMPONENT_PATHS.index(next(p for p in COMPONENT_PATHS if p.endswith(".DenseRetriever")))],
+            tmp_path / "store",
+            old_path,
+        )
+    else:
+        node = _component(old_path, tmp_path / "store")
+    path = tmp_path / "old.yml"
+    path.write_text(yaml.safe_dump({"components": {"node": node}, "connections": []}), encoding="utf-8")
+    with pytest.raises(PipelineFileError) as raised:
+        load_pipeline(path)
+    message = str(raised.value)
+    assert "\n" not in message and f"type {old_path} was removed in 0.3.0" in message, message
+    assert f"write {REMOVED_TYPE_PATHS[old_path]}" in message, message
+    new_module, new_name = REMOVED_TYPE_PATHS[old_path].rsplit(".", 1)
+    assert getattr(importlib.import_module(new_module), new_name).__name__ == new_name
 
 
 def test_packaged_pipelines_load_in_plain_haystack_without_an_allowlist() -> None:
@@ -142,38 +190,8 @@ def test_pipeline_files_name_current_paths_only() -> None:
     for path in sorted(PIPELINES.glob("*.yml")):
         components = yaml.safe_load(path.read_text(encoding="utf-8"))["components"]
         for name, spec in components.items():
-            assert spec["type"] not in LEGACY_TYPE_PATHS, f"{path.name}: component {name!r} uses an old type path"
+            assert spec["type"] not in REMOVED_TYPE_PATHS, f"{path.name}: component {name!r} uses a removed type path"
             assert not spec["type"].startswith("dpr_components."), f"{path.name}: {name!r} needs an allowlist"
-
-
-def test_packages_re_export_their_components() -> None:
-    from dpr_components.document_stores import EmbeddedDocumentStore
-    from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
-    from dpr_components.encoder_training.component import DPRTrainer
-    from dpr_components.evaluators import (
-        AnswerExactMatchF1Evaluator,
-        RetrievalAccuracyEvaluator,
-    )
-    from dpr_components.rankers import HybridRanker
-    from dpr_components.readers import SpanReader
-    from dpr_components.retrievers import BM25Retriever, DenseRetriever
-
-    classes = (
-        EmbeddedDocumentStore,
-        PassageEmbedder,
-        QuestionEmbedder,
-        AnswerExactMatchF1Evaluator,
-        RetrievalAccuracyEvaluator,
-        HybridRanker,
-        SpanReader,
-        BM25Retriever,
-        DenseRetriever,
-        DPRTrainer,
-    )
-    for cls in classes:
-        # Published under haystack_integrations, and that module hands out the very same class.
-        assert cls.__module__.startswith("haystack_integrations."), cls
-        assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls
 
 
 def test_command_line_runs_as_a_module() -> None:
@@ -186,8 +204,8 @@ def test_command_line_runs_as_a_module() -> None:
 
 IMPORT_COST = """
 import sys
-import dpr_components.retrievers.bm25
-from dpr_components.retrievers import BM25Retriever
+from haystack_integrations.components.retrievers.dpr import BM25Retriever
+BM25Retriever
 heavy = sorted({name.split(".")[0] for name in sys.modules} & {"faiss", "transformers", "sentence_transformers"})
 print(heavy)
 sys.exit(1 if heavy else 0)
@@ -199,29 +217,18 @@ def test_bm25_retriever_loads_neither_faiss_nor_transformers() -> None:
     assert done.returncode == 0, f"importing BM25Retriever loaded {done.stdout.strip()}\n{done.stderr[-2000:]}"
 
 
-def test_old_type_paths_load_nothing_until_used() -> None:
-    """Registering the old paths of a package face builds none of its classes."""
+def test_a_face_loads_nothing_until_a_class_is_used() -> None:
     check = (
-        "import sys; from haystack import component; import dpr_components.retrievers; "
-        "assert 'dpr_components.retrievers.DenseRetriever' in component.registry; "
-        "sys.exit(1 if 'dpr_components.retrievers.dense' in sys.modules else 0)"
+        "import sys; import haystack_integrations.components.retrievers.dpr as face; "
+        "sys.exit(1 if 'haystack_integrations.components.retrievers.dpr.dense_retriever' in sys.modules else 0)"
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_every_face_hands_out_the_classes_it_publishes() -> None:
-    from dpr_components.utils.published import FACES
-
-    published = {f"{face}.{name}" for face, names in FACES.items() for name in names}
-    assert set(DEFINED_AND_PUBLISHED.values()) | {STORE_PATHS[1]} == published
-    for face, names in FACES.items():
-        module = importlib.import_module(face)
-        assert sorted(module.__all__) == sorted(names) == dir(module)
-        for name in names:
-            cls = getattr(module, name)
-            assert cls.__module__ == face and cls.__name__ == name
-        stub = Path(module.__file__).with_suffix(".pyi").read_text(encoding="utf-8")
-        assert all(f"import {name} as {name}" in stub for name in names)
-        with pytest.raises(AttributeError, match="has no attribute"):
-            getattr(module, "NoSuchComponent")
+def test_the_migration_page_lists_every_removed_type_path() -> None:
+    page = (REPO / "docs" / "migration.md").read_text(encoding="utf-8")
+    missing = [
+        f"{old} -> {new}" for old, new in REMOVED_TYPE_PATHS.items() if f"`{old}`" not in page or f"`{new}`" not in page
+    ]
+    assert missing == []

@@ -14,14 +14,16 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
-from dpr_components.indexing.writer import PassageWriter
-from dpr_components.rankers import HybridRanker
-from dpr_components.rankers.passage_ranker import PassageRanker
-from dpr_components.readers import span_reader
-from dpr_components.readers.span_reader import SpanReader
-from dpr_components.retrievers import BM25Retriever, DenseRetriever
+import haystack_integrations.components.readers.dpr.span_reader as span_reader
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.components.writers.dpr.passage_writer import PassageWriter
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
 from tests.helpers.documents import lexical_and_semantic_store
 from tests.helpers.paths import PIPELINES

@@ -9,13 +9,16 @@ import pytest
 from haystack import Document, Pipeline
 
 from dpr_components.cli.main import main
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
-from dpr_components.embedders import PassageEmbedder, QuestionEmbedder
-from dpr_components.indexing.components import CorpusReader, DPRPassageSplitter
+from dpr_components.hybrid_fusion import rrf_scores
 from dpr_components.pipeline_files.loading import ALLOWED_MODULES, load_pipeline
-from dpr_components.rankers import HybridRanker
-from dpr_components.rankers.hybrid import rrf_scores
-from dpr_components.retrievers import BM25Retriever, DenseRetriever
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
+from haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter import DPRPassageSplitter
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.commands import eval_args, index_args
 from tests.helpers.documents import lexical_and_semantic_store
 from tests.helpers.paths import PIPELINES

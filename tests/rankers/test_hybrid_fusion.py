@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from dpr_components.document_stores import EmbeddedDocumentStore
 from dpr_components.evaluation.retrieval_metrics import first_hit_rank
 from dpr_components.hybrid_fusion import (
     fused_first_hit_rank,
@@ -19,7 +18,8 @@ from dpr_components.hybrid_fusion import (
     union_by_id,
     union_rowids,
 )
-from dpr_components.rankers.hybrid import HybridRanker
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 
 def test_union_is_the_dense_list_then_bm25_only_rows() -> None:

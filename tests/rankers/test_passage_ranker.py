@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from haystack import Document, Pipeline
 
-from dpr_components.rankers.passage_ranker import PassageRanker
 from dpr_components.readers.inputs import InputSettings, build_rows, tokenize_passage
 from dpr_components.readers.model import shared_reader
 from dpr_components.readers.plain_reader import PlainReader
 from dpr_components.readers.predict import input_relevance, reader_input, row_logits, row_relevance
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 from tests.helpers.corpora import SMALL_CORPUS
 from tests.helpers.paths import REPO
 
@@ -72,7 +72,7 @@ def test_round_trips_through_a_pipeline_file(tiny_reader_dir: Path) -> None:
     ranker = PassageRanker(model=str(tiny_reader_dir), top_k=2, max_length=192, stride=32, batch_size=8)
     pipeline.add_component("ranker", ranker)
     text = pipeline.dumps()
-    assert "haystack_integrations.components.rankers.dpr.PassageRanker" in text
+    assert "haystack_integrations.components.rankers.dpr.passage_ranker.PassageRanker" in text
     rebuilt = Pipeline.loads(text).get_component("ranker")
     assert isinstance(rebuilt, PassageRanker) and rebuilt.to_dict() == ranker.to_dict()
     assert rebuilt.input_settings.max_length == 192 and rebuilt.batch_size == 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from dpr_components.rankers import PassageRanker
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
 from tests.helpers.devices import CPU, assert_cpu_device_round_trips, assert_gpu_device_refused
 
 

@@ -37,8 +37,8 @@ from dpr_components.reader_training.model import reader_from_encoder
 from dpr_components.reader_training.train import ReaderTrainingSettings, train
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.model import load_reader
-from dpr_components.readers.span_reader import SpanReader
 from dpr_components.runs.run_log import read_log
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.reader_training import (
     PASSAGES,
     DictStore,

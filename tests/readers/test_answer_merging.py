@@ -12,7 +12,7 @@ from dpr_components.evaluation.answer_metrics import normalize_answer
 from dpr_components.readers.merging import merge_by_text
 from dpr_components.readers.no_answer import FEATURES
 from dpr_components.readers.predict import SpanPrediction
-from dpr_components.readers.span_reader import SpanReader
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

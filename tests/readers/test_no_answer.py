@@ -11,7 +11,7 @@ import pytest
 from haystack import Document
 
 from dpr_components.readers.no_answer import FEATURES, NoAnswerModel, fit_no_answer
-from dpr_components.readers.span_reader import SpanReader
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 
 PASSAGES = [
     Document(content="Hamlet is a tragedy written by William Shakespeare around 1600.", meta={"title": "Hamlet"}),

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from haystack import Document
 
-from dpr_components.rankers.passage_ranker import PassageRanker
-from dpr_components.readers.span_reader import SpanReader
+from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.paths import REPO
 
 pytest.importorskip("openvino")

@@ -17,7 +17,7 @@ from dpr_components.readers.inputs import InputSettings, build_rows, collate, to
 from dpr_components.readers.model import load_reader, reader_logits, shared_reader
 from dpr_components.readers.plain_reader import PlainReader, ReaderTokenizer, load_plain_reader
 from dpr_components.readers.selection import selection_logits
-from dpr_components.readers.span_reader import SpanReader
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.paths import REPO
 
 TEXTS = [
@@ -145,7 +145,7 @@ def test_cold_qa_run_does_not_import_transformers(tiny_reader_dir: Path) -> None
     code = (
         "import sys\n"
         "from haystack import Document\n"
-        "from dpr_components.readers.span_reader import SpanReader\n"
+        "from haystack_integrations.components.readers.dpr.span_reader import SpanReader\n"
         f"reader = SpanReader(model={str(tiny_reader_dir)!r}, top_k=2)\n"
         "reader.warm_up()\n"
         "reader.run('who wrote hamlet', [Document(content='Hamlet was written by Shakespeare.')])\n"

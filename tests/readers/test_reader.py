@@ -33,7 +33,6 @@ from dpr_components.readers.predict import (
     read,
     row_logits,
 )
-from dpr_components.readers.span_reader import SpanReader
 from dpr_components.readers.spans import (
     answer_char_spans,
     answer_token_spans,
@@ -43,6 +42,7 @@ from dpr_components.readers.spans import (
     token_span,
     windows,
 )
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.models import save_with_tokenizer, tiny_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -450,7 +450,7 @@ def test_component_serialisation_and_warm_up(tiny_reader_dir: Path) -> None:
     )
     data = reader.to_dict()
     assert data["init_parameters"]["rank_prior"] == 1.0
-    assert data["type"] == "haystack_integrations.components.readers.dpr.SpanReader"
+    assert data["type"] == "haystack_integrations.components.readers.dpr.span_reader.SpanReader"
     again = SpanReader.from_dict(data)
     assert again.to_dict() == data
     reader.warm_up()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from dpr_components.readers import SpanReader
+from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from tests.helpers.devices import CPU, assert_cpu_device_round_trips, assert_gpu_device_refused
 
 

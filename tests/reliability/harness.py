@@ -82,7 +82,7 @@ def assert_success(result: CliResult) -> None:
 
 def store_snapshot(path: Path) -> dict[str, Any]:
     """What a store holds, independent of its derived indexes: ids with a digest of each document."""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     store = EmbeddedDocumentStore(path=str(path), autosave=False)
     documents = store.filter_documents()

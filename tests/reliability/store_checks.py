@@ -20,7 +20,7 @@ def query_vectors(n: int = 4, seed: int = 7) -> list[list[float]]:
 
 def open_store(path: Path, **settings: Any) -> Any:
     """A handle on ``path`` with a backend of its own: no handle left from before shares its state."""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     gc.collect()  # handles are shared per folder while alive; start from the files
     return EmbeddedDocumentStore(path=str(path), **settings)

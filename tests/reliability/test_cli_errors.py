@@ -152,7 +152,7 @@ def test_search_waiting_for_a_lock_says_so(indexed_store: Path, caplog: pytest.L
     """A search starts while another process holds the store's lock: it says it waits, then answers"""
     import fcntl
 
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     holder = open(indexed_store / "store.lock", "ab")  # noqa: SIM115 - another open file description: as another process
     fcntl.flock(holder, fcntl.LOCK_EX)

@@ -122,7 +122,7 @@ def test_passage_too_long(tmp_path: Path, tiny_st_dir: Path) -> None:
 @pytest.mark.reliability(category="corpus files", expect="correct result")
 def test_crlf_corpus_with_blank_lines(tmp_path: Path, tiny_st_dir: Path) -> None:
     """A Windows (CRLF) corpus with blank lines between documents"""
-    from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes(

@@ -12,7 +12,7 @@ from haystack import Document
 from haystack.errors import FilterError
 from haystack.utils.filters import document_matches_filter
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.reliability.harness import PIPELINES, assert_clear_error, assert_success, cases, cli
 
 DOCUMENTS = [

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from dpr_components.indexing.components import CorpusReader
 from dpr_components.utils.input_files import HARD_LINKS_ENV, INPUT_ROOT_ENV, open_input_file
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
 from tests.reliability.harness import PIPELINES, assert_clear_error, cli
 
 SECRET = "the secret passage outside the root"

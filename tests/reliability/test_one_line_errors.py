@@ -77,10 +77,10 @@ def test_bundled_pair_where_one_model_is_needed() -> None:
 
 
 def _document_components(tiny_reader_dir: Path) -> dict[str, tuple[Any, dict[str, Any]]]:
-    from dpr_components.indexing.components import DPRPassageSplitter
-    from dpr_components.rankers import HybridRanker
-    from dpr_components.rankers.passage_ranker import PassageRanker
-    from dpr_components.readers.span_reader import SpanReader
+    from haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter import DPRPassageSplitter
+    from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+    from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
+    from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 
     reader = {"model": str(tiny_reader_dir), "precision": "fp32"}
     return {

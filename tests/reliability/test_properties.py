@@ -17,8 +17,8 @@ from haystack.utils.filters import document_matches_filter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
 from dpr_components.evaluation.questions import load_questions
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.reliability.harness import PIPELINES, CliResult, cli, store_snapshot
 
 BUDGET = settings(

@@ -133,8 +133,11 @@ def test_record_named_like_a_passage_in_a_corpus_file(tmp_path: Path, tiny_st_di
 def test_whole_document_in_a_store_indexed_before_the_rule(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """Open "Whole document" of Hamlet's first passage in a store that also holds a record hamlet#0 from before"""
     with monkeypatch.context() as older:  # an earlier version, which took any id
-        for module in ("corpus_records", "components"):
-            older.setattr(f"dpr_components.indexing.{module}.record_id_problem", lambda value: None)
+        for module in (
+            "dpr_components.indexing.corpus_records",
+            "haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter",
+        ):
+            older.setattr(f"{module}.record_id_problem", lambda value: None)
         assert _index(client, "hamlet#0").status_code == 200
     hamlet, old = (response.json() for response in _open(client, "hamlet#0", "hamlet#0#0"))
     assert hamlet["id"] == "hamlet"  # the passage's document, as the link means

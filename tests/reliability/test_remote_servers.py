@@ -26,7 +26,7 @@ connections: []
 
 ELASTICSEARCH_BM25 = """components:
   bm25:
-    type: haystack_integrations.components.retrievers.dpr.BM25Retriever
+    type: haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever
     init_parameters:
       top_k: 10
       document_store:

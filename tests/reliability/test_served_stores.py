@@ -21,7 +21,7 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-import dpr_components.document_stores.embedded as embedded_module
+import haystack_integrations.document_stores.dpr.document_store as embedded_module
 from dpr_components.serving.app import build_app
 from dpr_components.serving.security import ServerPolicy
 from dpr_components.serving.store_folders import StoreFolders
@@ -306,6 +306,22 @@ def test_store_of_another_passage_encoder(
         assert_http_error(found, 503, f"pipeline {pipeline} cannot be served", "another passage encoder")
     assert "bm25" not in status["unavailable"]
     assert client.post("/bm25/run", json={"query": "hamlet"}).status_code == 200
+
+
+@CLEAR
+def test_documents_of_a_pipeline_that_cannot_be_served(
+    tmp_path: Path, models: tuple[Path, Path, Path], small_corpus_file: Path
+) -> None:
+    """A user opens a whole document through a pipeline the server could not serve (?pipeline=dense)"""
+    from dpr_components.encoder_training.convert import to_dpr
+
+    pair = to_dpr(str(models[2]), tmp_path / "pair")
+    store = tmp_path / "pair_store"
+    assert_success(cli(*index_args(small_corpus_file, store, pair / "passage_encoder")))
+    client = _client(_pipelines(tmp_path, models, ("bm25", "dense")), store)
+    found = client.get("/documents/hamlet", params={"pipeline": "dense"})
+    assert_http_error(found, 503, "pipeline dense cannot be served", "another passage encoder")
+    assert client.get("/documents/hamlet", params={"pipeline": "bm25"}).status_code == 200
 
 
 @CORRECT

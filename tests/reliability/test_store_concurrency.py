@@ -28,7 +28,7 @@ import sys, time, pathlib
 import numpy as np
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 folder, name, batches, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), pathlib.Path(sys.argv[4])
 store = EmbeddedDocumentStore(path=folder)
 rng = np.random.default_rng(sum(map(ord, name)))
@@ -102,7 +102,7 @@ def test_long_lived_searcher_sees_another_process_writes(tmp_path: Path) -> None
     assert len(searcher.embedding_retrieval([1.0] * DIM, top_k=10)) == 1
     code = (
         "import numpy as np; from haystack import Document;"
-        "from dpr_components.document_stores.embedded import EmbeddedDocumentStore as S;"
+        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
         f"S(path={str(folder)!r}).write_documents([Document(id='zebra', content='a zebra gallops',"
         " embedding=np.random.default_rng(2).normal(size=8).tolist())])"
     )
@@ -122,7 +122,7 @@ def test_long_lived_writer_and_another_process(tmp_path: Path, record_property: 
     writer.write_documents([_doc(f"mine-{i}", f"mine {i}", i) for i in range(5)])
     code = (
         "import numpy as np; from haystack import Document;"
-        "from dpr_components.document_stores.embedded import EmbeddedDocumentStore as S;"
+        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
         f"S(path={str(folder)!r}).write_documents([Document(id=f'theirs-{{i}}', content='theirs',"
         " embedding=np.random.default_rng(50 + i).normal(size=8).tolist()) for i in range(5)])"
     )

@@ -10,7 +10,7 @@ import yaml
 from haystack import Document
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from dpr_components.indexing.writer import PassageWriter
+from haystack_integrations.components.writers.dpr.passage_writer import PassageWriter
 from tests.helpers.commands import index_args
 from tests.helpers.corpora import SMALL_CORPUS
 from tests.reliability.harness import (

@@ -13,11 +13,11 @@ NETWORK = pytest.mark.reliability(category="network components", expect="clear e
 
 BM25_COMPONENT = """
   bm25:
-    type: haystack_integrations.components.retrievers.dpr.BM25Retriever
+    type: haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever
     init_parameters:
       top_k: {top_k}
       document_store:
-        type: haystack_integrations.document_stores.dpr.EmbeddedDocumentStore
+        type: haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore
         init_parameters:
           path: {store}
 """
@@ -41,7 +41,7 @@ def _alias_bomb(levels: int = 9, width: int = 9) -> str:
     for level in range(1, levels + 1):
         lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * width) + "]")
     lines.append(
-        f"components: {{bomb: {{type: haystack_integrations.components.retrievers.dpr.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}"
+        f"components: {{bomb: {{type: haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever, init_parameters: {{filters: *l{levels}}}}}}}"
     )
     return "\n".join(lines) + "\n"
 
@@ -137,7 +137,7 @@ def test_connection_to_missing_component(tmp_path: Path, indexed_store: Path) ->
 @YAML
 def test_connection_socket_mismatch(tmp_path: Path, indexed_store: Path) -> None:
     """A connection between sockets that do not exist"""
-    extra = "  ranker:\n    type: haystack_integrations.components.rankers.dpr.HybridRanker\n    init_parameters: {mode: rrf}\n"
+    extra = "  ranker:\n    type: haystack_integrations.components.rankers.dpr.hybrid_ranker.HybridRanker\n    init_parameters: {mode: rrf}\n"
     path = _bm25_pipeline(
         tmp_path, indexed_store, extra=extra, connections="[{sender: bm25.nothing, receiver: ranker.bm25_documents}]"
     )
@@ -208,7 +208,7 @@ connections: []
 
 SECRET_IN_LOCAL_COMPONENT = """components:
   reader:
-    type: haystack_integrations.components.converters.dpr.CorpusReader
+    type: haystack_integrations.components.converters.dpr.corpus_reader.CorpusReader
     init_parameters:
       format: {type: env_var, env_vars: [HOME], strict: false}
 connections: []

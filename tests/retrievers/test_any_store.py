@@ -11,9 +11,10 @@ from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import FilterPolicy
 
-from dpr_components.embedders import PassageEmbedder
-from dpr_components.rankers import HybridRanker
-from dpr_components.retrievers import BM25Retriever, DenseRetriever
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
 
 PASSAGES = {
     "hamlet": "Hamlet is a tragedy written by William Shakespeare around 1600.",
@@ -163,7 +164,7 @@ def test_question_embedder_fits_haystacks_text_embedder_protocol(
     """Our E_Q takes ``text`` like Haystack's text embedders, so it feeds Haystack's own retriever."""
     from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
 
-    from dpr_components.embedders import QuestionEmbedder
+    from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 
     pipeline = Pipeline()
     pipeline.add_component("embedder", QuestionEmbedder(model=str(tiny_st_dir)))
@@ -182,7 +183,7 @@ def test_question_embedder_fits_haystacks_text_embedder_protocol(
 def test_return_embedding_on_ours_and_in_memory(
     embedded_store: InMemoryDocumentStore, tiny_st_dir: Path, tmp_path: Path
 ) -> None:
-    from dpr_components.document_stores import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     ours = EmbeddedDocumentStore(path=str(tmp_path / "store"))
     ours.write_documents(embedded_store.filter_documents())

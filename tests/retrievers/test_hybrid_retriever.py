@@ -10,11 +10,13 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from dpr_components.document_stores import EmbeddedDocumentStore
-from dpr_components.embedders import PassageEmbedder
-from dpr_components.rankers import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
-from dpr_components.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
+from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.components.retrievers.dpr.hybrid_retriever import HybridRetriever
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 WORDS = "river mountain honey bee zebra stripe king queen castle ocean island tragedy comedy war peace".split()
 QUESTIONS = ["honey bee river", "zebra stripe", "tragedy king castle", "ocean island peace war", "queen"]

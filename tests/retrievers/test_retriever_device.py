@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.document_stores import EmbeddedDocumentStore
-from dpr_components.retrievers import DenseRetriever, HybridRetriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+from haystack_integrations.components.retrievers.dpr.hybrid_retriever import HybridRetriever
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 from tests.helpers.devices import CPU, assert_cpu_device_round_trips, assert_gpu_device_refused
 
 RETRIEVERS = [DenseRetriever, HybridRetriever]

@@ -17,8 +17,6 @@ import yaml
 from hayhooks.server.utils.yaml_utils import get_inputs_outputs_from_yaml
 from haystack.core.serialization import allow_deserialization_module
 
-from dpr_components.encoder_training.component import DPRTrainer
-from dpr_components.indexing.components import CorpusReader
 from dpr_components.packaged import PIPELINES_DIR as PACKAGED_PIPELINES_DIR
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.serving.app import validation_detail
@@ -34,6 +32,8 @@ from dpr_components.serving.security import (
 )
 from dpr_components.serving.server import default_pipelines_dir
 from dpr_components.utils.input_files import INPUT_ROOT_ENV, check_input_path
+from haystack_integrations.components.converters.dpr.corpus_reader import CorpusReader
+from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
 from tests.helpers.corpora import write_two_training_examples
 from tests.helpers.serving import PIPELINES, served, server_environment, write_pipelines
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from haystack import Pipeline
 
-from dpr_components.encoder_training.component import DPRTrainer
 from dpr_components.serving.jobs import OUTPUT_KEY, TrainWrapper
+from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
 
 
 class _Jobs:

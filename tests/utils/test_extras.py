@@ -57,9 +57,12 @@ def test_an_unknown_module_is_not_installed() -> None:
 
 def test_pipeline_types_of_a_missing_extra_are_named_with_their_component(monkeypatch: pytest.MonkeyPatch) -> None:
     components = {
-        "reader": {"type": "haystack_integrations.components.readers.dpr.SpanReader", "init_parameters": {}},
+        "reader": {
+            "type": "haystack_integrations.components.readers.dpr.span_reader.SpanReader",
+            "init_parameters": {},
+        },
         "bm25": {
-            "type": "haystack_integrations.components.retrievers.dpr.BM25Retriever",
+            "type": "haystack_integrations.components.retrievers.dpr.bm25_retriever.BM25Retriever",
             "init_parameters": {"document_store": {"type": ES_STORE, "init_parameters": {"hosts": "http://x"}}},
         },
     }

@@ -237,9 +237,9 @@ def test_a_question_s_passages_are_read_on_the_read_threads(
 ) -> None:
     if not torch_threads_per_thread():
         pytest.skip("this torch build keeps one process-wide count")
-    from dpr_components.rankers.passage_ranker import PassageRanker
     from dpr_components.readers import predict
-    from dpr_components.readers.span_reader import SpanReader
+    from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
+    from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 
     counts: list[int] = []
     batched_forward = predict.batched_forward
@@ -310,8 +310,8 @@ def test_rankings_are_identical_with_and_without_the_settings(monkeypatch: pytes
 def test_dense_retriever_finds_the_same_documents(
     indexed_store: Path, tiny_st_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dpr_components.document_stores import EmbeddedDocumentStore
-    from dpr_components.retrievers import DenseRetriever
+    from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
+    from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
     retriever = DenseRetriever(document_store=EmbeddedDocumentStore(path=str(indexed_store)), model=str(tiny_st_dir))
     retriever.warm_up()

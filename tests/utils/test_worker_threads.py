@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dpr_components.retrievers import BM25Retriever
 from dpr_components.utils.worker_threads import async_twin
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
 
 
 class _Doubler:

@@ -1,5 +1,15 @@
-"""EmbeddedDocumentStore: SQLite documents with FAISS and BM25 indexes in one folder. Loaded on first use."""
+"""EmbeddedDocumentStore: SQLite documents with FAISS and BM25 indexes in one folder. Loads on first use."""
 
-from dpr_components.utils.published import lazy_face
+import sys
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__, __all__ = lazy_face(__name__)
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "document_store": ["EmbeddedDocumentStore"],
+}
+
+if TYPE_CHECKING:
+    from .document_store import EmbeddedDocumentStore as EmbeddedDocumentStore
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

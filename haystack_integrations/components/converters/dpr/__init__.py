@@ -1,5 +1,15 @@
-"""CorpusReader: a corpus file (JSON lines, TSV, DPR wiki split) as Haystack documents. Loaded on first use."""
+"""CorpusReader: a corpus file (JSON lines, TSV, DPR wiki split) as Haystack documents. Each class loads on first use."""
 
-from dpr_components.utils.published import lazy_face
+import sys
+from typing import TYPE_CHECKING
 
-__getattr__, __dir__, __all__ = lazy_face(__name__)
+from lazy_imports import LazyImporter
+
+_import_structure = {
+    "corpus_reader": ["CorpusReader"],
+}
+
+if TYPE_CHECKING:
+    from .corpus_reader import CorpusReader as CorpusReader
+else:
+    sys.modules[__name__] = LazyImporter(name=__name__, module_file=__file__, import_structure=_import_structure)

@@ -1,5 +1,7 @@
-"""PassageRanker: re-rank retrieved passages with a model that reads the question and each passage
-together (a cross-encoder), past the ceiling of any fusion of separately computed scores."""
+"""Orders documents by the relevance logit of a DPR reader's passage-selection head, which reads
+``[CLS] question [SEP] title [SEP] passage`` (long passages in windows; the best window counts).
+The reader's last layer is computed for [CLS] alone, all the head reads (the same logit, about a
+seventh less work: ``dpr_components/readers/selection.py``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from dpr_components.encoders.text_encoder import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.predict import input_relevance
 from dpr_components.readers.reading_component import ReadingComponent
-from dpr_components.utils.published import RANKERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
 from dpr_components.utils.validation import check_positive_int
 
@@ -23,7 +24,6 @@ RETRIEVAL_SCORE = "retrieval_score"
 
 
 @component
-@published_in(RANKERS)
 class PassageRanker(ReadingComponent):
     """Orders documents by the relevance logit of a DPR reader's passage-selection head, which reads
     ``[CLS] question [SEP] title [SEP] passage`` (long passages in windows; the best window counts).

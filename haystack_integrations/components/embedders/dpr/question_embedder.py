@@ -13,12 +13,10 @@ from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Backend, Pooling, Precision
 from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
-from dpr_components.utils.published import EMBEDDERS, published_in
 from dpr_components.utils.validation import check_query
 
 
 @component
-@published_in(EMBEDDERS)
 class QuestionEmbedder(EncoderComponent):
     """Encodes a question with the question encoder E_Q.
 

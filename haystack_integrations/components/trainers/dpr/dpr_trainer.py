@@ -1,6 +1,4 @@
-"""``DPRTrainer``: a Haystack component that trains a DPR bi-encoder and outputs the folder of
-the trained encoders (Hugging Face DPR layout), ready for ``DenseRetriever`` and
-``PassageEmbedder``."""
+"""Trains question and passage encoders (Karpukhin et al. 2020) on DPR-format data."""
 
 from __future__ import annotations
 
@@ -15,18 +13,15 @@ from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.input_files import check_input_path
-from dpr_components.utils.published import TRAINERS, published_in
 from dpr_components.utils.sources import resolve_data_source
-
-logger = logging.getLogger(__name__)
-
 
 # The training settings DPRTrainer takes as parameters of their own (the rest go in ``settings``).
 TRAINING_PARAMETERS = "model epochs batch_size negatives learning_rate similarity"
 
+logger = logging.getLogger(__name__)
+
 
 @component
-@published_in(TRAINERS)
 class DPRTrainer:
     """Trains question and passage encoders (Karpukhin et al. 2020) on DPR-format data.
 

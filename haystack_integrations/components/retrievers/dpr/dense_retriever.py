@@ -1,4 +1,4 @@
-"""DenseRetriever: DPR retrieval, E_Q(q)·E_P(p) over the passage vectors of any store with embedding retrieval."""
+"""DPR retrieval: encodes the question with E_Q and searches the passage vectors by inner product."""
 
 from __future__ import annotations
 
@@ -6,27 +6,25 @@ import asyncio
 import dataclasses
 from typing import Any, NamedTuple
 
-from haystack import Document, component, default_to_dict
+from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 from haystack.utils import ComponentDevice
 
-from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
-from dpr_components.embedders.question import QuestionEmbedder
 from dpr_components.encoders.pairing import (
     META_FIELD,
     check_pairing,
     expected_passage_digest,
 )
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.retrievers.question_retrievers import question_retriever_dict
 from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.search_backend import VectorSearch
-from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
+from dpr_components.store_access.serialization import from_dict_with_store
 from dpr_components.store_access.store_retriever import StoreRetriever
-from dpr_components.utils.devices import cpu_only_device, device_parameter
-from dpr_components.utils.init_parameters import init_parameters
-from dpr_components.utils.published import RETRIEVERS, published_in
+from dpr_components.utils.devices import cpu_only_device
 from dpr_components.utils.validation import check_positive_int, check_query
 from dpr_components.utils.worker_threads import async_twin
+from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 
 
 class _Search(NamedTuple):
@@ -44,21 +42,7 @@ class _Search(NamedTuple):
         return VectorSearch(query_embedding, self.top_k, self.filters, self.scale_score, self.return_embedding)
 
 
-def question_retriever_dict(retriever: Any, embedder: QuestionEmbedder, settings: str) -> dict[str, Any]:
-    """``to_dict`` of a retriever that encodes the question with ``embedder``: its store, the question
-    encoder's settings and device, its own space-separated ``settings`` and its filter policy."""
-    return default_to_dict(
-        retriever,
-        document_store=store_to_dict(retriever.document_store),
-        **init_parameters(embedder, QUERY_ENCODER_SETTINGS),
-        **init_parameters(retriever, settings),
-        filter_policy=retriever.filter_policy.value,
-        **device_parameter(embedder.device),
-    )
-
-
 @component
-@published_in(RETRIEVERS)
 class DenseRetriever(StoreRetriever):
     """DPR retrieval: encodes the question with E_Q and searches the passage vectors by inner product.
 
@@ -78,8 +62,8 @@ class DenseRetriever(StoreRetriever):
     ```python
     from haystack import Document
     from haystack.document_stores.in_memory import InMemoryDocumentStore
-    from dpr_components.embedders import PassageEmbedder
-    from dpr_components.retrievers import DenseRetriever
+    from haystack_integrations.components.embedders.dpr import PassageEmbedder
+    from haystack_integrations.components.retrievers.dpr import DenseRetriever
 
     store = InMemoryDocumentStore(embedding_similarity_function="dot_product")
     embedder = PassageEmbedder(model="bundled:all-MiniLM-L6-v2")

@@ -22,11 +22,9 @@ from dpr_components.encoders.text_encoder import (
 )
 from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
-from dpr_components.utils.published import EMBEDDERS, published_in
 
 
 @component
-@published_in(EMBEDDERS)
 class PassageEmbedder(EncoderComponent):
     """Encodes documents with the passage encoder E_P (title from ``meta[title_field]`` plus content).
 

@@ -1,12 +1,6 @@
-"""PassageWriter: writes the passages of re-indexed documents as a whole.
-
-``DPRPassageSplitter`` gives passage ``i`` of a document the id ``<document id>#<i>`` and
-``meta["document_id"]``. Writing passages one by one (Haystack's ``DocumentWriter``) keeps the
-old ``doc#2`` when a document shrinks to two passages, so a search still finds text the corpus
-no longer has. This writer replaces, for every document of the batch, its stored passages
-by the new ones: it writes them (overwriting) and then deletes the stored passages of those
-documents that the new set lacks. Written first, deleted second: a crash in between leaves a
-stale passage until the same command is run again, never a document without its passages."""
+"""Writes passages to any store with ``filter_documents``, ``delete_documents`` and
+``write_documents``; a document's passages replace all its previously stored ones.
+``run_async`` uses the store's ``*_async`` methods where it has them (else worker threads)."""
 
 from __future__ import annotations
 
@@ -17,15 +11,15 @@ from haystack.core.serialization import import_class_by_name
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from dpr_components.store_access.async_calls import call_store
-from dpr_components.utils.published import WRITERS, published_in
 from dpr_components.utils.validation import check_documents
 
-DOCUMENT_ID = "document_id"
 _IDS_PER_FILTER = 500  # bounded filters, for any store (Elasticsearch limits terms queries)
 
 
+DOCUMENT_ID = "document_id"
+
+
 @component
-@published_in(WRITERS)
 class PassageWriter:
     """Writes passages to any store with ``filter_documents``, ``delete_documents`` and
     ``write_documents``; a document's passages replace all its previously stored ones.
@@ -37,7 +31,7 @@ class PassageWriter:
 
     ```python
     from haystack import Document
-    from dpr_components.document_stores import EmbeddedDocumentStore
+    from haystack_integrations.document_stores.dpr import EmbeddedDocumentStore
 
     writer = PassageWriter(EmbeddedDocumentStore(path="indexes/example"))
     passage = Document(id="d1#0", content="Hamlet is a tragedy.", meta={"document_id": "d1"})

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from haystack import Document, default_to_dict
+from haystack import Document, default_from_dict, default_to_dict
 from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.document_stores.types import DuplicatePolicy
 
@@ -61,14 +60,10 @@ from dpr_components.document_stores.store_backend import (
 from dpr_components.hybrid_fusion import ScoredUnion, source_document_id
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.init_parameters import init_parameters, named_values
-from dpr_components.utils.published import DOCUMENT_STORES, published_in
 from dpr_components.utils.similarity import Similarity, canonical_similarity
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int, check_query
 from dpr_components.utils.vector_checks import unusable_rows, vector_problem
 from dpr_components.utils.worker_threads import in_worker_thread
-
-logger = logging.getLogger(__name__)
 
 # The init parameters kept as the store's settings (``StoreConfig`` fields of the same name), in to_dict's order.
 STORE_SETTINGS = (
@@ -77,7 +72,6 @@ STORE_SETTINGS = (
 )
 
 
-@published_in(DOCUMENT_STORES)
 class EmbeddedDocumentStore(MetadataQueries):
     """Documents in SQLite, vectors in FAISS (inner product, cosine or L2), a Lucene-style BM25 index.
 
@@ -212,7 +206,7 @@ class EmbeddedDocumentStore(MetadataQueries):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmbeddedDocumentStore:
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)
 
     # -- DocumentStore protocol ---------------------------------------------------------------
     def count_documents(self) -> int:

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from haystack import Document, component, default_to_dict
+from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
 from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.hybrid_fusion import ScoredUnion
-from dpr_components.rankers.hybrid import HybridRanker
 from dpr_components.rankers.hybrid_fit import union_from_lists
-from dpr_components.retrievers.bm25 import BM25Retriever
-from dpr_components.retrievers.dense import DenseRetriever, question_retriever_dict
+from dpr_components.retrievers.question_retrievers import question_retriever_dict
 from dpr_components.store_access.filter_settings import (
     effective_filters,
     parse_filter_policy,
 )
-from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
+from dpr_components.store_access.serialization import from_dict_with_store
 from dpr_components.utils.devices import cpu_only_device
-from dpr_components.utils.init_parameters import init_parameters, named_values
-from dpr_components.utils.published import RETRIEVERS, published_in
+from dpr_components.utils.init_parameters import named_values
 from dpr_components.utils.validation import (
     check_finite,
     check_positive_int,
     check_query,
 )
 from dpr_components.utils.worker_threads import in_worker_thread
+from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
+from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
+from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
 
 
 class _Request(NamedTuple):
@@ -40,7 +40,6 @@ class _Request(NamedTuple):
 
 
 @component
-@published_in(RETRIEVERS)
 class HybridRetriever:
     """BM25 and DPR retrieval fused as in the paper (Karpukhin et al. 2020, section 5.1): the union
     of both top-``candidates`` lists, every member scored ``BM25(q, p) + weight · sim(q, p)``
@@ -61,8 +60,8 @@ class HybridRetriever:
 
     Usage example:
     ```python
-    from dpr_components.document_stores import EmbeddedDocumentStore
-    from dpr_components.retrievers import HybridRetriever
+    from haystack_integrations.document_stores.dpr import EmbeddedDocumentStore
+    from haystack_integrations.components.retrievers.dpr import HybridRetriever
 
     retriever = HybridRetriever(
         EmbeddedDocumentStore(path="indexes/example"), model="bundled:dpr-minilm-multi/question_encoder", weight=31.6

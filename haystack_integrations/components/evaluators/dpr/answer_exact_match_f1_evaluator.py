@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from haystack import component, default_to_dict
+from haystack import component, default_from_dict, default_to_dict
 
 from dpr_components.evaluation.answer_metrics import exact_match, f1
 from dpr_components.evaluators.batch_checks import check_batch
-from dpr_components.utils.published import EVALUATORS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 
 
 @component
-@published_in(EVALUATORS)
 class AnswerExactMatchF1Evaluator:
     """SQuAD v1.1 exact match and token F1 of one predicted answer per question, each the
     maximum over that question's gold answers. A None or blank prediction scores 0.
@@ -75,4 +72,4 @@ class AnswerExactMatchF1Evaluator:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerExactMatchF1Evaluator:
         """Rebuild from :meth:`to_dict` output."""
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)

@@ -10,7 +10,6 @@ from haystack.document_stores.types import FilterPolicy
 from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.serialization import from_dict_with_store, store_to_dict
 from dpr_components.store_access.store_retriever import StoreRetriever
-from dpr_components.utils.published import RETRIEVERS, published_in
 from dpr_components.utils.validation import check_positive_int, check_query
 from dpr_components.utils.worker_threads import async_twin
 
@@ -19,7 +18,6 @@ _Arguments = tuple[str, int, dict[str, Any] | None, bool]
 
 
 @component
-@published_in(RETRIEVERS)
 class BM25Retriever(StoreRetriever):
     """Ranks documents by BM25 in any document store with BM25 retrieval: ``EmbeddedDocumentStore``
     (Lucene-style), ``ElasticsearchDocumentStore``, Haystack's ``InMemoryDocumentStore`` or any
@@ -33,7 +31,7 @@ class BM25Retriever(StoreRetriever):
     ```python
     from haystack.document_stores.in_memory import InMemoryDocumentStore
     from haystack import Document
-    from dpr_components.retrievers import BM25Retriever
+    from haystack_integrations.components.retrievers.dpr import BM25Retriever
 
     store = InMemoryDocumentStore()
     store.write_documents([Document(content="Paris is the capital of France.")])

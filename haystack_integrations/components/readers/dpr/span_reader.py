@@ -1,4 +1,4 @@
-"""SpanReader: DPR's extractive reader as a Haystack component."""
+"""Extracts answer spans from the top-k documents of a question (Karpukhin et al. 2020, section 6)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from dpr_components.readers.predict import (
 )
 from dpr_components.readers.reading_component import ReadingComponent
 from dpr_components.utils.init_parameters import named_values
-from dpr_components.utils.published import READERS, published_in
 from dpr_components.utils.threads import read_threads, torch_threads
 
 DEFAULT_READER = "bundled:reader-minilm"
@@ -47,7 +46,6 @@ def _dense_similarity(document: Document) -> float | None:
 
 
 @component
-@published_in(READERS)
 class SpanReader(ReadingComponent):
     """Extracts answer spans from the top-k documents of a question (Karpukhin et al. 2020, section 6).
 

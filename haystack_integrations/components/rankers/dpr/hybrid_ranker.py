@@ -1,23 +1,18 @@
-"""HybridRanker: fuse BM25 and dense results.
-
-Mode ``dpr`` is the DPR paper's hybrid (Karpukhin et al. 2020, section 5.1): take the union of
-both top-N lists and rank every document of it by ``BM25(q, p) + λ · sim(q, p)``, with both
-scores computed exactly for each document (a document found by one retriever only is scored
-by the other through the document store; the fusion rules are :mod:`dpr_components.hybrid_fusion`'s,
-shared with the store's own hybrid search). Mode ``rrf`` is reciprocal rank fusion
-(Cormack et al. 2009): ``Σ 1 / (k + rank)`` over the lists, no scores needed.
-"""
+"""Fuses ``bm25_documents`` and ``dense_documents`` into one ranking."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
-from haystack import Document, component, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict
 
 from dpr_components.hybrid_fusion import (
+    FusionMode,
+    Scores,
     fused_order,
     fused_scores,
+    rrf_scores,
     scores_or_zero,
     union_by_id,
 )
@@ -26,23 +21,8 @@ from dpr_components.store_access.search_backend import (
     search_backend,
 )
 from dpr_components.store_access.serialization import store_from_dict, store_to_dict
-from dpr_components.utils.published import RANKERS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_documents, check_finite, check_positive_int
 from dpr_components.utils.worker_threads import async_twin
-
-FusionMode = Literal["dpr", "rrf"]
-
-
-def rrf_scores(rankings: list[list[str]], k: int) -> dict[str, float]:
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-    return scores
-
-
-Scores = dict[str, tuple[float | None, float | None]]
 
 
 class _Fusion(NamedTuple):
@@ -59,7 +39,6 @@ class _Fusion(NamedTuple):
 
 
 @component
-@published_in(RANKERS)
 class HybridRanker:
     """Fuses ``bm25_documents`` and ``dense_documents`` into one ranking.
 
@@ -82,9 +61,9 @@ class HybridRanker:
     Usage example:
     ```python
     from haystack import Pipeline
-    from dpr_components.document_stores import EmbeddedDocumentStore
-    from dpr_components.rankers import HybridRanker
-    from dpr_components.retrievers import BM25Retriever, DenseRetriever
+    from haystack_integrations.document_stores.dpr import EmbeddedDocumentStore
+    from haystack_integrations.components.rankers.dpr import HybridRanker
+    from haystack_integrations.components.retrievers.dpr import BM25Retriever, DenseRetriever
 
     store = EmbeddedDocumentStore(path="indexes/example")
     pipeline = Pipeline()
@@ -139,7 +118,7 @@ class HybridRanker:
         params = data["init_parameters"]
         if params.get("document_store") is not None:
             params["document_store"] = store_from_dict(params["document_store"])
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from haystack import Document, component, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict
 
 from dpr_components.evaluation.answer_matching import MatchMode
 from dpr_components.evaluation.retrieval_metrics import (
@@ -21,13 +21,10 @@ from dpr_components.evaluation.retrieval_metrics import (
 )
 from dpr_components.evaluators.batch_checks import check_batch, check_gold_ids, passage_texts
 from dpr_components.hybrid_fusion import source_document_id
-from dpr_components.utils.published import EVALUATORS, published_in
-from dpr_components.utils.type_paths import from_dict_any_path
 from dpr_components.utils.validation import check_positive_int
 
 
 @component
-@published_in(EVALUATORS)
 class RetrievalAccuracyEvaluator:
     """DPR's top-k retrieval accuracy: a question counts at k if one of its first k documents
     contains a gold answer. Matching uses ``Document.content`` only, never ``meta["title"]``.
@@ -113,4 +110,4 @@ class RetrievalAccuracyEvaluator:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RetrievalAccuracyEvaluator:
         """Rebuild from :meth:`to_dict` output."""
-        return from_dict_any_path(cls, data)
+        return default_from_dict(cls, data)

@@ -1,2 +1,0 @@
-from dpr_components.embedders.passage import PassageEmbedder as PassageEmbedder
-from dpr_components.embedders.question import QuestionEmbedder as QuestionEmbedder

@@ -1,2 +1,0 @@
-from dpr_components.evaluators.answer_exact_match import AnswerExactMatchF1Evaluator as AnswerExactMatchF1Evaluator
-from dpr_components.evaluators.retrieval_accuracy import RetrievalAccuracyEvaluator as RetrievalAccuracyEvaluator

@@ -1,1 +1,0 @@
-from dpr_components.indexing.components import DPRPassageSplitter as DPRPassageSplitter

@@ -1,1 +1,0 @@
-from dpr_components.readers.span_reader import SpanReader as SpanReader

@@ -1,1 +1,0 @@
-from dpr_components.encoder_training.component import DPRTrainer as DPRTrainer

@@ -1,1 +1,0 @@
-from dpr_components.indexing.writer import PassageWriter as PassageWriter

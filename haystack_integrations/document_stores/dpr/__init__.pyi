@@ -1,1 +1,0 @@
-from dpr_components.document_stores.embedded import EmbeddedDocumentStore as EmbeddedDocumentStore
