@@ -22,7 +22,7 @@ from dpr_components.encoder_training.convert import (
     to_dpr,
     to_sentence_transformers,
 )
-from dpr_components.encoders.text_encoder import EncoderLoadError
+from dpr_components.encoders.model_layout import EncoderLoadError
 from training.command import print_outcome
 
 

@@ -29,8 +29,9 @@ from tqdm.auto import tqdm
 from dpr_components.encoder_training.frozen_passages import check_same_vectors
 from dpr_components.encoder_training.negatives import bm25_for, load_corpus_passages
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.pairing import encoder_models
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.intervals import score_interval
 from dpr_components.evaluation.pipeline_eval import with_gold_ids
 from dpr_components.evaluation.questions import QAExample, load_questions

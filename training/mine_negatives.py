@@ -42,7 +42,7 @@ from dpr_components.encoder_training.negatives import (
     mine_to_file,
 )
 from dpr_components.encoder_training.selection_split import partition, split_for_source
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.utils.settings import cache_dir
 from dpr_components.utils.sources import resolve_data_source
 

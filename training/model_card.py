@@ -1,7 +1,7 @@
 """Write the model card (README.md) of a committed reader from its training run and benchmark.
 
     python -m training.model_card --model models/reader-minilm --run runs/reader-minilm \\
-        --benchmark docs/benchmarks/reader.json
+        --benchmark docs/benchmarks/reader/reader.json
 
 Every number in the card is read from the run folder (``command.txt``, ``data.json``), the
 model's ``reader_info.json`` and the benchmark result, so the card never disagrees with them."""
@@ -19,7 +19,7 @@ from dpr_components.runs.run_log import read_log
 from dpr_components.utils.atomic_files import atomic_write_text
 from training.reader_record import training_cost
 
-BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader.md"
+BENCHMARK_COMMAND_DOC = "docs/benchmarks/reader/reader.md"
 
 # the recipes are the source repository's: a card travels with the installed model, its recipes do not
 RECIPES_NOTE = (
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="models/reader-minilm", help="the committed reader folder")
     parser.add_argument("--run", default="runs/reader-minilm", help="its training run folder")
-    parser.add_argument("--benchmark", default="docs/benchmarks/reader.json")
+    parser.add_argument("--benchmark", default="docs/benchmarks/reader/reader.json")
     args = parser.parse_args(argv)
     card = render(Path(args.model), Path(args.run), read_json(Path(args.benchmark)))
     atomic_write_text(Path(args.model) / "README.md", card)

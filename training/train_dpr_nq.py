@@ -44,7 +44,7 @@ from dpr_components.encoder_training.launch import TrainingInputs, train_from_fi
 from dpr_components.encoder_training.negatives import NegativeMiningSettings
 from dpr_components.encoder_training.selection_split import NQ_SELECTION, split_for_source
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.threads import thread_count_option

@@ -43,7 +43,8 @@ import torch
 
 from dpr_components.encoder_training.gold_documents import POOL, gold_ids, pool_ids
 from dpr_components.encoder_training.selection_split import partition, split_for_source
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, bf16_enabled
+from dpr_components.encoders.bf16_probe import bf16_enabled
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.reader_training.data import (
     Kind,
     MinedQuestion,

@@ -6,7 +6,7 @@ engine runs in its own process, so build time, single-thread queries/s and peak 
 own. Run from the repository root:
 
     python -m benchmarks.bm25.bm25_benchmark
-    python -m benchmarks.bm25.bm25_benchmark --from-json   # re-render docs/benchmarks/bm25.md, measure nothing
+    python -m benchmarks.bm25.bm25_benchmark --from-json   # re-render docs/benchmarks/bm25/bm25.md, measure nothing
 
 Lucene needs ``bash benchmarks/bm25/setup_pyserini.sh`` first (or pass ``--skip-lucene``). The JSON keeps
 each engine's first-hit rank per question, from which the report draws its intervals."""
@@ -132,7 +132,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=None, help="default: dpr_components.utils.settings.data_dir()")
     parser.add_argument("--work-dir", type=Path, default=None, help="default: <cache dir>/bm25_benchmark")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "bm25.md",
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "bm25" / "bm25.md",
                         help="Markdown report; the JSON goes next to it with a .json suffix")  # fmt: skip
     parser.add_argument("--subset-passages", type=int, default=10_000, help="passages for the InMemory comparison")
     parser.add_argument("--subset-questions", type=int, default=500, help="questions for the InMemory comparison")

@@ -33,7 +33,7 @@ from dpr_components.evaluation.tables import table_header
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.settings import data_dir
 
-OUT = REPO_ROOT / "docs" / "benchmarks" / "bm25_incremental.md"
+OUT = REPO_ROOT / "docs" / "benchmarks" / "bm25" / "bm25_incremental.md"
 
 
 def synthetic_passages(count: int, seed: int = 0) -> list[tuple[str, str]]:

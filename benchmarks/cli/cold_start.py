@@ -5,7 +5,7 @@ Each repeat starts fresh processes, one after the other: ``python -c "import hay
 ``haystack --help``, and the whole ``haystack run qa --store STORE -q QUESTION --top-k 1``. One more
 process loads the pipeline, answers the question once to warm up, then times it again ``--warm``
 times (the warm query). The target: a cold ``haystack run qa`` within 1.5 times the median import plus
-the median warm query. Writes docs/benchmarks/cold_start.md/json.
+the median warm query. Writes docs/benchmarks/cli/cold_start.md/json.
 
     python -m benchmarks.cli.cold_start --store indexes/example
 """
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="indexes/example", help="an indexed store (haystack run index)")
     parser.add_argument("--repeats", type=int, default=7, help="fresh processes of each kind")
     parser.add_argument("--warm", type=int, default=20, help="timed warm queries")
-    parser.add_argument("--out", default="docs/benchmarks/cold_start", help="report path without suffix")
+    parser.add_argument("--out", default="docs/benchmarks/cli/cold_start", help="report path without suffix")
     args = parser.parse_args(argv)
     summary = {
         **measure(args.store, args.repeats, args.warm),

@@ -4,7 +4,7 @@ Each repeat starts fresh processes: the whole command (wall and CPU time), then 
 times each phase the command goes through (imports, question-encoder load, first encoding, store
 opening with the first BM25 and dense searches, the hybrid search, the garbage collection before
 exit, the interpreter's shutdown), so the total can be split.
-Writes docs/benchmarks/first_answer.md/json.
+Writes docs/benchmarks/cli/first_answer.md/json.
 
     python -m benchmarks.cli.first_answer --store indexes/pool
 """
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default="docs/benchmarks/first_answer")
+    parser.add_argument("--out", default="docs/benchmarks/cli/first_answer")
     return parser
 
 

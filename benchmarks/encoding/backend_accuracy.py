@@ -2,14 +2,14 @@
 kept precision (top-1/5/20 within 0.2 points of fp32 on nq/dev and squad/dev).
 
 Each input is a ``python -m training.evaluate`` result (the whole pool, answer matching); the
-first is the reference. Writes docs/benchmarks/backend_accuracy.{md,json}:
+first is the reference. Writes docs/benchmarks/encoding/backend_accuracy.{md,json}:
 
     python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl \\
-        --precision fp32 --passage-backend openvino --out docs/benchmarks/backend_accuracy_runs/fp32-openvino.json
+        --precision fp32 --passage-backend openvino --out docs/benchmarks/encoding/backend_accuracy_runs/fp32-openvino.json
     (the same with --precision auto --passage-backend openvino: auto-openvino.json, and with
     --precision auto alone: auto-torch.json)
-    python -m benchmarks.encoding.backend_accuracy docs/benchmarks/backend_accuracy_runs/fp32-openvino.json \\
-        docs/benchmarks/backend_accuracy_runs/auto-openvino.json docs/benchmarks/backend_accuracy_runs/auto-torch.json
+    python -m benchmarks.encoding.backend_accuracy docs/benchmarks/encoding/backend_accuracy_runs/fp32-openvino.json \\
+        docs/benchmarks/encoding/backend_accuracy_runs/auto-openvino.json docs/benchmarks/encoding/backend_accuracy_runs/auto-torch.json
 """
 
 from __future__ import annotations
@@ -81,11 +81,11 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
             "",
             "Zero-shot all-MiniLM-L6-v2 over the 55,350-passage pool, exact inner-product search, answer matching; "
             f"the question side runs on torch at the same precision. Δ: points against the first row's system ({reference}), "
-            f"whose fp32 vectors match torch fp32's to cosine 1.00000 (docs/benchmarks/backends.md). A precision is kept when "
+            f"whose fp32 vectors match torch fp32's to cosine 1.00000 (docs/benchmarks/encoding/backends.md). A precision is kept when "
             f"every Δ is within {BOUND}. *Pool vectors*: seconds to encode the 55,350 passages (2 threads), "
             "or to read them back from the embedding cache when an earlier run made them. Each row comes from "
             "`python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl "
-            "--precision P [--passage-backend openvino] --out docs/benchmarks/backend_accuracy_runs/NAME.json`.",
+            "--precision P [--passage-backend openvino] --out docs/benchmarks/encoding/backend_accuracy_runs/NAME.json`.",
             "",
             *markdown_table(header, body, "ll" + "r" * (2 * len(KS)) + "lr"),
             "",
@@ -97,7 +97,7 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="+", help="training.evaluate result files; the first is the reference")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "encoding")
     args = parser.parse_args(argv)
     results = [json.loads(Path(path).read_text(encoding="utf-8")) for path in args.results]
     rows = comparison(results)

@@ -19,8 +19,8 @@ feed-forward product (the one whose input, after GELU, has the widest range) unq
 ``--isa avx2`` limits oneDNN and MKL to AVX2 (no AVX-512, no native bf16 or VNNI): what an
 AVX2-only CPU runs. It is set before torch or OpenVINO load (the benchmark starts itself again).
 
-    python -m benchmarks.encoding.backends                  # docs/benchmarks/backends.{md,json}
-    python -m benchmarks.encoding.backends --isa avx2       # docs/benchmarks/backends_avx2.{md,json}
+    python -m benchmarks.encoding.backends                  # docs/benchmarks/encoding/backends.{md,json}
+    python -m benchmarks.encoding.backends --isa avx2       # docs/benchmarks/encoding/backends_avx2.{md,json}
     python -m benchmarks.encoding.backends --passages 200 --repeats 1 --out-dir /tmp/backends
 """
 
@@ -54,6 +54,10 @@ from benchmarks.encoding.limit import (
     padded_lengths,
     sample_passages,
 )
+from dpr_components.encoders.bf16_probe import bf16_supported
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import resolve_model_path
 from dpr_components.encoders.openvino_model import INPUT_NAMES as INPUTS
 from dpr_components.encoders.openvino_model import (
     HiddenStates,
@@ -61,13 +65,7 @@ from dpr_components.encoders.openvino_model import (
     OpenVINOEncoderModel,
     convert_to_openvino,
 )
-from dpr_components.encoders.text_encoder import (
-    BUNDLED_MINILM,
-    EncoderSettings,
-    TextEncoder,
-    bf16_supported,
-    resolve_model_path,
-)
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
 
@@ -321,7 +319,7 @@ def render(summary: dict[str, Any], command: str) -> str:
         "",
         "Cosine: each passage's vector against torch fp32's. The project keeps a precision only when the "
         "cosine is at least 0.999 and top-1/5/20 on nq/dev and squad/dev over the full pool stay within 0.2 "
-        "of fp32 (docs/benchmarks/encoding.md). *21M passages*: hours for DPR's 21,015,324 Wikipedia passages "
+        "of fp32 (docs/benchmarks/encoding/encoding.md). *21M passages*: hours for DPR's 21,015,324 Wikipedia passages "
         "on this machine at this rate (their lengths differ from the pool's a little).",
         "",
         *produced_by(command),
@@ -340,7 +338,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gemm-seconds", type=float, default=1.0)
     parser.add_argument("--isa", choices=["native", "avx2"], default="native")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "encoding")
     parser.add_argument(
         "--from-json", action="store_true", help="render the report again from its JSON, measure nothing"
     )

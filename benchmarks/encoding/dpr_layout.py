@@ -6,7 +6,7 @@ folder) and its passage encoder timed on 1,000 pool passages: ``backend="auto"``
 (precision auto) and torch fp32, the reference of the cosines; beside them the bundled folder itself
 on ``backend="auto"``, the same network in its own layout. The systems take turns ``--chunk`` passages
 at a time in a rotating order (``benchmarks.encoding.backends.measure``). Writes
-docs/benchmarks/dpr_layout.{md,json}.
+docs/benchmarks/encoding/dpr_layout.{md,json}.
 
     python -m benchmarks.encoding.dpr_layout
 """
@@ -27,8 +27,10 @@ from benchmarks.encoding.backends import measure
 from benchmarks.encoding.encoding_benchmark import cosine_stats
 from benchmarks.encoding.limit import backend_label, computes_in, machine, sample_passages
 from dpr_components.encoder_training.convert import to_dpr
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.pairing import PASSAGE_DIR
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
 
@@ -115,7 +117,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "dpr_layout")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "encoding" / "dpr_layout")
     parser.add_argument("--from-json", action="store_true", help="render the report again from its JSON")
     return parser.parse_args(argv)
 

@@ -9,7 +9,8 @@ import argparse
 import time
 
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.utils.settings import cache_dir
 

@@ -9,7 +9,7 @@ repeat, so machine noise hits all of them alike; medians are reported. A retriev
 compares top-k accuracy of fp32 and precision auto on NQ dev questions over a small pool slice
 (their gold passages plus random others). Run from the repository root:
 
-    python -m benchmarks.encoding.encoding_benchmark            # writes docs/benchmarks/encoding.{md,json}
+    python -m benchmarks.encoding.encoding_benchmark            # writes docs/benchmarks/encoding/encoding.{md,json}
     python -m benchmarks.encoding.encoding_benchmark --quick    # smoke run, writes under the cache folder
 """
 
@@ -29,12 +29,10 @@ import torch
 
 from benchmarks.common import cpu_name, log
 from benchmarks.encoding.encoding_report import render_markdown
-from dpr_components.encoders.text_encoder import (
-    EncoderSettings,
-    TextEncoder,
-    bf16_supported,
-    resolve_model_path,
-)
+from dpr_components.encoders.bf16_probe import bf16_supported
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import resolve_model_path
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.pool import pool_passages, pool_path
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.evaluation.retrieval_metrics import evaluate_retrieval
@@ -221,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--retrieval-others", type=int, default=3000, help="random pool passages beside the gold ones")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; output goes to the cache folder")
     parser.add_argument(
-        "--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)"
+        "--out-dir", type=Path, default=None, help="default docs/benchmarks/encoding (cache folder with --quick)"
     )
     return parser
 
@@ -316,7 +314,9 @@ def main() -> None:
     if args.quick:
         args.passages, args.repeats, args.questions = 128, 1, 20
         args.retrieval_questions, args.retrieval_others = 20, 100
-    out_dir = args.out_dir or (cache_dir() / "encoding_benchmark_quick" if args.quick else Path("docs/benchmarks"))
+    out_dir = args.out_dir or (
+        cache_dir() / "encoding_benchmark_quick" if args.quick else Path("docs/benchmarks/encoding")
+    )
     report = measure(args)
     command = " ".join(["python -m benchmarks.encoding.encoding_benchmark", *sys.argv[1:]])
     atomic_write_text(out_dir / "encoding.json", json.dumps(report, indent=2) + "\n")

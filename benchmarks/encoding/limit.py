@@ -22,7 +22,7 @@ against the machine's attainable one.
    counters split its nodes' time (GEMMs, attention, other operations; the top node types are kept
    in the JSON), the rest (Python, batching, pooling); and the padding.
 
-Run from the repository root (writes docs/benchmarks/limit.{md,json}):
+Run from the repository root (writes docs/benchmarks/encoding/limit.{md,json}):
 
     python -m benchmarks.encoding.limit
     python -m benchmarks.encoding.limit --threads 1 --passages 200 --seconds 1 --out-dir /tmp/limit
@@ -46,16 +46,12 @@ from typing import Any
 import torch
 
 from benchmarks.common import command_line, cpu_name, log, set_threads, timed, write_report
+from dpr_components.encoders.bf16_probe import bf16_supported
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import EncoderSettings, Precision
+from dpr_components.encoders.model_layout import ModelLayout
 from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, native_precision
-from dpr_components.encoders.text_encoder import (
-    BUCKET_BATCHES,
-    BUNDLED_MINILM,
-    EncoderSettings,
-    ModelLayout,
-    Precision,
-    TextEncoder,
-    bf16_supported,
-)
+from dpr_components.encoders.text_encoder import BUCKET_BATCHES, TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.indexing.passages import Passage, split_documents
@@ -804,7 +800,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=3.0, help="time budget per GEMM shape (default: 3)")
     parser.add_argument("--gemm-tokens", type=int, default=64 * 128, help="M of the encoder-shaped GEMMs")
     parser.add_argument("--square", type=int, default=2048, help="side of the square GEMM (default: 2048)")
-    parser.add_argument("--out-dir", type=Path, default=Path("docs/benchmarks"))
+    parser.add_argument("--out-dir", type=Path, default=Path("docs/benchmarks/encoding"))
     return parser.parse_args(argv)
 
 

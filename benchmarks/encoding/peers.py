@@ -12,8 +12,8 @@ default and our torch path against each system, each system's cosine to our torc
 passage, whether it keeps the accuracy bound (every passage at cosine >= 0.999), and the fastest peer
 that keeps it ("ST best exact").
 
-    python -m benchmarks.encoding.peers                    # docs/benchmarks/peers.{md,json}
-    python -m benchmarks.encoding.peers --isa avx2         # docs/benchmarks/peers_avx2.{md,json}
+    python -m benchmarks.encoding.peers                    # docs/benchmarks/encoding/peers.{md,json}
+    python -m benchmarks.encoding.peers --isa avx2         # docs/benchmarks/encoding/peers_avx2.{md,json}
     python -m benchmarks.encoding.peers --passages 200 --repeats 1 --out-dir /tmp/peers
 """
 
@@ -39,7 +39,10 @@ from benchmarks.encoding import peer_env
 from benchmarks.encoding.backends import measure, rerun_under_isa
 from benchmarks.encoding.encoding_benchmark import cosine_stats
 from benchmarks.encoding.limit import backend_label, computes_in, machine, sample_passages
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder, resolve_model_path
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import resolve_model_path
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
 from dpr_components.evaluation.templates import fill_template, sibling_template
@@ -48,7 +51,7 @@ from dpr_components.utils.threads import ENCODE_THREADS_ENV
 
 MODULE = "benchmarks.encoding.peers"
 WORKER = Path(__file__).with_name("peer_worker.py")
-BOUND = 0.999  # every passage's cosine to fp32, as the project keeps a precision (docs/benchmarks/encoding.md)
+BOUND = 0.999  # every passage's cosine to fp32, as the project keeps a precision (docs/benchmarks/encoding/encoding.md)
 GOAL = 1.5  # our default against the fastest exact peer
 DEFAULT_PASSAGES, DEFAULT_REPEATS = 1000, 2
 OURS_DEFAULT, OURS_TORCH, OURS_OPENVINO, OURS_FP32 = "ours default", "ours torch", "ours OpenVINO", "ours torch fp32"
@@ -431,7 +434,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--peer-python", type=Path, default=None, help="default: the peer environment's, made if needed"
     )
     parser.add_argument("--exports", type=Path, default=cache_dir() / "peer_exports", help="ONNX/OpenVINO exports")
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "encoding")
     parser.add_argument("--from-json", action="store_true", help="render the report again from its JSON")
     return parser.parse_args(argv)
 

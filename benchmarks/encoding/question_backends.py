@@ -5,7 +5,7 @@ answering one question, a server's first request) plus a few milliseconds per qu
 end: ``--repeats`` fresh processes (taking turns) each time importing the embedder, loading it and
 encoding one question; then one process holding both encoders times every question on each, the
 back ends taking turns question by question. The break-even is the number of questions after which
-the back end with the slower start has caught up. Writes docs/benchmarks/question_backends.{md,json}.
+the back end with the slower start has caught up. Writes docs/benchmarks/encoding/question_backends.{md,json}.
 
     python -m benchmarks.encoding.question_backends --questions data/selection/nq-train-selection.jsonl
 """
@@ -125,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--questions", help="a question file (JSONL with 'question'); needed unless --from-json")
     parser.add_argument("--limit", type=int, default=200, help="questions timed per back end")
     parser.add_argument("--repeats", type=int, default=5, help="fresh processes per back end")
-    parser.add_argument("--out", default="docs/benchmarks/question_backends", help="report path without suffix")
+    parser.add_argument(
+        "--out", default="docs/benchmarks/encoding/question_backends", help="report path without suffix"
+    )
     parser.add_argument(
         "--from-json", action="store_true", help="render the report again from its JSON, measure nothing"
     )

@@ -10,7 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, EncoderSettings, TextEncoder
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 
 
 def passages(corpus: Path) -> tuple[list[str], list[str | None]]:

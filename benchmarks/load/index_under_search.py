@@ -254,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each round and phase (default: 30)")
     parser.add_argument("--rounds", type=int, default=2, help="mixed rounds per server (default: 2)")
     parser.add_argument("--query-threads", type=int, default=1, help="the servers' --query-threads (default: 1)")
-    parser.add_argument("--out", default="docs/benchmarks/index_under_search", help="report path without suffix")
+    parser.add_argument("--out", default="docs/benchmarks/load/index_under_search", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     return parser
 

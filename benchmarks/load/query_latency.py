@@ -67,7 +67,7 @@ def build_store(args: argparse.Namespace, work: Path) -> Path:
     if args.store:
         return Path(args.store)
     if args.pool:
-        from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+        from dpr_components.encoders.bundled import BUNDLED_MINILM
         from dpr_components.evaluation.pool import pool_store
         from dpr_components.utils.settings import cache_dir, data_dir
 
@@ -436,7 +436,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--load-threads", type=int, default=2, help="torch threads of each (default: 2)")
     parser.add_argument("--store", help="an existing store indexed with pipelines/index.yml's passage encoder")
     parser.add_argument("--pool", action="store_true", help="the shared pool of $DPR_DATA_DIR (built on first use)")
-    parser.add_argument("--out", default="docs/benchmarks/load", help="report path without suffix")
+    parser.add_argument("--out", default="docs/benchmarks/load/load", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     parser.add_argument("--in-process-json", type=Path, help=argparse.SUPPRESS)  # a child's (a) and (b)
     return parser

@@ -250,7 +250,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the servers' {RELEASE_SECONDS_ENV}: seconds between releases of freed memory, 0 never "
         f"(default: {DEFAULT_RELEASE_SECONDS}, the server's own)",
     )
-    parser.add_argument("--out", default="docs/benchmarks/server_memory", help="report path without suffix")
+    parser.add_argument("--out", default="docs/benchmarks/load/server_memory", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     return parser
 

@@ -6,11 +6,11 @@ candidates, end to end (EM/F1 and ms per question at 1 and 2 threads), cold star
 Indexing and cold starts run in fresh processes (``native_worker.py``); the rest in this one, system after
 system for each question, the order turning from question to question. Haystack's store is the one its
 indexing wrote (``save_to_disk``), read back. Needs the ``[interop]`` extra. Writes
-docs/benchmarks/haystack_native.{md,json}.
+docs/benchmarks/peers/haystack_native.{md,json}.
 
     python -m benchmarks.peers.haystack_native --store indexes/pool --limit 250
     python -m benchmarks.peers.haystack_native --store indexes/pool --questions nq/dev.jsonl,squad/dev.jsonl \\
-        --limit 500 --out docs/benchmarks/haystack_native_dev
+        --limit 500 --out docs/benchmarks/peers/haystack_native_dev
 """
 
 from __future__ import annotations
@@ -410,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--index-threads", type=int, default=2)
     parser.add_argument("--cold-repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, help="folder for exports and stores (default: a temporary one)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "haystack_native")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "peers" / "haystack_native")
     parser.add_argument("--from-json", action="store_true", help="render the page again from its JSON")
     return parser
 

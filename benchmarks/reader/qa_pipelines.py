@@ -8,7 +8,7 @@ as ``haystack eval`` does. NQ train's answers are long spans: only its questions
 most five words are asked (NQ-open's rule, as training/fit_qa_rerank.py does). The budget: the best
 exact match whose median stays within ``--budget-ms`` per question on two threads (of equal exact
 matches, the fastest). Writes
-docs/benchmarks/qa_pipelines.{md,json}.
+docs/benchmarks/reader/qa_pipelines.{md,json}.
 
     python -m benchmarks.reader.qa_pipelines --store indexes/pool --limit 250 \\
         --pipeline qa --pipeline qa_rerank
@@ -182,13 +182,13 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def pipeline_parser(description: str, report: str) -> argparse.ArgumentParser:
-    """The options every pipeline benchmark here takes; ``report``: the name of its page under docs/benchmarks."""
+    """The options every pipeline benchmark here takes; ``report``: the name of its page under docs/benchmarks/reader."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--store", default="indexes/pool")
     parser.add_argument("--questions", default=SELECTION, help="comma-separated question files")
     parser.add_argument("--limit", type=int, default=250, help="questions per file")
     parser.add_argument("--pipeline", dest="variants", type=parse_variant, action="append", help="repeatable")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / report)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "reader" / report)
     parser.add_argument("--from-json", action="store_true", help="render the report again from its JSON")
     return parser
 

@@ -3,7 +3,7 @@
 The questions' passages come from ``pipelines/search_rerank.yml``'s hybrid over the pool store
 (retrieved once, untimed); then each model and input length re-ranks each question's passages,
 the systems taking turns question by question, after a warm-up. Writes
-docs/benchmarks/ranker_latency.{md,json}.
+docs/benchmarks/reader/ranker_latency.{md,json}.
 
     python -m benchmarks.reader.ranker_latency --store indexes/pool \\
         --ranker bundled:reader-minilm:256 --ranker bundled:ranker-minilm:192 --backends torch,openvino --one-batch --full-forward
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also time each torch ranker running the reader's whole forward instead of [CLS] alone in its last layer",
     )
-    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "reader")
     return parser
 
 

@@ -1,8 +1,8 @@
 """Reader quality and latency: SQuAD dev with the gold passage, NQ (and SQuAD) dev end to end, qa pipeline latency.
 
-    python -m benchmarks.reader.reader_benchmark --model models/reader-minilm     # writes docs/benchmarks/reader.{md,json}
+    python -m benchmarks.reader.reader_benchmark --model models/reader-minilm     # writes docs/benchmarks/reader/reader.{md,json}
     python -m benchmarks.reader.reader_benchmark --model runs/reader-minilm/export --limit 20 --out runs/reader-bench
-    python -m benchmarks.reader.reader_benchmark --from-json    # re-render docs/benchmarks/reader.md from its JSON
+    python -m benchmarks.reader.reader_benchmark --from-json    # re-render docs/benchmarks/reader/reader.md from its JSON
 
 (a) SQuAD dev (``squad/dev.jsonl``): the reader reads only the question's gold paragraph; EM/F1.
 (b) NQ dev (``nq/dev.jsonl``) over the full 55,350-passage pool: the top k ∈ {1, 5, 10, 20}
@@ -35,7 +35,7 @@ from haystack import Document
 from tqdm.auto import tqdm
 
 from benchmarks.common import cpu_name, latency_ms, log
-from dpr_components.encoders.text_encoder import bf16_enabled
+from dpr_components.encoders.bf16_probe import bf16_enabled
 from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.evaluation.answer_metrics import exact_match
 from dpr_components.evaluation.intervals import wilson_interval
@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=500,
         help="first N squad/dev questions also run end to end (0: none), a second question style",
     )
-    parser.add_argument("--out", default="docs/benchmarks")
+    parser.add_argument("--out", default="docs/benchmarks/reader")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument(
         "--render-only",

@@ -2,7 +2,7 @@
 nq/dev end to end with `pipelines/qa_fast.yml`'s hybrid top 10 and answer ranking.
 
     python -m benchmarks.reader.reader_decoding --model models/reader-minilm --store indexes/pool
-        # writes docs/benchmarks/reader_decoding.{md,json}
+        # writes docs/benchmarks/reader/reader_decoding.{md,json}
 
 Each question's passages go through the model once; every β re-decodes the same logits (a span
 of n tokens scores start + end logit − β(n−1)). `pipelines/qa_fast.yml`'s ``length_penalty`` was
@@ -211,7 +211,7 @@ def main() -> None:
         "--squad", default="squad/dev.jsonl", help="questions read with their gold paragraph ('' skips)"
     )
     parser.add_argument("--nq", default="nq/dev.jsonl", help="questions read end to end over the store ('' skips)")
-    parser.add_argument("--out", default="docs/benchmarks")
+    parser.add_argument("--out", default="docs/benchmarks/reader")
     parser.add_argument("--threads", type=int)
     parser.add_argument(
         "--from-json", action="store_true", help="render --out's reader_decoding.json again, measure nothing"

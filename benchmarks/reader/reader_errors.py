@@ -6,7 +6,7 @@ passage holding a gold answer and whether the predicted span came from it.
 Questions and pipelines as in ``benchmarks.reader.qa_pipelines`` (NQ ones only with an answer of at most
 five words). Exact match and F1 use SQuAD normalisation; a passage holds an answer by DPR's rule
 (``has_answer``). The report keeps numbers only, never a question's, answer's or passage's text. Writes
-docs/benchmarks/reader_errors.{md,json}.
+docs/benchmarks/reader/reader_errors.{md,json}.
 
     python -m benchmarks.reader.reader_errors --store indexes/pool --limit 250 \\
         --pipeline qa --pipeline qa_rerank
@@ -15,24 +15,19 @@ docs/benchmarks/reader_errors.{md,json}.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from benchmarks.common import REPO_ROOT, command_line, cpu_name, write_report
-from benchmarks.reader.qa_pipelines import SELECTION, answer_component, parse_variant, pipeline_parser, run_report
+from benchmarks.reader.qa_pipelines import answer_component, pipeline_parser, run_report
 from dpr_components.evaluation.answer_metrics import exact_match, f1, normalize_answer
 from dpr_components.evaluation.intervals import MIN_QUESTIONS, paired_bootstrap_difference, score_interval
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.retrieval_metrics import answer_hits
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.evaluation.templates import fill_template, sibling_template
-from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 

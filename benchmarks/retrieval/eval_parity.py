@@ -3,7 +3,7 @@
 Each system of ``pipelines/eval_nq.yml`` and ``pipelines/eval_squad.yml`` answers every question
 once; its documents are scored twice: by the evaluation pipeline (what ``haystack eval`` runs
 now) and by ``evaluate_retrieval`` on the passage texts (what ``haystack eval`` computed before
-it became a front end to evaluation pipelines). Writes ``docs/benchmarks/eval_pipelines.md``/``.json``.
+it became a front end to evaluation pipelines). Writes ``docs/benchmarks/retrieval/eval_pipelines.md``/``.json``.
 
     python -m benchmarks.retrieval.eval_parity --store indexes/pool
 (index the pool first: haystack run pipelines/index.yml --input path=$DPR_DATA_DIR/wiki/documents.jsonl --store indexes/pool)
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)"
     )
-    parser.add_argument("--out", default="docs/benchmarks/eval_pipelines")
+    parser.add_argument("--out", default="docs/benchmarks/retrieval/eval_pipelines")
     args = parser.parse_args()
     set_threads(args.threads)
     rows = [row for eval_file in args.eval_files for row in _compare(eval_file, args.store, args.limit)]

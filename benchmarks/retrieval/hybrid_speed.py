@@ -5,7 +5,7 @@ Same run, same store, same questions (nq/dev): each question goes through
 (b) pipelines/search.yml (HybridRetriever, the fusion inside the store), by Pipeline.run;
 then (c) HybridRetriever.search_batch over all questions. (a) and (b) alternate question by question, so
 machine noise hits both alike; the ratios are the result. Every question's top 100 must be identical
-(ids and scores) across the three. Writes docs/benchmarks/hybrid_speed.md/json.
+(ids and scores) across the three. Writes docs/benchmarks/retrieval/hybrid_speed.md/json.
 
     python -m benchmarks.retrieval.hybrid_speed --store indexes/pool
 """
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads (1: one process per core, no oversubscription)"
     )
-    parser.add_argument("--out", default="docs/benchmarks/hybrid_speed")
+    parser.add_argument("--out", default="docs/benchmarks/retrieval/hybrid_speed")
     return parser
 
 

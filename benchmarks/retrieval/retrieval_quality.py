@@ -1,10 +1,10 @@
 """Top-k retrieval accuracy of BM25, dense (zero-shot MiniLM) and the DPR hybrid on the full pool.
 
-    python -m benchmarks.retrieval.retrieval_quality            # nq/dev and squad/dev, writes docs/benchmarks/
+    python -m benchmarks.retrieval.retrieval_quality            # nq/dev and squad/dev, writes docs/benchmarks/retrieval/
     python -m benchmarks.retrieval.retrieval_quality --limit 100 --out /tmp/quick   # smoke run
     python -m benchmarks.retrieval.retrieval_quality --model models/dpr-minilm-multi/question_encoder \
         --passage-model bundled:all-MiniLM-L6-v2 --out docs/training/hybrid   # the default DPR pair
-    python -m benchmarks.retrieval.retrieval_quality --from-json   # re-render docs/benchmarks/ from its JSON
+    python -m benchmarks.retrieval.retrieval_quality --from-json   # re-render docs/benchmarks/retrieval/ from its JSON
 
 The pool (55,350 passages) is indexed once into a cached embedded store (vectors come from the
 embedding cache that ``benchmarks/encoding/encode_pool.py`` fills). For the hybrid, λ is fitted on one
@@ -34,7 +34,7 @@ import numpy as np
 from haystack import Document
 from tqdm.auto import tqdm
 
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.evaluation.eval_report import differences_table
 from dpr_components.evaluation.intervals import (
     mcnemar,
@@ -463,12 +463,12 @@ def _headroom_lines(room: Mapping[str, Any] | None) -> list[str]:
 def _timing_lines(result: Mapping[str, Any]) -> list[str]:
     """Time per question of each system, and where the curves are."""
     timings = ", ".join(f"{k} {v:.1f}" for k, v in result["ms_per_question"].items())
-    return ["", f"Time per question (ms): {timings}", "", f"Curves: `retrieval/{result['slug']}/topk_accuracy.png`."]
+    return ["", f"Time per question (ms): {timings}", "", f"Curves: `{result['slug']}/topk_accuracy.png`."]
 
 
 def write_dataset_report(out: Path, result: Mapping[str, Any], command: str) -> None:
-    """``retrieval/<slug>/report.md`` (and its JSON and curves): every system with intervals, and each
-    system's differences from dense."""
+    """``<slug>/report.md`` (and its JSON and curves) beside retrieval_quality.md: every system with intervals,
+    and each system's differences from dense."""
     systems = {name: RetrievalResult.from_dict(data) for name, data in result["full"].items()}
     # Dense first among the values: report_intervals takes the first system as the reference.
     values = {
@@ -477,7 +477,7 @@ def write_dataset_report(out: Path, result: Mapping[str, Any], command: str) -> 
     }
     intervals = report_intervals(values, IntervalSettings())
     write_retrieval_report(
-        out / "retrieval" / result["slug"],
+        out / result["slug"],
         systems,
         title=f"Top-k accuracy on {result['dataset']} (55,350-passage pool)",
         command=command,
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--candidates", type=int, default=2000, help="top-N of each retriever for the hybrid union")
     parser.add_argument("--limit", type=int, help="first N questions of each dataset")
     parser.add_argument("--store", default=None, help="store folder (default: cache dir)")
-    parser.add_argument("--out", default="docs/benchmarks")
+    parser.add_argument("--out", default="docs/benchmarks/retrieval")
     parser.add_argument("--reuse", action="store_true", help="reuse cached retrieval results of an earlier run")
     parser.add_argument(
         "--from-json",

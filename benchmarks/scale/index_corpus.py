@@ -13,10 +13,10 @@ an earlier measurement of the same corpus left (its store is still new): the run
 writing and the index builds at that size, and its row gives no rate.
 
 One run per call, written to ``--out`` (JSON); ``--report RUN.json ...`` renders the runs as
-docs/benchmarks/index_corpus.md.
+docs/benchmarks/scale/index_corpus.md.
 
-    python -m benchmarks.scale.index_corpus --passages 55350 --out docs/benchmarks/index_corpus_runs/pool.json
-    python -m benchmarks.scale.index_corpus --report docs/benchmarks/index_corpus_runs/*.json
+    python -m benchmarks.scale.index_corpus --passages 55350 --out docs/benchmarks/scale/index_corpus_runs/pool.json
+    python -m benchmarks.scale.index_corpus --report docs/benchmarks/scale/index_corpus_runs/*.json
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--work", type=Path, default=None, help="corpus, stores and caches (default: the cache folder)")
     parser.add_argument("--out", type=Path, help="the run's JSON file")
     parser.add_argument("--report", type=Path, nargs="+", help="render these runs' JSON files instead of measuring")
-    parser.add_argument("--report-out", type=Path, default=Path("docs/benchmarks/index_corpus"))
+    parser.add_argument("--report-out", type=Path, default=Path("docs/benchmarks/scale/index_corpus"))
     return parser
 
 

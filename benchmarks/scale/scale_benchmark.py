@@ -6,7 +6,7 @@ synthetic vectors drawn from a Gaussian fitted to the real ones (``benchmarks.ve
 Queries: NQ dev questions (BM25) and their vectors, encoded once by ``prep`` (dense).
 
 Every measurement runs in a fresh child process with one thread (OMP/BLAS/FAISS); its peak
-RSS comes from ``os.wait4``. Results are merged into ``docs/benchmarks/scale.json`` after
+RSS comes from ``os.wait4``. Results are merged into ``docs/benchmarks/scale/scale.json`` after
 each step, so a re-run skips what is done (``--redo STEP`` forces a step again).
 
 Steps per size, in order: ``write`` (batched ``write_documents`` into a Flat store),
@@ -46,7 +46,7 @@ from benchmarks.bm25.worker_common import write_json_atomic
 from benchmarks.common import REPO_ROOT, log, set_threads, timed
 from dpr_components.utils.settings import cache_dir, data_dir
 
-RESULTS = REPO_ROOT / "docs" / "benchmarks" / "scale.json"
+RESULTS = REPO_ROOT / "docs" / "benchmarks" / "scale" / "scale.json"
 POOL_SIZE = 55_350
 ADDED = 1_000
 WRITE_BATCH = 20_000
@@ -199,7 +199,8 @@ def open_store(size: int, autosave: bool = True, memory_map: bool = True) -> Any
 def step_prep() -> dict:
     """Real pool vectors (read from an existing embedding cache, never encoded here: that takes
     hours) and the NQ dev questions with their vectors (encoded once, seconds)."""
-    from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+    from dpr_components.encoders.encoder_settings import EncoderSettings
+    from dpr_components.encoders.text_encoder import TextEncoder
     from dpr_components.evaluation.pool import pool_passages
 
     encoder = TextEncoder(EncoderSettings(), batch_size=64)
@@ -577,7 +578,7 @@ def planned(results: dict, sizes: list[int], steps: Sequence[str]) -> Iterator[t
 
 def predicted_build_s(results: dict, step: str, size: int) -> float | None:
     """Build time at ``size`` extrapolated from the largest size below: linear, N^1.3 for HNSW
-    (its build slows as the graph outgrows the CPU caches: docs/benchmarks/faiss.md)."""
+    (its build slows as the graph outgrows the CPU caches: docs/benchmarks/vector_index/faiss.md)."""
     measured = [
         (int(n), steps[step]["build_s"])
         for n, steps in results["sizes"].items()

@@ -28,7 +28,7 @@ from dpr_components.document_stores.document_table import (
 from dpr_components.evaluation.tables import table_header
 from dpr_components.utils.atomic_files import atomic_write_text
 
-OUT = Path("docs/benchmarks")
+OUT = Path("docs/benchmarks/scale")
 DIM = 768
 
 

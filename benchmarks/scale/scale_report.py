@@ -1,4 +1,4 @@
-"""Write docs/benchmarks/scale.md and its plots from docs/benchmarks/scale.json.
+"""Write docs/benchmarks/scale/scale.md and its plots from docs/benchmarks/scale/scale.json.
 
     python -m benchmarks.scale.scale_report
 
@@ -22,7 +22,7 @@ from dpr_components.evaluation.tables import markdown_table, table_header, table
 from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.utils.atomic_files import atomic_write_text
 
-DOCS = REPO_ROOT / "docs" / "benchmarks"
+DOCS = REPO_ROOT / "docs" / "benchmarks" / "scale"
 TARGET = 21_000_000
 FIT_FROM = 250_000
 
@@ -337,7 +337,7 @@ TEMPLATE = sibling_template(__file__, "scale_report.md.template")
 
 
 def report(results: dict) -> str:
-    """docs/benchmarks/scale.md: the template filled with :func:`report_data`."""
+    """docs/benchmarks/scale/scale.md: the template filled with :func:`report_data`."""
     return fill_template(TEMPLATE, report_data(results))
 
 

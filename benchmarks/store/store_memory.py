@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=10, help="passages a write (default: 10)")
     parser.add_argument("--searches", type=int, default=4, help="searches after each write (default: 4)")
     parser.add_argument("--threads", type=int, default=4, help="threads the writes and searches run on (default: 4)")
-    parser.add_argument("--out", default="docs/benchmarks/store_memory", help="report path without suffix")
+    parser.add_argument("--out", default="docs/benchmarks/store/store_memory", help="report path without suffix")
     return parser
 
 

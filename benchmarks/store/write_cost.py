@@ -1,9 +1,9 @@
 """What a write costs: N documents written one at a time vs in one batch, on EmbeddedDocumentStore
 (in a folder, autosave on: the default) and on Haystack's InMemoryDocumentStore, into an empty
 store and into one already holding many passages; plus the first searches after the writes,
-which bring the store's indexes up to date and save them. Writes docs/benchmarks/write_cost.md (+ .json).
+which bring the store's indexes up to date and save them. Writes docs/benchmarks/store/write_cost.md (+ .json).
 
-    python -m benchmarks.store.write_cost [--n 300] [--stored 0 5000 50000] [--out docs/benchmarks]
+    python -m benchmarks.store.write_cost [--n 300] [--stored 0 5000 50000] [--out docs/benchmarks/store]
 
 Passages are synthetic (words drawn from a fixed vocabulary, random 64-dimensional vectors):
 the cost of a write does not depend on what the text says."""
@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument(
         "--stored", type=int, nargs="+", default=[0, 5_000, 50_000], help="passages already in the store"
     )
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "store")
     args = parser.parse_args()
     results = []
     for stored in args.stored:

@@ -12,7 +12,7 @@ time (with training), serialized index size, single-thread queries/s and recall@
 
 Run from the repository root (about half an hour; use nohup):
 
-    python -m benchmarks.vector_index.faiss_benchmark            # writes docs/benchmarks/faiss.{md,json,_scaling.png}
+    python -m benchmarks.vector_index.faiss_benchmark            # writes docs/benchmarks/vector_index/faiss.{md,json,_scaling.png}
     python -m benchmarks.vector_index.faiss_benchmark --quick    # smoke run, writes under the cache folder
 """
 
@@ -35,7 +35,8 @@ from benchmarks.common import cpu_name, log, timed
 from benchmarks.vector_index.faiss_report import render_markdown
 from dpr_components.document_stores.dense_index import DenseIndex
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.evaluation.figures import new_figure, save_png
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.utils.atomic_files import atomic_write_text
@@ -461,7 +462,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--quick", action="store_true", help="tiny smoke run; output goes to the cache folder")
     parser.add_argument(
-        "--out-dir", type=Path, default=None, help="default docs/benchmarks (cache folder with --quick)"
+        "--out-dir", type=Path, default=None, help="default docs/benchmarks/vector_index (cache folder with --quick)"
     )
     args = parser.parse_args()
     if args.quick:
@@ -473,7 +474,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    out_dir = args.out_dir or (cache_dir() / "faiss_benchmark_quick" if args.quick else Path("docs/benchmarks"))
+    out_dir = args.out_dir or (
+        cache_dir() / "faiss_benchmark_quick" if args.quick else Path("docs/benchmarks/vector_index")
+    )
     started = time.time()
     faiss.omp_set_num_threads(1)
     vectors, queries = real_vectors()

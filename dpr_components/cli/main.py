@@ -33,7 +33,7 @@ def ending_process() -> Iterator[None]:
     frozen out of the garbage collector and, on exit, what the block left is collected (closing its
     stores) and frozen too. The interpreter's shutdown then no longer traverses every object: without
     this a one-question ``haystack run`` takes about 1.4x the CPU time, a second more
-    (docs/benchmarks/first_answer.md)."""
+    (docs/benchmarks/cli/first_answer.md)."""
     gc.freeze()
     try:
         yield
@@ -64,17 +64,17 @@ def _run(argv: list[str] | None) -> int:
     except ValueError as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
-    from dpr_components.pipeline_requests.errors import one_line, quiet_retry_logs, user_error_cause
+    from dpr_components.pipeline_requests.errors import quiet_retry_logs, user_error
 
     quiet_retry_logs(args.verbose)
     try:
         return _dispatch(args)
     except Exception as error:
         # A user error may arrive wrapped (an evaluation pipeline run by the library, not by run_pipeline).
-        cause = user_error_cause(error)
-        if cause is None:
+        found = user_error(error)
+        if found is None:
             raise
-        print(f"error: {one_line(cause)}", file=sys.stderr)
+        print(f"error: {found.line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

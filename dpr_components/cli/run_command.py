@@ -10,7 +10,7 @@ from dpr_components.cli.output_format import printable, report_line, result_text
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
 from dpr_components.indexing.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.pipeline_requests.errors import one_line, user_errors
+from dpr_components.pipeline_requests.errors import user_error
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 
@@ -27,8 +27,11 @@ def command_run(args: argparse.Namespace) -> int:
             try:
                 inputs = request_inputs(pipeline, top_k=args.top_k, other=merge_inputs(base, item))
                 result = run_pipeline(pipeline, inputs)
-            except user_errors() as error:
-                raise ValueError(f"{args.batch}:{number}: {one_line(error)}") from None
+            except Exception as error:
+                found = user_error(error)
+                if found is None:
+                    raise
+                raise ValueError(f"{args.batch}:{number}: {found.line}") from None
             print(
                 to_json_line({"line": number, **item, "result": result})
                 if args.json

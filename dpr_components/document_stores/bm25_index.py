@@ -501,7 +501,7 @@ class BM25Index:
         checksums; ``state`` holds what was saved with it. With ``memory_map`` the postings
         (never modified in place: writes go to new segments) are mapped from the files, so they
         live in the page cache, not the heap (2M passages: 765 -> 42 MiB of heap, same speed
-        warm: docs/benchmarks/scale.md); lengths and live flags, which removals change, are read."""
+        warm: docs/benchmarks/scale/scale.md); lengths and live flags, which removals change, are read."""
         directory = Path(directory)
         if not (directory / META_FILE).is_file():
             raise FileNotFoundError(f"no BM25 index at {directory}: {META_FILE} is missing")

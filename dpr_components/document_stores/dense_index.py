@@ -7,7 +7,7 @@ of unit vectors) or L2; indexes that need training are trained on the stored vec
 A saved index can be loaded memory-mapped (``IO_FLAG_MMAP_IFC``: the vectors of Flat indexes,
 HNSW's vectors and graph, SQ codes), so its bytes live in the page cache, not the heap (2M 384-d
 passages: Flat 3,028 -> 99 MiB of heap, HNSW32 3,547 -> 122 MiB, same speed with a warm cache:
-docs/benchmarks/scale.md). IVF lists stay in memory (mapped, they searched 2-10x slower). FAISS
+docs/benchmarks/scale/scale.md). IVF lists stay in memory (mapped, they searched 2-10x slower). FAISS
 cannot add to a mapped index (Flat/HNSW abort the process), so the first :meth:`add` or
 :meth:`remove` reads it again, unmapped, from the file it was mapped from (kept open: a folder
 saved since by another process does not swap the index). The store adds to a separate delta

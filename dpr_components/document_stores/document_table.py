@@ -460,7 +460,7 @@ class DocumentTable:
             counted = self._has_vector_counter()
             if counted:
                 # A table with triggers is emptied row by row (SQLite's truncate optimisation is off):
-                # 2.4x slower at 100k rows (docs/benchmarks/scale_delete_all.md). Dropped and
+                # 2.4x slower at 100k rows (docs/benchmarks/scale/scale_delete_all.md). Dropped and
                 # recreated in this transaction, the count reset with them.
                 for name in COUNTER_TRIGGERS:
                     self._db.execute(f"DROP TRIGGER {name}")

@@ -7,8 +7,8 @@ from typing import Any, Self
 from haystack import default_from_dict
 from haystack.utils import ComponentDevice
 
+from dpr_components.encoders.encoder_settings import Backend, Pooling, Precision, TitleMode
 from dpr_components.encoders.factory import make_encoder
-from dpr_components.encoders.text_encoder import Backend, Pooling, Precision, TitleMode
 from dpr_components.utils.devices import cpu_only_device
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.

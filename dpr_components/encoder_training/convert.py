@@ -32,19 +32,19 @@ from dpr_components.encoders.model_files import (
     describe_load_error,
     quiet_transformers,
 )
+from dpr_components.encoders.model_layout import (
+    SIDECAR_FILE,
+    EncoderLoadError,
+    ModelLayout,
+    detect_layout,
+    resolve_model_path,
+)
 from dpr_components.encoders.pairing import (
     PASSAGE_DIR,
     QUESTION_DIR,
     write_question_pair_file,
 )
-from dpr_components.encoders.text_encoder import (
-    SIDECAR_FILE,
-    EncoderLoadError,
-    ModelLayout,
-    detect_layout,
-    load_tokenizer,
-    resolve_model_path,
-)
+from dpr_components.encoders.transformers_loading import load_tokenizer
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

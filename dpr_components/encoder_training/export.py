@@ -26,8 +26,8 @@ import torch
 from dpr_components.encoder_training.dpr_layout import dpr_to_dpr
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoders.model_files import check_finite_to_save
+from dpr_components.encoders.model_layout import SIDECAR_FILE
 from dpr_components.encoders.pairing import PASSAGE_DIR, QUESTION_DIR, write_pair_files
-from dpr_components.encoders.text_encoder import SIDECAR_FILE
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.fault_points import fault_point
 from dpr_components.utils.output_folders import ENCODER_PAIR, write_marker

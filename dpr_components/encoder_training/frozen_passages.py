@@ -24,7 +24,8 @@ import torch
 
 from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 
 
 def _key(ctx: Ctx) -> tuple[str, str]:

@@ -4,7 +4,7 @@ a checkpoint is saved in the layout :class:`~dpr_components.encoders.text_encode
 
 Inputs and pooling are exactly those of ``TextEncoder``: questions alone, passages as the pair
 ``[CLS] title [SEP] text [SEP]`` (the text alone when the title is empty), truncated to
-``max_length`` tokens, pooled by :func:`dpr_components.encoders.text_encoder.pool`."""
+``max_length`` tokens, pooled by :func:`dpr_components.encoders.pooling.pool`."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ from dpr_components.encoders.model_files import (
     describe_load_error,
     quiet_transformers,
 )
-from dpr_components.encoders.text_encoder import (
+from dpr_components.encoders.model_layout import (
     EncoderLoadError,
     ModelLayout,
     check_max_length,
     detect_layout,
-    load_tokenizer,
-    pool,
     resolve_model_path,
 )
+from dpr_components.encoders.pooling import pool
+from dpr_components.encoders.transformers_loading import load_tokenizer
 
 DEFAULT_MAX_LENGTH = 256  # DPR's sequence length
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from dpr_components.encoder_training.batching import NEGATIVE_SOURCES
 from dpr_components.encoder_training.losses import LOSSES
 from dpr_components.encoder_training.losses.similarity import SIMILARITIES
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.runs import settings as shared
 from dpr_components.runs.settings import TrainingSettings
 from dpr_components.utils.similarity import canonical_similarity

@@ -41,7 +41,7 @@ from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.settings import RESUMABLE_CHANGES, EncoderTrainingSettings
 from dpr_components.encoder_training.task import EncoderObjects, EncoderRunShape, EncoderTask
 from dpr_components.encoder_training.validation import ValidationSet, build_validation_set
-from dpr_components.encoders.text_encoder import EncoderSettings
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.runs.log_window import LogWindow
 from dpr_components.runs.loop import run_loop
 from dpr_components.runs.optimizer import adamw_with_decay_groups

@@ -2,13 +2,13 @@
 
 Passages (batches, where throughput counts) go to OpenVINO when it is installed, supports the
 checkpoint and passes the project's accuracy bound on this CPU: OpenVINO was the fastest exact back
-end on every CPU kind measured (docs/benchmarks/backends.md, backends_avx2.md). The bound is checked
+end on every CPU kind measured (docs/benchmarks/encoding/backends.md, backends_avx2.md). The bound is checked
 here, not assumed: a few probe passages are encoded by OpenVINO at the encoder's precision and by
 torch in fp32, and every vector pair must have a cosine of at least :data:`COSINE_BOUND`.
 
 Questions (one at a time, where start-up counts) stay on plain torch: OpenVINO's conversion costs
 seconds at start-up for a saving of about a millisecond per question
-(docs/benchmarks/question_backends.md).
+(docs/benchmarks/encoding/question_backends.md).
 
 ``DPR_ENCODE_BACKEND=torch|openvino`` overrides ``auto`` for the whole process (questions too; a
 checkpoint OpenVINO cannot run stays on torch, so one setting serves a whole pipeline); a component's
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ENV_VARIABLE = "DPR_ENCODE_BACKEND"
-COSINE_BOUND = 0.999  # the project's accuracy bound to torch fp32 (docs/benchmarks/encoding.md)
+COSINE_BOUND = 0.999  # the project's accuracy bound to torch fp32 (docs/benchmarks/encoding/encoding.md)
 ResolvedBackend = Literal["torch", "openvino"]
 
 # Written for this check: lengths from a few tokens to past a 256-token window, with and without titles.

@@ -71,11 +71,6 @@ def is_bundled_minilm(model: str) -> bool:
     return is_bundled(model) and model[len(BUNDLED_PREFIX) :].lower() == MINILM_NAME.lower()
 
 
-def is_bundled_reader(model: str) -> bool:
-    """Whether ``model`` names a bundled span reader (the other bundled models are encoders)."""
-    return is_bundled(model) and model[len(BUNDLED_PREFIX) :].partition("/")[0] in PACKAGED_READERS
-
-
 def is_bundled_encoder(model: str) -> bool:
     """Whether ``model`` names a bundled encoder: MiniLM or a packaged question/passage encoder."""
     return is_bundled_minilm(model) or (

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from dpr_components.encoders.text_encoder import (
-    Backend,
-    EncoderSettings,
-    Pooling,
-    Precision,
-    TextEncoder,
-    TitleMode,
-)
+from dpr_components.encoders.encoder_settings import Backend, EncoderSettings, Pooling, Precision, TitleMode
+from dpr_components.encoders.text_encoder import TextEncoder
 
 
 def make_encoder(

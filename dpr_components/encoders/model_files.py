@@ -15,6 +15,7 @@ NaN or infinity (a run that diverged) are refused by :func:`check_finite_weights
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import pickle
 import re
@@ -261,3 +262,12 @@ def quiet_transformers() -> Iterator[None]:
         yield
     finally:
         transformers_logging.set_verbosity(verbosity)
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of the file at ``path`` (hex), read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -3,10 +3,12 @@
 OpenVINO converts the loaded torch model once (a few seconds) and runs it with its own CPU
 kernels: on CPUs with native bf16 it computes in bf16 (its vectors are closer to fp32's than
 torch's bf16 weights), elsewhere in fp32, which it computes faster than torch here
-(docs/benchmarks/backends.md). The model takes any batch size and sequence length. Passages go
+(docs/benchmarks/encoding/backends.md). The model takes any batch size and sequence length. Passages go
 through :meth:`OpenVINOEncoderModel.run_queued`: small batches on a ring of infer requests, one
 stream per thread, none waiting for another. Only the pooled vectors leave it: the mean over real
 tokens is a second output of the model (the first is the last hidden states, whose first row is ``cls``).
+What it cannot run is said by :func:`openvino_unsupported`; a DPR encoder without a projection layer
+runs its ``pooler`` as ``cls`` (:func:`openvino_pooling`).
 """
 
 from __future__ import annotations
@@ -15,16 +17,20 @@ import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
 
+from dpr_components.encoders.model_layout import DPR_KINDS, ModelLayout
 from dpr_components.utils.threads import encode_threads, usable_cores
+
+if TYPE_CHECKING:
+    from dpr_components.encoders.encoder_settings import EncoderSettings
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # Rows per infer request on the ring: of 8, 16, 32 and 64, 16 encoded fastest on 2 cores (a
-# request's activations stay in cache); sentence-transformers is fastest there too (docs/benchmarks/peers.md).
+# request's activations stay in cache); sentence-transformers is fastest there too (docs/benchmarks/encoding/peers.md).
 REQUEST_ROWS = 16
 # Requests in flight per stream: one computing, the others waiting, so that a stream never waits for the caller.
 REQUESTS_PER_STREAM = 2
@@ -42,7 +48,7 @@ class OpenVINOUnavailableError(ImportError):
 
 @dataclass
 class HiddenStatesOutput:
-    """What :func:`~dpr_components.encoders.text_encoder.pool` reads from a model's output."""
+    """What :func:`~dpr_components.encoders.pooling.pool` reads from a model's output."""
 
     last_hidden_state: torch.Tensor
     pooler_output: None = None
@@ -155,7 +161,7 @@ class OpenVINOEncoderModel:
     ) -> OpenVINOEncoderModel:
         """``model`` converted, in bf16 when asked and OpenVINO computes bf16 natively here, else fp32, with
         one stream per thread: batches spread over the streams encode faster than one batch on all threads
-        (docs/benchmarks/backends.md)."""
+        (docs/benchmarks/encoding/backends.md)."""
         threads = threads or encode_threads() or usable_cores()
         precision = native_precision(bf16)
         converted = convert_to_openvino(model, mean_output=True)
@@ -168,7 +174,7 @@ class OpenVINOEncoderModel:
         in input order; only the vectors are copied out of the model. Every batch is one request on a ring
         of ``REQUESTS_PER_STREAM`` per stream, so a stream starts the next batch as soon as it is free while
         the caller handles the last one (faster than cutting each batch in one part per stream and waiting
-        for all parts, docs/benchmarks/peers.md).
+        for all parts, docs/benchmarks/encoding/peers.md).
 
         No Python runs on OpenVINO's threads (no completion callbacks): a callback there could run the
         garbage collector, which may free a compiled model from its own thread and abort the process."""
@@ -219,3 +225,21 @@ def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     if "token_type_ids" not in inputs:
         inputs["token_type_ids"] = np.zeros_like(inputs["input_ids"])
     return inputs
+
+
+def openvino_unsupported(layout: ModelLayout, settings: EncoderSettings) -> str | None:
+    """Why the OpenVINO back end cannot run this checkpoint with these settings (None: it can). A DPR
+    encoder's ``pooler`` is its [CLS] vector unless it has a projection layer, so OpenVINO runs it as ``cls``."""
+    pooling = layout.pooling if settings.pooling == "auto" else settings.pooling
+    if layout.kind in DPR_KINDS:
+        if layout.projection_dim:
+            return f"OpenVINO runs DPR encoders without a projection layer; this {layout.kind} checkpoint projects its [CLS] vector"
+        return None
+    if pooling == "pooler":
+        return f"OpenVINO pools by cls or mean; a {layout.kind} checkpoint pooled by 'pooler' runs its pooler layer"
+    return None
+
+
+def openvino_pooling(pooling: str) -> str:
+    """The pooling OpenVINO runs for ``pooling``: a DPR ``pooler`` without projection is ``cls``."""
+    return "cls" if pooling == "pooler" else pooling

@@ -27,12 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dpr_components.encoders.bundled import PAIR_QUESTION_DIR, bundled_model_path, is_bundled, is_bundled_minilm
-from dpr_components.encoders.text_encoder import (
-    EncoderLoadError,
-    detect_layout,
-    file_digest,
-    resolve_model_path,
-)
+from dpr_components.encoders.model_files import file_digest
+from dpr_components.encoders.model_layout import EncoderLoadError, detect_layout, resolve_model_path
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.json_files import read_optional_json
 

@@ -4,7 +4,7 @@ importing transformers.
 Why our own small piece: importing transformers' model code (``modeling_utils`` pulls in
 ``torch._dynamo`` and ``torch.distributed.tensor``) made ``haystack run pipelines/search.yml -q ...``
 take about twice the CPU time and wall time to answer one question (about 5.4 s instead of 2.7 s;
-docs/benchmarks/first_answer.md, ``python -m benchmarks.cli.first_answer``). Encoding a question needs
+docs/benchmarks/cli/first_answer.md, ``python -m benchmarks.cli.first_answer``). Encoding a question needs
 only BERT's forward pass, which is about forty lines of torch.
 
 Only what is proven equal to transformers' ``BertModel`` (eval mode, ``sdpa`` attention, float32

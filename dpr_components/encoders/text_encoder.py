@@ -1,23 +1,20 @@
 """Question and passage encoders: load a checkpoint, pool, normalise, encode in batches.
 
-Supported checkpoint folders (detected from their files, never guessed):
-- the bundled all-MiniLM-L6-v2 (``bundled:all-MiniLM-L6-v2``), a sentence-transformers folder;
-- Hugging Face DPR layout (``DPRQuestionEncoder`` / ``DPRContextEncoder``, e.g. facebook/dpr-*);
-- sentence-transformers folders (pooling and normalisation read from their module files);
-- plain BERT-like folders (``AutoModel``), CLS pooling unless told otherwise;
-- folders written by :func:`save_encoder` (an ``encoder_config.json`` sidecar records pooling).
+The folder's layout is read by :mod:`~dpr_components.encoders.model_layout`; the model loads through
+:mod:`~dpr_components.encoders.plain_bert` (query-time BERT without transformers' model code),
+:mod:`~dpr_components.encoders.transformers_loading` or, compiled from it,
+:mod:`~dpr_components.encoders.openvino_model`; :mod:`~dpr_components.encoders.pooling` turns its output
+into one vector per input.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Any, Literal, cast
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,285 +28,29 @@ from dpr_components.encoders.backend_choice import (
     lowest_cosine,
     resolve_backend,
 )
-from dpr_components.encoders.bundled import (
-    BUNDLED_MINILM,
-    BUNDLED_PREFIX,
-    BundledModelError,
-    model_folder,
+from dpr_components.encoders.bf16_probe import bf16_enabled
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_files import check_model_files, file_digest
+from dpr_components.encoders.model_layout import (
+    EncoderLoadError,
+    ModelLayout,
+    check_max_length,
+    detect_layout,
+    resolve_model_path,
 )
-from dpr_components.encoders.model_files import (
-    CONFIG_LIMITS,
-    LOAD_ERRORS,
-    ModelFileError,
-    check_finite_weights,
-    check_model_files,
-    describe_load_error,
-    first_line,
-    quiet_transformers,
-    weight_files,
+from dpr_components.encoders.openvino_model import (
+    REQUEST_ROWS,
+    OpenVINOEncoderModel,
+    openvino_pooling,
+    openvino_unsupported,
 )
-from dpr_components.encoders.openvino_model import REQUEST_ROWS, OpenVINOEncoderModel, pool_mean
-from dpr_components.encoders.plain_bert import (
-    PlainBert,
-    load_bert_tokenizer,
-    load_plain_bert,
-)
+from dpr_components.encoders.plain_bert import load_bert_tokenizer, load_plain_bert
+from dpr_components.encoders.pooling import pool
+from dpr_components.encoders.transformers_loading import load_tokenizer, load_transformer, transformer_body
 from dpr_components.utils.threads import encoding_threads, torch_threads
-from dpr_components.utils.validation import short_repr
 
-logger = logging.getLogger(__name__)
-
-SIDECAR_FILE = "encoder_config.json"
 DEFAULT_MAX_LENGTH = 256  # tokens per input when neither the settings nor the folder say (DPR's length)
-
-Pooling = Literal["auto", "cls", "mean", "pooler"]
-Precision = Literal["auto", "fp32", "bf16"]
-Backend = Literal["auto", "torch", "openvino"]
-TitleMode = Literal["pair", "prefix", "none"]
 BatchCallback = Callable[[np.ndarray, np.ndarray], None]
-
-# Weights a plain encoder may lack without being broken: the pooler is unused by CLS/mean pooling.
-_HARMLESS_MISSING = ("pooler.", "embeddings.position_ids")
-
-
-class EncoderLoadError(ModelFileError):
-    """A model folder is missing, of an unknown layout, or would load with random weights."""
-
-
-def resolve_model_path(model: str) -> Path:
-    """Turn a model reference (``bundled:<name>`` or a folder path) into an existing folder."""
-    try:
-        return model_folder(model, "encoder", f"give a local folder or a bundled model such as {BUNDLED_MINILM!r}")
-    except BundledModelError as error:
-        raise EncoderLoadError(str(error)) from None
-
-
-# The Hugging Face DPR layout: a BERT wrapped as DPRQuestionEncoder or DPRContextEncoder.
-DPR_KINDS = ("dpr_question", "dpr_context")
-
-
-@dataclass(frozen=True)
-class ModelLayout:
-    """What a checkpoint folder holds and how to pool it."""
-
-    kind: Literal["dpr_question", "dpr_context", "sentence_transformers", "hf"]
-    transformer_path: Path
-    pooling: Literal["cls", "mean", "pooler"]
-    normalize: bool
-    max_length: int | None
-    max_positions: int | None = None  # the model's max_position_embeddings, when its config.json gives it
-    projection_dim: int = 0  # a DPR encoder's projection of its [CLS] vector (0: none)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise EncoderLoadError(f"cannot read {path}: {error}") from error
-
-
-def check_max_length(value: Any, positions: int | None, name: str = "max_length") -> int | None:
-    """``value`` when it is None or a positive integer within the model's ``positions`` (or, when
-    they are unknown, within any model's); otherwise an :class:`EncoderLoadError` naming ``name``."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise EncoderLoadError(f"{name} must be a positive integer, got {short_repr(value, 40)}")
-    limit = positions or CONFIG_LIMITS["max_position_embeddings"]
-    if value > limit:
-        bound = f"the model's {positions:,} positions (max_position_embeddings)" if positions else f"{limit:,} tokens"
-        raise EncoderLoadError(f"{name} is {value:,}, more than {bound}")
-    return value
-
-
-def _positions(config: dict[str, Any]) -> int | None:
-    value = config.get("max_position_embeddings")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _read_sidecar(path: Path, positions: int | None) -> dict[str, Any]:
-    """The ``encoder_config.json`` of ``path`` (empty without one), its values checked."""
-    file = path / SIDECAR_FILE
-    if not file.is_file():
-        return {}
-    sidecar = _read_json(file)
-    if not isinstance(sidecar, dict):
-        raise EncoderLoadError(f"{file} is not a JSON object of encoder settings")
-    if sidecar.get("pooling", "cls") not in ("cls", "mean", "pooler"):
-        raise EncoderLoadError(f"{file}: pooling must be cls, mean or pooler, got {short_repr(sidecar['pooling'], 40)}")
-    if not isinstance(sidecar.get("normalize", False), bool):
-        raise EncoderLoadError(f"{file}: normalize must be true or false, got {short_repr(sidecar['normalize'], 40)}")
-    check_max_length(sidecar.get("max_length"), positions, f"{file}: max_length")
-    return sidecar
-
-
-def detect_layout(path: Path) -> ModelLayout:
-    """Inspect a checkpoint folder and describe it."""
-    config = _read_json(path / "config.json")
-    if not isinstance(config, dict):
-        raise EncoderLoadError(f"{path / 'config.json'} is not a JSON object: not a transformers configuration")
-    architectures = config.get("architectures") or []
-    positions = _positions(config)
-    sidecar = _read_sidecar(path, positions)
-    if "DPRQuestionEncoder" in architectures or "DPRContextEncoder" in architectures:
-        kind: Literal["dpr_question", "dpr_context"] = (
-            "dpr_question" if "DPRQuestionEncoder" in architectures else "dpr_context"
-        )
-        return ModelLayout(
-            kind=kind,
-            transformer_path=path,
-            pooling=sidecar.get("pooling", "pooler"),
-            normalize=bool(sidecar.get("normalize", False)),
-            max_length=sidecar.get("max_length"),
-            max_positions=positions,
-            projection_dim=_projection_dim(config, path),
-        )
-    if config.get("model_type") == "dpr":
-        raise EncoderLoadError(
-            f"{path} is a DPR checkpoint of architecture {architectures}; only DPRQuestionEncoder and "
-            "DPRContextEncoder folders can encode (a DPRReader is a reader)"
-        )
-    if (path / "modules.json").is_file():
-        return _sentence_transformers_layout(path, sidecar)
-    return ModelLayout(
-        kind="hf",
-        transformer_path=path,
-        pooling=sidecar.get("pooling", "cls"),
-        normalize=bool(sidecar.get("normalize", False)),
-        max_length=sidecar.get("max_length"),
-        max_positions=positions,
-    )
-
-
-def _projection_dim(config: dict[str, Any], path: Path) -> int:
-    """A DPR config's ``projection_dim`` (0 when absent or null); an error naming the file when it is not a count."""
-    value = config.get("projection_dim") or 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise EncoderLoadError(f"{path / 'config.json'}: projection_dim must be a whole number >= 0, got {value!r}")
-    return value
-
-
-def _sentence_transformers_layout(path: Path, sidecar: dict[str, Any]) -> ModelLayout:
-    modules = _read_json(path / "modules.json")
-    transformer_path, pooling, normalize = path, "cls", False
-    for module in modules:
-        module_type = str(module.get("type", ""))
-        module_path = path / module.get("path", "")
-        if module_type.endswith(".Transformer"):
-            transformer_path = module_path
-        elif module_type.endswith(".Pooling"):
-            pooling_config = _read_json(module_path / "config.json")
-            if pooling_config.get("pooling_mode_mean_tokens"):
-                pooling = "mean"
-            elif pooling_config.get("pooling_mode_cls_token"):
-                pooling = "cls"
-            else:
-                raise EncoderLoadError(f"{module_path}: only CLS or mean pooling is supported")
-        elif module_type.endswith(".Normalize"):
-            normalize = True
-    transformer_config = path / "config.json" if transformer_path == path else transformer_path / "config.json"
-    positions = _positions(_read_json(transformer_config)) if transformer_config.is_file() else None
-    return ModelLayout(
-        kind="sentence_transformers",
-        transformer_path=transformer_path,
-        pooling=sidecar.get("pooling", pooling),
-        normalize=bool(sidecar.get("normalize", normalize)),
-        max_length=sidecar.get("max_length", _max_seq_length(path, positions)),
-        max_positions=positions,
-    )
-
-
-def _max_seq_length(path: Path, positions: int | None) -> int | None:
-    """``max_seq_length`` of a sentence-transformers folder's ``sentence_bert_config.json``, checked."""
-    file = path / "sentence_bert_config.json"
-    if not file.is_file():
-        return None
-    config = _read_json(file)
-    if not isinstance(config, dict):
-        raise EncoderLoadError(f"{file} is not a JSON object of sentence-transformers settings")
-    return check_max_length(config.get("max_seq_length"), positions, f"{file}: max_seq_length")
-
-
-def _load_transformer(layout: ModelLayout) -> torch.nn.Module:
-    from transformers import AutoModel, DPRContextEncoder, DPRQuestionEncoder, PreTrainedModel
-
-    folder = layout.transformer_path
-    check_model_files(folder)
-    model_class = {"dpr_question": DPRQuestionEncoder, "dpr_context": DPRContextEncoder}.get(layout.kind, AutoModel)
-    try:
-        with quiet_transformers():
-            # transformers types from_pretrained as returning the model alone, not (model, info)
-            model, info = cast(
-                tuple[PreTrainedModel, dict[str, Any]],
-                model_class.from_pretrained(str(folder), output_loading_info=True, trust_remote_code=False),
-            )
-    except LOAD_ERRORS as error:
-        raise EncoderLoadError(describe_load_error(folder, error)) from error
-    missing = [key for key in info.get("missing_keys", []) if not any(h in key for h in _HARMLESS_MISSING)]
-    if missing:
-        files = ", ".join(p.name for p in weight_files(folder))
-        raise EncoderLoadError(
-            f"the weights in {folder} ({files}) are not those of the {model.config.model_type!r} architecture "
-            f"its config.json names ({len(missing)} missing, e.g. {sorted(missing)[:3]}); it would run with "
-            "random weights"
-        )
-    check_finite_weights(folder, model.state_dict())
-    return model.eval()
-
-
-def load_tokenizer(layout: ModelLayout) -> Any:
-    """The tokenizer of the transformer in ``layout``; ``EncoderLoadError`` naming the folder when it cannot be loaded."""
-    from transformers import AutoTokenizer
-
-    folder = layout.transformer_path
-    try:
-        with quiet_transformers():
-            tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
-    except LOAD_ERRORS as error:
-        raise EncoderLoadError(
-            f"cannot load the tokenizer of {folder} (tokenizer.json, vocab.txt): {first_line(error)}"
-        ) from error
-    if len(tokenizer) < 100:
-        raise EncoderLoadError(
-            f"the tokenizer of {folder} has only {len(tokenizer)} tokens: its tokenizer files (tokenizer.json, "
-            "vocab.txt) are missing or incomplete"
-        )
-    return tokenizer
-
-
-def bf16_supported() -> bool:
-    """True when this CPU has native bf16 matrix instructions (then bf16 inference is about 2x faster)."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def bf16_enabled(precision: Precision) -> bool:
-    """Whether ``precision`` means bf16 compute here: ``bf16``, or ``auto`` on a CPU with native bf16."""
-    return precision == "bf16" or (precision == "auto" and bf16_supported())
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class EncoderSettings:
-    """Everything that changes the vectors an encoder produces."""
-
-    model: str = BUNDLED_MINILM
-    pooling: Pooling = "auto"
-    normalize: bool | None = None
-    max_length: int | None = None
-    title_mode: TitleMode = "pair"
-    precision: Precision = "auto"
-    backend: Backend = "torch"
-
 
 # Inputs are tokenised and length-sorted this many batches at a time: close to a global sort in
 # padding saved, while token lists for a whole corpus never sit in memory at once.
@@ -428,7 +169,7 @@ class TextEncoder:
         return resolve_backend(self.settings.backend, self.settings, self.settings.model, self.plain_torch, trial)
 
     def _load_transformers(self, layout: ModelLayout) -> tuple[Any, Any, ModelLayout]:
-        model = _load_transformer(layout)
+        model = load_transformer(layout)
         if self.backend == "openvino":
             return self._openvino_model(model, layout), load_tokenizer(layout), layout
         if self.uses_bf16:
@@ -664,35 +405,6 @@ class TextEncoder:
             )
         return vectors.numpy()
 
-    def to_settings_dict(self) -> dict[str, Any]:
-        return {**asdict(self.settings), "batch_size": self.batch_size}
-
-
-def openvino_unsupported(layout: ModelLayout, settings: EncoderSettings) -> str | None:
-    """Why the OpenVINO back end cannot run this checkpoint with these settings (None: it can). A DPR
-    encoder's ``pooler`` is its [CLS] vector unless it has a projection layer, so OpenVINO runs it as ``cls``."""
-    pooling = layout.pooling if settings.pooling == "auto" else settings.pooling
-    if layout.kind in DPR_KINDS:
-        if layout.projection_dim:
-            return f"OpenVINO runs DPR encoders without a projection layer; this {layout.kind} checkpoint projects its [CLS] vector"
-        return None
-    if pooling == "pooler":
-        return f"OpenVINO pools by cls or mean; a {layout.kind} checkpoint pooled by 'pooler' runs its pooler layer"
-    return None
-
-
-def openvino_pooling(pooling: str) -> str:
-    """The pooling OpenVINO runs for ``pooling``: a DPR ``pooler`` without projection is ``cls``."""
-    return "cls" if pooling == "pooler" else pooling
-
-
-def transformer_body(model: torch.nn.Module) -> torch.nn.Module:
-    """The BERT inside a DPR encoder (``model`` itself for any other checkpoint)."""
-    for wrapper in ("question_encoder", "ctx_encoder"):
-        if hasattr(model, wrapper):
-            return cast(torch.nn.Module, getattr(model, wrapper).bert_model)
-    return model
-
 
 def openvino_probe_cosine(settings: EncoderSettings) -> float:
     """The lowest cosine between OpenVINO's vectors (at ``settings.precision``) and torch fp32's on the probe passages;
@@ -708,27 +420,3 @@ def openvino_probe_cosine(settings: EncoderSettings) -> float:
     finally:
         if not had_reference:
             TextEncoder.forget(reference_settings)
-
-
-def pool(model: torch.nn.Module | PlainBert, batch: Any, pooling: str) -> torch.Tensor:
-    """Run the model and pool one vector per input (``pooler`` is DPR's pooler_output)."""
-    if isinstance(model, PlainBert):
-        hidden = model.last_hidden_state(batch)
-        if pooling == "pooler":
-            return model.pooler_output(hidden)
-    elif hasattr(model, "question_encoder") or hasattr(model, "ctx_encoder"):
-        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-        output = model(**inputs, output_hidden_states=pooling != "pooler")
-        if pooling == "pooler":
-            return output.pooler_output
-        hidden = output.hidden_states[-1]
-    else:
-        output = model(**batch)
-        hidden = output.last_hidden_state
-        if pooling == "pooler":
-            if getattr(output, "pooler_output", None) is None:
-                raise EncoderLoadError("this model has no pooler: use pooling 'cls' or 'mean'")
-            return output.pooler_output
-    if pooling == "cls":
-        return hidden[:, 0]
-    return pool_mean(hidden, batch["attention_mask"])

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from dpr_components.encoders.bundled import BUNDLED_PREFIX
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     ModelFileError,
@@ -28,6 +29,7 @@ from dpr_components.encoders.model_files import (
     describe_load_error,
     quiet_transformers,
 )
+from dpr_components.encoders.model_layout import ModelLayout, check_max_length, detect_layout, resolve_model_path
 from dpr_components.encoders.pairing import (
     PAIR_FILE,
     PASSAGE_DIR,
@@ -37,15 +39,8 @@ from dpr_components.encoders.pairing import (
     encoder_role,
     read_pair_file,
 )
-from dpr_components.encoders.text_encoder import (
-    BUNDLED_PREFIX,
-    DEFAULT_MAX_LENGTH,
-    ModelLayout,
-    check_max_length,
-    detect_layout,
-    load_tokenizer,
-    resolve_model_path,
-)
+from dpr_components.encoders.text_encoder import DEFAULT_MAX_LENGTH
+from dpr_components.encoders.transformers_loading import load_tokenizer
 from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.output_folders import SENTENCE_TRANSFORMERS, check_output_folder, write_marker
 

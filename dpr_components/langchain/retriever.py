@@ -13,17 +13,20 @@ from pydantic import PrivateAttr
 from dpr_components.langchain.documents import to_langchain_document
 from dpr_components.langchain.search import ComponentSearch, PipelineSearch
 from dpr_components.pipeline_files.loading import load_pipeline
-from dpr_components.utils.validation import check_positive_int, short_repr
+from dpr_components.pipeline_requests.inputs import check_filters, unknown_input
+from dpr_components.utils.validation import check_positive_int
+
+CALL_INPUTS = ("k", "filters")  # what a call may give besides the query
 
 
 def _check_k(k: Any) -> int | None:
     return None if k is None else check_positive_int("k", k)
 
 
-def _check_filters(filters: Any) -> dict[str, Any] | None:
-    if filters is not None and not isinstance(filters, dict):
-        raise ValueError(f"filters must be a Haystack filter dict, got {short_repr(filters)}")
-    return filters
+def _check_call(unknown: dict[str, Any]) -> None:
+    """A call's keyword the retriever does not take is refused as every front end refuses an unknown input."""
+    if unknown:
+        raise TypeError(unknown_input(next(iter(unknown)), CALL_INPUTS, owner="HaystackRetriever.invoke"))
 
 
 class HaystackRetriever(BaseRetriever):
@@ -62,7 +65,7 @@ class HaystackRetriever(BaseRetriever):
         if output is not None and pipeline is None:
             raise ValueError("output names a pipeline component: give it with pipeline=...")
         _check_k(settings.get("k"))
-        _check_filters(settings.get("filters"))
+        check_filters(settings.get("filters"))
         search: ComponentSearch | PipelineSearch
         if component is not None:
             search = ComponentSearch(component)
@@ -105,7 +108,7 @@ class HaystackRetriever(BaseRetriever):
         """The call's ``k`` and filters, else the retriever's."""
         return (
             self.k if k is None else _check_k(k),
-            self.filters if filters is None else _check_filters(filters),
+            self.filters if filters is None else check_filters(filters),
         )
 
     def _get_relevant_documents(
@@ -115,7 +118,9 @@ class HaystackRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         filters: dict[str, Any] | None = None,
+        **unknown: Any,
     ) -> list[Document]:
+        _check_call(unknown)
         found = self._search.search(query, *self._settings(k, filters))
         return [to_langchain_document(document) for document in found]
 
@@ -126,6 +131,8 @@ class HaystackRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         filters: dict[str, Any] | None = None,
+        **unknown: Any,
     ) -> list[Document]:
+        _check_call(unknown)
         found = await self._search.search_async(query, *self._settings(k, filters))
         return [to_langchain_document(document) for document in found]

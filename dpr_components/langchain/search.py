@@ -1,48 +1,23 @@
 """One query through a Haystack retriever component or a pipeline: the documents it returns.
 
 Both sources take a query, an optional ``top_k`` and optional Haystack filters, and have a
-synchronous and a native asynchronous search (the component's or pipeline's ``run_async``)."""
+synchronous and a native asynchronous search (the component's or pipeline's ``run_async``). A failure
+the user is told (the one rule of every front end, ``pipeline_requests/errors.py``) is raised in place
+of the wrappers around it."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from haystack import Document
 from haystack.dataclasses import ExtractedAnswer
-from haystack.document_stores.errors import DocumentStoreError
-from haystack.errors import FilterError
 
+from dpr_components.pipeline_requests.errors import user_errors_unwrapped
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.utils.pipeline_graph import leaf_components
-
-# Exceptions that describe a mistake in the input; Haystack wraps a component's own in its pipeline error.
-USER_ERRORS = (ValueError, TypeError, FilterError, DocumentStoreError)
-
-
-def _wrapped_user_error(error: BaseException) -> BaseException | None:
-    """The user error Haystack wrapped in ``error`` (the outermost in its chain of causes), if any."""
-    cause = error.__cause__
-    while cause is not None and not isinstance(cause, USER_ERRORS):
-        cause = cause.__cause__
-    return None if isinstance(error, USER_ERRORS) else cause
-
-
-@contextmanager
-def _user_errors_unwrapped() -> Iterator[None]:
-    """Raise the user error a pipeline error wraps (see :func:`_wrapped_user_error`) in its place."""
-    try:
-        yield
-    except Exception as error:
-        cause = _wrapped_user_error(error)
-        if cause is None:
-            raise
-        raise cause from None
-
 
 RESULT_SOCKETS = ("documents", "answers")
 
@@ -110,17 +85,20 @@ class ComponentSearch:
     def search(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         arguments = self._arguments(query, top_k, filters)
         self._warm_up()
-        return _documents(self.component.run(**arguments), self.name)[:top_k]
+        with user_errors_unwrapped():  # a component may wrap a library's error, as Haystack wraps the component's
+            result = self.component.run(**arguments)
+        return _documents(result, self.name)[:top_k]
 
     async def search_async(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         arguments = self._arguments(query, top_k, filters)
         if not self._warmed_up:
             await asyncio.to_thread(self._warm_up)
         run_async = getattr(self.component, "run_async", None)
-        if callable(run_async):
-            result = await run_async(**arguments)
-        else:
-            result = await asyncio.to_thread(self.component.run, **arguments)
+        with user_errors_unwrapped():
+            if callable(run_async):
+                result = await run_async(**arguments)
+            else:
+                result = await asyncio.to_thread(self.component.run, **arguments)
         return _documents(result, self.name)[:top_k]
 
 
@@ -157,12 +135,12 @@ class PipelineSearch:
 
     def search(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         data = self._inputs(query, top_k, filters)
-        with _user_errors_unwrapped():
+        with user_errors_unwrapped():
             result = self.pipeline.run(data, include_outputs_from=self._extra_outputs)
         return _documents(result.get(self.output), self.name)[:top_k]
 
     async def search_async(self, query: str, top_k: int | None, filters: dict[str, Any] | None) -> list[Document]:
         data = self._inputs(query, top_k, filters)
-        with _user_errors_unwrapped():
+        with user_errors_unwrapped():
             result = await self.pipeline.run_async(data, include_outputs_from=self._extra_outputs)
         return _documents(result.get(self.output), self.name)[:top_k]

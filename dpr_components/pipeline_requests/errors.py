@@ -1,9 +1,16 @@
-"""The errors a request may end in that describe a mistake in it (a bad input, filter or file, a store's
-server that does not answer), found inside Haystack's wrappers and told on one line."""
+"""The one rule for the errors a request may end in, used by the ``haystack`` command, the HTTP server and
+the LangChain retriever: which of them are not bugs but something the user is told (a mistake in the
+request: a bad input, filter or file; a server the pipeline needs that does not answer or answers an
+error; a file this machine cannot read or write), found inside Haystack's and the components' wrappers,
+and the one line the user reads for it (:func:`user_error`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -11,6 +18,9 @@ from haystack.document_stores.errors import DocumentStoreError
 from haystack.errors import FilterError
 
 from dpr_components.utils.output_files import describe_os_error
+
+# The request's own mistakes: a bad field, filter, record or file name (a file that does not exist).
+REQUEST_MISTAKES: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
 
 
 class ServerUnreachableError(ConnectionError):
@@ -20,11 +30,6 @@ class ServerUnreachableError(ConnectionError):
 class RemoteServerError(ConnectionError):
     """A server a component talks to (a fetched URL, a generator's API, a remote store) answered with an
     HTTP error status; the message names the component and the status."""
-
-
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that describe a mistake in the input, printed as one line; anything else is a bug and surfaces."""
-    return (ValueError, FilterError, DocumentStoreError, OSError)
 
 
 def quiet_retry_logs(verbose: bool) -> None:
@@ -96,23 +101,62 @@ def remote_status_error(error: BaseException) -> RemoteServerError | None:
     return None
 
 
-def user_error_cause(
-    error: BaseException, kinds: tuple[type[BaseException], ...] | None = None
-) -> BaseException | None:
-    """The outermost user error (of ``kinds``, default :func:`user_errors`) in ``error``'s chain of
-    causes, ``error`` itself included, if any: Haystack wraps a component's exception in its own,
-    and components wrap a library's."""
-    kinds = kinds or user_errors()
-    unreachable = unreachable_server(error)
-    if unreachable is not None and isinstance(unreachable, kinds):
-        return unreachable
-    remote = remote_status_error(error)
-    if remote is not None and isinstance(remote, kinds):
-        return remote
+def cause_of_kind(error: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The outermost exception of ``kinds`` in ``error``'s chain of causes, ``error`` itself included, if
+    any: Haystack wraps a component's exception in its own, and components wrap a library's."""
     cause: BaseException | None = error
     while cause is not None and not isinstance(cause, kinds):
         cause = cause.__cause__
     return cause
+
+
+class Blame(Enum):
+    """Whose the failure is, which decides how a front end answers it (the server's status code)."""
+
+    REQUEST = "request"  # the request's own mistake (REQUEST_MISTAKES): HTTP 400
+    UNREACHABLE = "unreachable"  # a server the pipeline needs does not answer: HTTP 503
+    REMOTE = "remote"  # a server a component called answered an HTTP error status: HTTP 502
+    LOCAL = "local"  # a file or folder this machine could not read or write (another OSError): HTTP 500
+
+
+@dataclass(frozen=True)
+class UserError:
+    """A failure the user is told on one line instead of a traceback: whose it is, the exception to show
+    in place of the wrappers around it, and the line."""
+
+    blame: Blame
+    cause: BaseException
+    line: str
+
+
+def _blame(cause: BaseException) -> Blame:
+    if isinstance(cause, ServerUnreachableError):
+        return Blame.UNREACHABLE
+    if isinstance(cause, RemoteServerError):
+        return Blame.REMOTE
+    return Blame.REQUEST if isinstance(cause, REQUEST_MISTAKES) else Blame.LOCAL
+
+
+def user_error(error: BaseException) -> UserError | None:
+    """What the user is told for ``error``, or ``None`` when it is a bug (it surfaces as it is): a
+    connection that failed or a remote server's error status anywhere in its chain, else the outermost
+    request mistake (:data:`REQUEST_MISTAKES`) or ``OSError`` in it. The one rule of every front end."""
+    found = unreachable_server(error) or remote_status_error(error)
+    cause = found or cause_of_kind(error, (*REQUEST_MISTAKES, OSError))
+    return None if cause is None else UserError(_blame(cause), cause, one_line(cause))
+
+
+@contextmanager
+def user_errors_unwrapped() -> Iterator[None]:
+    """Raise the exception :func:`user_error` finds in an error in the error's place (a component's own
+    instead of Haystack's wrapper around it); a bug as it is."""
+    try:
+        yield
+    except Exception as error:
+        found = user_error(error)
+        if found is None or found.cause is error:
+            raise
+        raise found.cause from None
 
 
 def one_line(error: BaseException) -> str:

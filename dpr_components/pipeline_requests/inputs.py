@@ -12,18 +12,48 @@ the HTTP server and the LangChain retriever, so a pipeline accepts the same requ
 - ``{component: {name: value}}`` goes to that component as given.
 
 Per-component values win over flat ones, and the request's own fields (``query``, ``top_k``,
-``filters``) over the same inputs given among ``other``; a field that is ``None`` is left out."""
+``filters``) over the same inputs given among ``other``; a field that is ``None`` is left out.
+
+The request's own fields are checked here, given flat or by name, with the messages every front end
+gives (:func:`check_request_field`; the server's request models call it too): the query is text,
+``top_k`` a positive integer, the filters a dict (their operators and fields are the store's to check)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from dpr_components.utils.pipeline_graph import leaf_components
-from dpr_components.utils.validation import check_positive_int
+from dpr_components.utils.validation import check_positive_int, check_query_is_text, short_repr
 
 Declared = Mapping[str, str | Sequence[str]]
 Nested = dict[str, dict[str, Any]]
+
+
+def check_filters(filters: Any) -> dict[str, Any] | None:
+    """``filters`` itself when it is a Haystack filter dict or ``None``."""
+    if filters is not None and not isinstance(filters, dict):
+        raise ValueError(f"filters must be a Haystack filter dict, got {short_repr(filters)}")
+    return filters
+
+
+FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "query": check_query_is_text,
+    "top_k": lambda value: check_positive_int("top_k", value),
+    "filters": check_filters,
+}
+
+
+def check_request_field(name: str, value: Any) -> Any:
+    """``value`` itself when the request field ``name`` may hold it (``None`` always: not given), else a
+    one-line ``ValueError``; a field other than the request's own (``FIELD_CHECKS``) is the socket's to check."""
+    check = FIELD_CHECKS.get(name)
+    return value if value is None or check is None else check(value)
+
+
+def unknown_input(name: str, inputs: Iterable[str], owner: str = "the pipeline") -> str:
+    """The one line for a request field that ``owner`` (whose inputs are ``inputs``) does not take."""
+    return f"{owner} has no input named {name!r}; its inputs are {sorted(set(inputs))}"
 
 
 def components_taking(pipeline: Any, name: str) -> list[str]:
@@ -51,8 +81,7 @@ def _targets(pipeline: Any, name: str, declared: Declared | None) -> list[tuple[
         return [_socket(target) for target in ([given] if isinstance(given, str) else given)]
     receivers = components_taking(pipeline, name)
     if not receivers:
-        names = sorted({socket for sockets in pipeline.inputs().values() for socket in sockets})
-        raise ValueError(f"the pipeline has no input named {name!r}; its inputs are {names}")
+        raise ValueError(unknown_input(name, (socket for sockets in pipeline.inputs().values() for socket in sockets)))
     return [(component, name) for component in receivers]
 
 
@@ -85,12 +114,12 @@ def request_inputs(
         else:
             flat.append((key, value))
     for key, value in flat:
+        check_request_field(key, value)
         _place(nested, _targets(pipeline, key, declared), value, replace=False)
     for key, value in (("query", query), ("filters", filters)):
-        if value is not None:
+        if check_request_field(key, value) is not None:
             _place(nested, _targets(pipeline, key, declared), value, replace=True)
-    if top_k is not None:
-        check_positive_int("top_k", top_k)
+    if check_request_field("top_k", top_k) is not None:
         if declared and "top_k" in declared:
             targets = _targets(pipeline, "top_k", declared)
         else:

@@ -1,11 +1,12 @@
 """Run a loaded pipeline: inputs placed (:func:`~dpr_components.pipeline_requests.inputs.request_inputs`)
-and type-checked first, the component's own error surfaced instead of Haystack's wrapper."""
+and type-checked first, the component's own error surfaced instead of Haystack's wrapper
+(:func:`~dpr_components.pipeline_requests.errors.user_errors_unwrapped`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dpr_components.pipeline_requests.errors import user_error_cause
+from dpr_components.pipeline_requests.errors import user_errors_unwrapped
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.utils.type_checks import type_mismatch
 
@@ -27,10 +28,5 @@ def run_pipeline(pipeline: Any, data: dict[str, Any], **options: Any) -> dict[st
     Haystack's wrapper."""
     nested = request_inputs(pipeline, other=data)
     check_inputs(pipeline, nested)
-    try:
+    with user_errors_unwrapped():
         return pipeline.run(nested, **options)
-    except Exception as error:
-        cause = user_error_cause(error)
-        if cause is not None and cause is not error:
-            raise cause from None
-        raise

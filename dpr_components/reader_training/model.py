@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from dpr_components.encoders import model_files
-from dpr_components.encoders.text_encoder import EncoderLoadError, resolve_model_path
+from dpr_components.encoders.model_layout import EncoderLoadError, resolve_model_path
 from dpr_components.readers.model import ReaderLoadError, is_reader_folder, load_reader, load_tokenizer
 
 
@@ -27,7 +27,7 @@ def reader_from_encoder(model: str, seed: int = 0) -> tuple[torch.nn.Module, Any
     ``model`` is ``bundled:all-MiniLM-L6-v2`` or a BERT / sentence-transformers folder."""
     from transformers import AutoModel, DPRConfig, DPRReader
 
-    from dpr_components.encoders.text_encoder import detect_layout
+    from dpr_components.encoders.model_layout import detect_layout
 
     try:
         layout = detect_layout(resolve_model_path(model))

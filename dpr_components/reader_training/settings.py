@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.reader_training.loss import Objective
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.runs import settings as shared

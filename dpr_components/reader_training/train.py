@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpr_components.encoders.text_encoder import check_max_length
+from dpr_components.encoders.model_layout import check_max_length
 from dpr_components.reader_training.checkpoints import ReaderRun, ReaderTrainingState
 from dpr_components.reader_training.data import MinedQuestion, PassageLookup
 from dpr_components.reader_training.evaluate import dev_cases

@@ -70,11 +70,6 @@ class Row:
         return self.window_end - self.window_start
 
 
-def check_fast_tokenizer(tokenizer: Any) -> None:
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("the reader needs a fast tokenizer (tokenizer.json): character offsets come from it")
-
-
 def tokenize_passage(tokenizer: Any, text: str) -> TokenizedPassage:
     encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     return TokenizedPassage(

@@ -1,7 +1,7 @@
 """A ``DPRReader`` compiled by OpenVINO: the ``openvino`` back end of ``SpanReader`` and ``PassageRanker``.
 
 The loaded torch reader is converted once; OpenVINO then computes its three logits with its own CPU
-kernels, in bf16 where the CPU has native bf16 and in fp32 elsewhere (docs/benchmarks/ranker_latency.md
+kernels, in bf16 where the CPU has native bf16 and in fp32 elsewhere (docs/benchmarks/reader/ranker_latency.md
 measures it against torch). Each concurrent request gets its own stream of ``DPR_READ_THREADS`` threads,
 so requests do not share threads any more than torch's readers do.
 """

@@ -3,7 +3,7 @@ importing transformers.
 
 Why: importing transformers' model code (``modeling_utils`` pulls in ``torch._dynamo`` and
 ``torch.distributed.tensor``) took about two of the five seconds of a cold ``haystack run qa``
-(docs/benchmarks/cold_start.md). A reader is the BERT of :mod:`dpr_components.encoders.plain_bert`
+(docs/benchmarks/cli/cold_start.md). A reader is the BERT of :mod:`dpr_components.encoders.plain_bert`
 plus two linear heads: ``qa_outputs`` (start and end logits of every token) and ``qa_classifier``
 (the passage-selection logit from [CLS]).
 

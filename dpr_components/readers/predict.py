@@ -5,7 +5,7 @@ Passage selection follows DPR (Karpukhin et al. 2020, section 6): a softmax over
 span score is start logit + end logit; ``span_probability`` is P(start)·P(end) with both
 softmaxes over the passage tokens of the window. An optional rank prior weighs each passage by
 its retrieval rank r as r^-α: a reader trained with few negatives per question selects passages
-less well than the retriever ranked them (docs/benchmarks/reader.md measures it)."""
+less well than the retriever ranked them (docs/benchmarks/reader/reader.md measures it)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ class ReadSettings:
 
 # Rows are read in batches of similar length, so short passages are not padded to the longest: a
 # question's 20 hybrid passages in three length-sorted batches take a fifth less time than in one
-# padded batch on one thread (docs/benchmarks/ranker_latency.md).
+# padded batch on one thread (docs/benchmarks/reader/ranker_latency.md).
 ROWS_PER_BATCH = 8
 
 

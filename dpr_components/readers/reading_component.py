@@ -12,8 +12,9 @@ from typing import Any, Self
 from haystack import Document, default_from_dict
 from haystack.utils import ComponentDevice
 
+from dpr_components.encoders.bf16_probe import bf16_enabled
+from dpr_components.encoders.encoder_settings import Backend, Precision
 from dpr_components.encoders.model_locks import model_lock
-from dpr_components.encoders.text_encoder import Backend, Precision, bf16_enabled
 from dpr_components.readers.inputs import InputSettings, document_title
 from dpr_components.readers.model import shared_openvino_reader, shared_reader
 from dpr_components.readers.predict import ReaderInput, reader_input

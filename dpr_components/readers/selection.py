@@ -3,7 +3,7 @@ layer's [CLS] vector, so that layer is computed for [CLS] only.
 
 Its keys and values still come from every token, so the logit is the full forward's (up to float
 rounding); the queries, the attention output and the feed-forward block of every other token are
-skipped: about a seventh of a 6-layer reader's work (docs/benchmarks/ranker_latency.md measures it).
+skipped: about a seventh of a 6-layer reader's work (docs/benchmarks/reader/ranker_latency.md measures it).
 A reader with its own ``selection_logits`` (OpenVINO's, which compiles this same computation) runs
 that; any other reader that is not a torch ``DPRReader`` around a BERT runs its full forward."""
 

@@ -3,8 +3,8 @@
 glibc's allocator keeps memory a process frees for its next allocations, in one heap per thread that
 allocated it (up to 8 per core), and returns it to the system only from the top of a heap. A server that
 indexes while it searches frees the temporary arrays of every write and search from many threads, so its
-resident memory climbs past what its data takes (measured: docs/benchmarks/store_memory.md and
-server_memory.md). ``malloc_trim(0)`` hands the free pages of every heap back; one call every few seconds
+resident memory climbs past what its data takes (measured: docs/benchmarks/store/store_memory.md and
+load/server_memory.md). ``malloc_trim(0)`` hands the free pages of every heap back; one call every few seconds
 costs nothing a request would notice. On a C library without it (musl, macOS) the release is off."""
 
 from __future__ import annotations

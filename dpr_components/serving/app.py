@@ -84,16 +84,22 @@ class ServedPipelines:
 
 
 def validation_detail(errors: list[dict[str, Any]]) -> str:
-    """pydantic's validation errors as one line: ``body.query: Input should be a valid string``."""
+    """pydantic's validation errors as one line: ``body.query: Field required``; a check of the request's
+    own (``ValueError``) without pydantic's "Value error, " before it: ``body.top_k: top_k must be a
+    positive integer, got 0``, the line of the command line and the LangChain retriever."""
     if not errors:
         return "invalid request"
     where = ".".join(str(part) for part in errors[0].get("loc", ()))
+    message = str(errors[0].get("msg", ""))
+    if errors[0].get("type") == "value_error":
+        message = message.removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return " ".join(f"{where}: {errors[0].get('msg', '')}{more}".split())
+    return " ".join(f"{where}: {message}{more}".split())
 
 
 async def _one_line_422(request: Request, exc: Exception) -> Response:
-    """A 422 whose detail names the field on one line (and never echoes the input back)."""
+    """A 422 whose detail names the field on one line (never pydantic's copy of the input; a check of the
+    request's own names at most a short repr of the value, as a 400 does)."""
     assert isinstance(exc, RequestValidationError)
     return JSONResponse(status_code=422, content={"detail": validation_detail(list(exc.errors()))})
 

@@ -2,13 +2,16 @@
 
 Requests are strict, as the command line and the components are: no ``true`` for a count, no
 ``"yes"`` for a boolean, no ``"3"`` for a number, and no field the model does not declare (a typo such
-as ``topk`` would otherwise be dropped silently). Integers are accepted where a number is asked for."""
+as ``topk`` would otherwise be dropped silently; refused with the command line's line for an input the
+pipeline does not take). Integers are accepted where a number is asked for."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dpr_components.pipeline_requests.inputs import unknown_input
 
 STRICT_REQUEST = ConfigDict(strict=True, extra="forbid")
 
@@ -77,8 +80,22 @@ class DocumentOut(DocumentIn):
 
 def strict_request(model: type[BaseModel]) -> type[BaseModel]:
     """``model`` (a request model hayhooks derived from a ``run_api``) refusing lax types and unknown fields."""
-    namespace = {"model_config": STRICT_REQUEST, "__module__": model.__module__, "__doc__": model.__doc__}
+    namespace = {
+        "model_config": STRICT_REQUEST,
+        "__module__": model.__module__,
+        "__doc__": model.__doc__,
+        "_known_fields_only": model_validator(mode="before")(_known_fields_only),
+    }
     return type(model.__name__, (model,), namespace)
+
+
+def _known_fields_only(cls: type[BaseModel], data: Any) -> Any:
+    """A body naming a field the request does not take is refused with the one line for it."""
+    if isinstance(data, dict):
+        unknown = [name for name in data if name not in cls.model_fields]
+        if unknown:
+            raise ValueError(unknown_input(str(unknown[0]), cls.model_fields))
+    return data
 
 
 class SearchResult(BaseModel):

@@ -18,18 +18,11 @@ from fastapi import FastAPI, HTTPException, Request
 from hayhooks import BasePipelineWrapper, log
 from hayhooks.server.pipelines.models import create_request_model_from_callable, create_response_model_from_callable
 from haystack import Document
-from haystack.document_stores.errors import DocumentStoreError
-from haystack.errors import FilterError
 from pydantic import BaseModel
 from starlette.convertors import Convertor, register_url_convertor
 
 from dpr_components.indexing.record_ids import lookup_id_problem
-from dpr_components.pipeline_requests.errors import (
-    one_line,
-    remote_status_error,
-    unreachable_server,
-    user_error_cause,
-)
+from dpr_components.pipeline_requests.errors import Blame, one_line, user_error
 from dpr_components.serving.guards import carries_api_key
 from dpr_components.serving.jobs import TrainingJobs
 from dpr_components.serving.models import (
@@ -47,8 +40,8 @@ from dpr_components.serving.served_stores import ServedStore, ready_names, sourc
 from dpr_components.serving.wrappers import RESTART, DeclaredPipelineWrapper, StoreUnavailableError, document_out
 from dpr_components.utils.validation import short_repr
 
-# Errors that describe a bad request; any other failure stays a 500 (a server fault).
-REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, FilterError, DocumentStoreError, FileNotFoundError)
+# The status of each failure the user is told (a file this machine cannot read or write is a server fault: 500).
+STATUS_OF = {Blame.REQUEST: 400, Blame.UNREACHABLE: 503, Blame.REMOTE: 502}
 STATUS_PATH, OPENAPI_PATH, JOBS_PATH = "/status", "/openapi.json", "/jobs/{job_id}"
 STORES_PATH, DOCUMENTS_PATH = "/stores", "/documents/{document_id:any_text}"
 TRAINING_OFF = "training over HTTP is off: start haystack serve with --enable-training to serve {name}"
@@ -70,11 +63,6 @@ class _AnyText(Convertor[str]):
 register_url_convertor("any_text", _AnyText())
 
 
-def request_error(error: BaseException) -> BaseException | None:
-    """The outermost error caused by the request in the chain of ``error`` and its causes, if any."""
-    return user_error_cause(error, REQUEST_ERRORS)
-
-
 def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel], type[BaseModel]]:
     """The request and response models hayhooks derives from ``wrapper.run_api``, the request made strict."""
     run = wrapper.run_api
@@ -91,10 +79,10 @@ def _endpoint(
     limiter: anyio.CapacityLimiter,
 ) -> Callable[..., Awaitable[BaseModel]]:
     """The route handler: the request's fields to ``run_api`` in a worker thread, at most ``limiter``'s
-    count at once (the others wait their turn, first come first served); a failure the request caused is
-    a 400 with its one-line message, a server the store needs that does not answer a 503, a remote server's
-    error status a 502, any other a 500
-    (logged without variables' values)."""
+    count at once (the others wait their turn, first come first served); a failure is told by the one rule
+    (:func:`~dpr_components.pipeline_requests.errors.user_error`), its line as the detail: the request's
+    mistake a 400, a store that cannot be used now or a server it needs that does not answer a 503, a
+    remote server's error status a 502, any other a 500 (logged without variables' values)."""
     request_model, response_model = models
     fields = list(request_model.model_fields)
 
@@ -106,19 +94,14 @@ def _endpoint(
         except HTTPException:
             raise
         except Exception as error:
-            cause = request_error(error)
-            if cause is not None:
-                raise HTTPException(status_code=400, detail=one_line(cause)) from None
             if isinstance(error, StoreUnavailableError):  # not indexed yet, or its folder removed or replaced
                 raise HTTPException(status_code=503, detail=one_line(error)) from None
-            unreachable = unreachable_server(error)
-            if unreachable is not None:  # the store's server is down: the request may succeed later
-                raise HTTPException(status_code=503, detail=one_line(unreachable)) from None
-            remote = remote_status_error(error)
-            if remote is not None:  # a server a component calls answered an error status
-                raise HTTPException(status_code=502, detail=one_line(remote)) from None
+            found = user_error(error)
+            if found is not None and found.blame in STATUS_OF:
+                raise HTTPException(status_code=STATUS_OF[found.blame], detail=found.line) from None
             log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
-            raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {one_line(error)}") from None
+            line = found.line if found is not None else one_line(error)  # a local file's, without the wrappers
+            raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {line}") from None
         return response_model(result=result)
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

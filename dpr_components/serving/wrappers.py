@@ -10,6 +10,7 @@ every component that takes filters."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
@@ -17,12 +18,12 @@ from typing import Annotated, Any
 from hayhooks import BasePipelineWrapper
 from haystack import Document, Pipeline
 from haystack.dataclasses import ExtractedAnswer
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from dpr_components.document_stores.folder_identity import StoreFolderMovedError
 from dpr_components.pipeline_files.loading import StoreNotIndexedError, writes_documents
-from dpr_components.pipeline_requests.errors import one_line, user_error_cause
-from dpr_components.pipeline_requests.inputs import components_taking, request_inputs
+from dpr_components.pipeline_requests.errors import cause_of_kind, one_line
+from dpr_components.pipeline_requests.inputs import check_request_field, components_taking, request_inputs
 from dpr_components.serving.models import (
     AnswerOut,
     AnswerResult,
@@ -35,7 +36,17 @@ from dpr_components.serving.models import (
 )
 
 MAX_TOP_K = 1000
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"how many results, 1 to {MAX_TOP_K}")]
+
+
+def _checked(name: str) -> BeforeValidator:
+    """The request field ``name`` checked as every front end checks it, before its type: a 422 with the
+    same line as the command line's and the LangChain retriever's."""
+    return BeforeValidator(functools.partial(check_request_field, name))
+
+
+Query = Annotated[str, _checked("query")]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"how many results, 1 to {MAX_TOP_K}"), _checked("top_k")]
+Filters = Annotated[dict[str, Any], _checked("filters")]
 
 
 class StoreUnavailableError(RuntimeError):
@@ -113,7 +124,7 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         try:
             result = pipeline.run(data, include_outputs_from=set(returning))
         except Exception as error:
-            moved = user_error_cause(error, (StoreFolderMovedError,))
+            moved = cause_of_kind(error, (StoreFolderMovedError,))
             if moved is None:
                 raise
             self.check_store(after_run=True)  # the folder moved during the run: says how
@@ -186,9 +197,9 @@ class SearchWrapper(DeclaredPipelineWrapper):
 
     def run_api(
         self,
-        query: str,
+        query: Query,
         top_k: TopK | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: Filters | None = None,
         include_embeddings: bool = False,
     ) -> SearchResult:
         """Search the store.
@@ -220,7 +231,7 @@ class SearchWrapper(DeclaredPipelineWrapper):
 class AnswerWrapper(DeclaredPipelineWrapper):
     """A retrieval + reader pipeline: answer spans inside the retrieved passages."""
 
-    def run_api(self, query: str, top_k: TopK | None = None, filters: dict[str, Any] | None = None) -> AnswerResult:
+    def run_api(self, query: Query, top_k: TopK | None = None, filters: Filters | None = None) -> AnswerResult:
         """Answer a question with spans of the retrieved passages.
 
         Args:

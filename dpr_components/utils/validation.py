@@ -31,13 +31,19 @@ def has_visible_character(text: str) -> bool:
     return any(unicodedata.category(char)[0] in _VISIBLE_CATEGORIES for char in text)
 
 
+def check_query_is_text(query: Any) -> str:
+    """The query itself when it is a string (of any content: :func:`check_query` checks that)."""
+    if not isinstance(query, str):
+        raise ValueError(f"the query must be text, got {type(query).__name__} {short_repr(query)}")
+    return query
+
+
 def check_query(query: Any, max_chars: int = MAX_QUERY_CHARS) -> str:
     """The query itself when it is usable text; otherwise a ``ValueError`` saying why.
 
     A query of only spaces or invisible characters (zero-width spaces, a byte-order mark,
     control characters) is empty: searching for it would return arbitrary passages."""
-    if not isinstance(query, str):
-        raise ValueError(f"the query must be text, got {type(query).__name__} {short_repr(query)}")
+    check_query_is_text(query)
     surrogate = describe_lone_surrogate(query)
     if surrogate:
         raise ValueError(f"the query is not valid Unicode: {surrogate}")

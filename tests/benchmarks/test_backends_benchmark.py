@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from benchmarks.encoding.backends import calibration_batches, rotations, with_model
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, convert_to_openvino
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import TextEncoder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -126,7 +126,7 @@ def test_from_json_rerenders_without_retrieving(tmp_path: Path, monkeypatch: pyt
     assert f"Produced by: `{original}`." in text
     assert f"by: `{original} --from-json`" in text
     assert "dense (`models/x/question_encoder`)" in text
-    report = (tmp_path / "retrieval" / "nq-dev" / "report.md").read_text(encoding="utf-8")
+    report = (tmp_path / "nq-dev" / "report.md").read_text(encoding="utf-8")
     assert "| dense | 40.0 [" in report and "## Differences" in report
     assert "Each system minus dense" in report
     assert (tmp_path / "retrieval_quality.json").read_text(encoding="utf-8") == stored  # the JSON is left as it was

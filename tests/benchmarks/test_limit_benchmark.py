@@ -32,7 +32,8 @@ from benchmarks.encoding.limit import (
     wall_shares,
 )
 from dpr_components.encoders.backend_choice import ENV_VARIABLE, forget_choices
-from dpr_components.encoders.text_encoder import BUCKET_BATCHES, EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import BUCKET_BATCHES, TextEncoder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

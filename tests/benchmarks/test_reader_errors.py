@@ -4,7 +4,6 @@ from, the report's arithmetic, and a run on tiny models."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 

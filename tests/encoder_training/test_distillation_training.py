@@ -14,8 +14,9 @@ import torch
 from dpr_components.encoder_training.distillation import DistillationSettings, train_distillation
 from dpr_components.encoder_training.distillation_batches import make_batch, store_vectors
 from dpr_components.encoder_training.teacher_file import TeacherRecord, read_teacher_file
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.pairing import read_pair_file
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import TextEncoder
 from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -16,11 +16,9 @@ from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoder_training.train import train
-from dpr_components.encoders.text_encoder import (
-    EncoderSettings,
-    TextEncoder,
-    detect_layout,
-)
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import detect_layout
+from dpr_components.encoders.text_encoder import TextEncoder
 from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 
 QUESTIONS = ["who wrote hamlet", "what is the highest mountain on earth and how high is it"]

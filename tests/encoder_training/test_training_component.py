@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dpr_components.cli.main import main as cli
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
 from tests.helpers.paths import PIPELINES
 

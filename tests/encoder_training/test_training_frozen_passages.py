@@ -14,7 +14,8 @@ from dpr_components.encoder_training.examples import Ctx
 from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoder_training.train import train
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from tests.helpers.corpora import write_training_data
 from tests.helpers.encoder_training import tiny_run
 

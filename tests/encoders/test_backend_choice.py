@@ -18,7 +18,8 @@ from dpr_components.encoders.backend_choice import (
     forget_choices,
     lowest_cosine,
 )
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 from tests.helpers.commands import index_args

@@ -11,17 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import detect_layout, resolve_model_path
 from dpr_components.encoders.plain_bert import (
     PlainBert,
     load_bert_tokenizer,
     load_plain_bert,
 )
-from dpr_components.encoders.text_encoder import (
-    EncoderSettings,
-    TextEncoder,
-    detect_layout,
-    resolve_model_path,
-)
+from dpr_components.encoders.text_encoder import TextEncoder
 from tests.helpers.models import tiny_config
 from tests.helpers.paths import REPO
 

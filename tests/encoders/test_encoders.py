@@ -10,13 +10,9 @@ import pytest
 import torch
 
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.text_encoder import (
-    EncoderLoadError,
-    EncoderSettings,
-    TextEncoder,
-    detect_layout,
-    resolve_model_path,
-)
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import EncoderLoadError, detect_layout, resolve_model_path
+from dpr_components.encoders.text_encoder import TextEncoder
 
 
 def test_plain_bert_defaults_to_cls_pooling(tiny_bert_dir: Path) -> None:

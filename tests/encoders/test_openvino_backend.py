@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpr_components.encoders.text_encoder import EncoderLoadError, EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import EncoderLoadError
+from dpr_components.encoders.text_encoder import TextEncoder
 from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 from tests.helpers.paths import REPO
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.openvino_model import REQUEST_ROWS, HiddenStates, OpenVINOEncoderModel
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.text_encoder import TextEncoder
 
 pytest.importorskip("openvino")
 

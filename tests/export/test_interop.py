@@ -13,8 +13,10 @@ import torch
 from haystack import Document
 
 from dpr_components.cli.main import main
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.model_layout import detect_layout
 from dpr_components.encoders.pairing import write_pair_files
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder, detect_layout
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.export.qa_model import export_qa_model
 from dpr_components.export.sentence_transformers import ExportError, export_sentence_transformers
 from dpr_components.reader_training.model import reader_from_encoder

@@ -82,7 +82,7 @@ def test_inputs_file_wrong_types(indexed_store: Path, tmp_path: Path) -> None:
     """--inputs-file whose query is a number"""
     inputs = tmp_path / "inputs.json"
     inputs.write_text('{"query": 42}', encoding="utf-8")
-    assert_clear_error(cli(*_bm25(indexed_store, "--inputs-file", inputs)), "bm25.query: expected text, got 42")
+    assert_clear_error(cli(*_bm25(indexed_store, "--inputs-file", inputs)), "the query must be text, got int 42")
 
 
 @COMMAND_LINE
@@ -157,7 +157,7 @@ def _batch(tmp_path: Path, second_line: str) -> Path:
         ('{"query": "x",}', "invalid JSON"),
         ('["who", "wrote"]', "expected query text or a JSON object of inputs, got a JSON list"),
         ('{"query": "   "}', "the query is empty"),
-        ('{"query": "x", "top_k": "abc"}', "top_k: expected an integer"),
+        ('{"query": "x", "top_k": "abc"}', "top_k must be a positive integer, got 'abc'"),
         ('{"query": "x", "top_k": NaN}', "NaN is not a finite number"),
         ('{"nonsense": 1}', "no input named 'nonsense'"),
     ],

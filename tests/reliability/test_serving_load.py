@@ -2,7 +2,7 @@
 
 The app of ``build_app`` is driven in process; the searches are made slow (each waits until the test
 releases it), so that they hold both run slots of a 2-core server while more wait, as a burst of
-searches does. Rates under a real load: docs/benchmarks/index_under_search.md."""
+searches does. Rates under a real load: docs/benchmarks/load/index_under_search.md."""
 
 from __future__ import annotations
 

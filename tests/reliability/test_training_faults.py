@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from dpr_components.encoder_training.train import RESULT_FILE
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.readers.model import load_reader
 from dpr_components.runs.run_log import read_log
 from tests.helpers.corpora import write_training_data

@@ -346,7 +346,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
     for name, body, code, message in [
         ("bm25", {"query": "  "}, 400, "the query is empty"),
         ("search", {"query": ""}, 400, "the query is empty"),
-        ("bm25", {"query": 5}, 422, "valid string"),
+        ("bm25", {"query": 5}, 422, "the query must be text"),
         ("bm25", {}, 422, "Field required"),
         ("index", {"path": str(secret)}, 400, "is outside the input root"),
         ("index", {"path": str(root / "link.jsonl")}, 400, "goes through a symbolic link"),

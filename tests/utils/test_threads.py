@@ -18,7 +18,8 @@ from dpr_components.cli.arguments import build_parser
 from dpr_components.cli.serve_command import apply_thread_settings
 from dpr_components.document_stores import dense_index
 from dpr_components.document_stores.dense_index import DenseIndex
-from dpr_components.encoders.text_encoder import EncoderSettings, TextEncoder
+from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.utils import threads
 from dpr_components.utils.threads import (
     ENCODE_THREADS_ENV,

@@ -87,7 +87,7 @@ class EmbeddedDocumentStore(MetadataQueries):
     :param ef_search: HNSW search depth (higher: better recall, slower).
     :param nprobe: IVF lists visited per query.
     :param ef_construction: HNSW build depth (FAISS default 40; higher builds slower, searches better;
-        see docs/benchmarks/faiss.md).
+        see docs/benchmarks/vector_index/faiss.md).
     :param bm25_k1: BM25 term-frequency saturation (Lucene/Pyserini default 0.9).
     :param bm25_b: BM25 length normalisation (Lucene/Pyserini default 0.4).
     :param bm25_method: bm25s scoring variant (``lucene`` by default).

@@ -11,15 +11,10 @@ from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import Backend, Pooling, Precision, TitleMode
 from dpr_components.encoders.model_locks import model_lock
 from dpr_components.encoders.pairing import META_FIELD, weights_digest
-from dpr_components.encoders.text_encoder import (
-    BUNDLED_MINILM,
-    Backend,
-    Pooling,
-    Precision,
-    TitleMode,
-)
 from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 
@@ -32,7 +27,7 @@ class PassageEmbedder(EncoderComponent):
     run resumes where it stopped and re-indexing with the same encoder costs nothing.
     ``backend="auto"`` (the default) runs the model with OpenVINO's CPU kernels when they pass the
     accuracy bound on this CPU, else with torch: OpenVINO is the faster exact back end on every CPU
-    measured (docs/benchmarks/backends.md); the choice is logged once per process, ``backend="torch"``
+    measured (docs/benchmarks/encoding/backends.md); the choice is logged once per process, ``backend="torch"``
     or ``"openvino"`` (or ``DPR_ENCODE_BACKEND``) overrides it, and each back end's vectors are cached apart.
     ``device`` is Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
 

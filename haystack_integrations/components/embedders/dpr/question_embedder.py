@@ -9,8 +9,9 @@ from haystack import component, default_to_dict
 from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import ENCODER_SETTINGS, EncoderComponent
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import Backend, Pooling, Precision
 from dpr_components.encoders.model_locks import model_lock
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Backend, Pooling, Precision
 from dpr_components.utils.devices import device_parameter
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.validation import check_query
@@ -25,7 +26,7 @@ class QuestionEmbedder(EncoderComponent):
     :param normalize: unit-normalise vectors; ``None`` follows the checkpoint.
     :param precision: ``auto`` uses bf16 where the CPU supports it natively, else fp32.
     :param backend: ``auto`` (plain torch: one question at a time starts fastest there,
-        docs/benchmarks/question_backends.md), ``torch`` or ``openvino`` (faster per question once
+        docs/benchmarks/encoding/question_backends.md), ``torch`` or ``openvino`` (faster per question once
         converted, a few seconds at start-up: for long-running batch work; plain and sentence-transformers
         checkpoints only, not DPR-layout ones such as ``bundled:dpr-minilm-multi/question_encoder``).
     :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.

@@ -12,7 +12,7 @@ from typing import Any
 from haystack import Document, component, default_to_dict
 from haystack.utils import ComponentDevice
 
-from dpr_components.encoders.text_encoder import Backend, Precision
+from dpr_components.encoders.encoder_settings import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.predict import input_relevance
 from dpr_components.readers.reading_component import ReadingComponent
@@ -45,7 +45,7 @@ class PassageRanker(ReadingComponent):
     :param batch_size: rows per forward pass, read shortest first; ``None``: 8.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
     :param backend: ``torch`` (default) or ``openvino`` (the ``openvino`` extra): the same model run by
-        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
+        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/reader/ranker_latency.md).
     :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
     :param retrieval_weight: w in ``logit + w * retrieval score``: 0 ranks by the model alone; a
         positive w keeps some of the retriever's judgement (every document then needs a score).

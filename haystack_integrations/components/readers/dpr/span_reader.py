@@ -10,7 +10,7 @@ from haystack import Document, component, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
 from haystack.utils import ComponentDevice
 
-from dpr_components.encoders.text_encoder import Backend, Precision
+from dpr_components.encoders.encoder_settings import Backend, Precision
 from dpr_components.readers.inputs import InputSettings
 from dpr_components.readers.merging import MergedAnswer, merge_by_text
 from dpr_components.readers.model import trained_objective
@@ -63,7 +63,7 @@ class SpanReader(ReadingComponent):
         ``combined`` (all spans by passage probability × span probability, which is then the score).
     :param rank_prior: α ≥ 0; weighs the document at 1-based position r of ``documents`` (the
         retriever's order) by r^-α in either ranking. 0 (default) ignores the order, as DPR does;
-        ``pipelines/qa_fast.yml`` uses 1 (docs/benchmarks/reader.md), ``qa.yml`` 0.5 after its re-ranker.
+        ``pipelines/qa_fast.yml`` uses 1 (docs/benchmarks/reader/reader.md), ``qa.yml`` 0.5 after its re-ranker.
     :param score_prior: γ ≥ 0; weighs each document by e^(γ·s), s = its incoming ``score`` (after a
         ``PassageRanker``: its score), in either ranking; 0 (default) ignores the scores.
     :param selection_weight: a ≥ 0; the reader's passage probability counts as P(passage)^a: 1 (default)
@@ -81,7 +81,7 @@ class SpanReader(ReadingComponent):
     :param batch_size: rows per forward pass, read shortest first; ``None``: 8.
     :param precision: ``auto`` uses bf16 autocast where the CPU supports it natively, else fp32.
     :param backend: ``torch`` (default) or ``openvino``: the same model run by
-        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/ranker_latency.md).
+        OpenVINO's CPU kernels, in bf16 where the CPU has it natively (docs/benchmarks/reader/ranker_latency.md).
     :param device: Haystack's ``ComponentDevice``; only the CPU (the default) is accepted.
     :param no_answer: also return an answer with ``data=None`` whose score is the probability that the
         passages hold no answer (as Haystack's ``ExtractiveReader``); the answers' scores are then

@@ -10,12 +10,13 @@ from haystack import Document, component
 from haystack.document_stores.types import FilterPolicy
 from haystack.utils import ComponentDevice
 
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import Pooling, Precision
 from dpr_components.encoders.pairing import (
     META_FIELD,
     check_pairing,
     expected_passage_digest,
 )
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
 from dpr_components.retrievers.question_retrievers import question_retriever_dict
 from dpr_components.store_access.filter_settings import effective_filters
 from dpr_components.store_access.search_backend import VectorSearch

@@ -9,7 +9,8 @@ from haystack.document_stores.types import FilterPolicy
 from haystack.utils import ComponentDevice
 
 from dpr_components.embedders.encoder_component import QUERY_ENCODER_SETTINGS
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM, Pooling, Precision
+from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import Pooling, Precision
 from dpr_components.hybrid_fusion import ScoredUnion
 from dpr_components.rankers.hybrid_fit import union_from_lists
 from dpr_components.retrievers.question_retrievers import question_retriever_dict
@@ -49,7 +50,7 @@ class HybridRetriever:
     with ``top_k=candidates`` on both retrievers. On ``EmbeddedDocumentStore`` the whole fusion runs
     inside the store on arrays, and only the final ``top_k`` become Documents: thousands of
     Documents passed between pipeline components cost far more than the searches (see
-    docs/benchmarks/hybrid_speed.md). On other stores that score given documents
+    docs/benchmarks/retrieval/hybrid_speed.md). On other stores that score given documents
     (``ElasticsearchDocumentStore``) it runs the two retrievers and the ranker itself; stores that
     cannot score given documents are refused (use ``HybridRanker`` mode ``rrf``).
 

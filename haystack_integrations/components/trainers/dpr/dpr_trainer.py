@@ -10,7 +10,7 @@ from haystack import component, default_from_dict, default_to_dict
 from dpr_components.encoder_training.data import load_training_examples
 from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
-from dpr_components.encoders.text_encoder import BUNDLED_MINILM
+from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.utils.init_parameters import init_parameters
 from dpr_components.utils.input_files import check_input_path
 from dpr_components.utils.sources import resolve_data_source
