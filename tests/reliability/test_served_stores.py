@@ -288,16 +288,22 @@ def test_qa_without_its_rerank_models(
     assert client.post("/bm25/run", json={"query": "hamlet"}).status_code == 200
 
 
+def _store_of_another_passage_encoder(tmp_path: Path, models: tuple[Path, Path, Path], corpus: Path) -> Path:
+    """A store indexed with the passage encoder of another pair than the served pipelines'."""
+    from dpr_components.encoder_training.convert import to_dpr
+
+    pair = to_dpr(str(models[2]), tmp_path / "pair")
+    store = tmp_path / "pair_store"
+    assert_success(cli(*index_args(corpus, store, pair / "passage_encoder")))
+    return store
+
+
 @CLEAR
 def test_store_of_another_passage_encoder(
     tmp_path: Path, models: tuple[Path, Path, Path], small_corpus_file: Path
 ) -> None:
     """A user serves a store indexed with another passage encoder than the served pipelines' question encoder"""
-    from dpr_components.encoder_training.convert import to_dpr
-
-    pair = to_dpr(str(models[2]), tmp_path / "pair")
-    store = tmp_path / "pair_store"
-    assert_success(cli(*index_args(small_corpus_file, store, pair / "passage_encoder")))
+    store = _store_of_another_passage_encoder(tmp_path, models, small_corpus_file)
     client = _client(_pipelines(tmp_path, models, ("bm25", "dense", "search")), store)
     status = client.get("/status").json()
     for pipeline in ("dense", "search"):
@@ -313,11 +319,7 @@ def test_documents_of_a_pipeline_that_cannot_be_served(
     tmp_path: Path, models: tuple[Path, Path, Path], small_corpus_file: Path
 ) -> None:
     """A user opens a whole document through a pipeline the server could not serve (?pipeline=dense)"""
-    from dpr_components.encoder_training.convert import to_dpr
-
-    pair = to_dpr(str(models[2]), tmp_path / "pair")
-    store = tmp_path / "pair_store"
-    assert_success(cli(*index_args(small_corpus_file, store, pair / "passage_encoder")))
+    store = _store_of_another_passage_encoder(tmp_path, models, small_corpus_file)
     client = _client(_pipelines(tmp_path, models, ("bm25", "dense")), store)
     found = client.get("/documents/hamlet", params={"pipeline": "dense"})
     assert_http_error(found, 503, "pipeline dense cannot be served", "another passage encoder")
