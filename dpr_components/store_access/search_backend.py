@@ -225,6 +225,13 @@ def is_embedded_store(store: Any) -> bool:
     return module is not None and isinstance(store, module.EmbeddedDocumentStore)
 
 
+def runs_hybrid_itself(store: Any) -> bool:
+    """Whether ``store`` computes the paper's hybrid in one call (``hybrid_search``, ``hybrid_search_batch``,
+    ``hybrid_union``: the embedded store, over its own arrays); any other store is fused from its public
+    retrieval and scoring methods."""
+    return is_embedded_store(store)
+
+
 class MissingStoreError(DocumentStoreError):
     """A search pipeline names an embedded store folder that holds no store."""
 

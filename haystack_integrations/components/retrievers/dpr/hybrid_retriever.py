@@ -18,6 +18,7 @@ from dpr_components.store_access.filter_settings import (
     effective_filters,
     parse_filter_policy,
 )
+from dpr_components.store_access.search_backend import runs_hybrid_itself
 from dpr_components.store_access.serialization import from_dict_with_store
 from dpr_components.utils.devices import cpu_only_device
 from dpr_components.utils.init_parameters import named_values
@@ -101,7 +102,7 @@ class HybridRetriever:
             device=cpu_only_device("HybridRetriever", device),
             **named_values(locals(), QUERY_ENCODER_SETTINGS),
         )
-        self._in_store = callable(getattr(document_store, "hybrid_search_batch", None))
+        self._in_store = runs_hybrid_itself(document_store)
         if not self._in_store:  # the paper's hybrid from public retrieval and scoring methods
             self.bm25 = BM25Retriever(document_store=document_store, top_k=candidates)
             self.ranker = HybridRanker(document_store=document_store, mode="dpr", weight=weight, top_k=top_k)
