@@ -34,7 +34,7 @@ def timed(action: Callable[[], T]) -> tuple[float, T]:
 def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
     """Median, 95th percentile (nearest rank) and mean of ``seconds``, in milliseconds."""
     ordered = sorted(seconds)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {
         "p50_ms": 1000 * statistics.median(ordered),
         "p95_ms": 1000 * p95,

@@ -34,7 +34,7 @@ def _cells(metrics: dict[str, float], questions: int | None = None) -> list[str]
         else f"{metrics[f'top{k}']:.1f}"
         for k in KS
     ]
-    return top_k + [f"{metrics['mrr']:.3f}", f"{metrics['avg_rank']:.2f}"]
+    return [*top_k, f"{metrics['mrr']:.3f}", f"{metrics['avg_rank']:.2f}"]
 
 
 def _header(first: list[str]) -> list[str]:
@@ -64,7 +64,7 @@ def render(
             "## Zero-shot MiniLM on the same candidates",
             "",
             *_header(["system"]),
-            table_row(["minilm-zero-shot"] + _cells(baseline["metrics"], baseline.get("questions"))),
+            table_row(["minilm-zero-shot", *_cells(baseline["metrics"], baseline.get("questions"))]),
         ]
     lines += ablation_sections(runs)
     if any(ablation_groups(runs, "subset")):
@@ -115,7 +115,7 @@ def plot_sample_efficiency(baseline: dict[str, Any] | None, runs: list[dict[str,
     sizes = [r["training"].get("examples") or r["variant"]["subset"] for r in group]
     figure = new_figure((6, 4))
     axis = figure.subplots()
-    for k, colour in zip((1, 5, 20), ("tab:blue", "tab:orange", "tab:green")):
+    for k, colour in zip((1, 5, 20), ("tab:blue", "tab:orange", "tab:green"), strict=True):
         axis.plot(sizes, [r["metrics"][f"top{k}"] for r in group], marker="o", color=colour, label=f"top-{k}")
         if baseline:
             axis.axhline(baseline["metrics"][f"top{k}"], color=colour, linestyle=":", linewidth=1)

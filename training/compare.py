@@ -40,10 +40,10 @@ def _ranks(evaluation: dict[str, Any], dataset: str, source: str) -> list[int | 
 def dataset_table(names: Sequence[str], ranks: Sequence[Sequence[int | None]], ks: Sequence[int]) -> list[str]:
     """Markdown rows: every system's top-k with intervals, then each later system minus the first."""
     lines = ["| system | " + " | ".join(f"top-{k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
-    for name, system in zip(names, ranks):
+    for name, system in zip(names, ranks, strict=True):
         cells = [interval_cell(score_interval(hits_at(system, k)).scaled(100), name_method=True) for k in ks]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    for name, system in zip(names[1:], ranks[1:]):
+    for name, system in zip(names[1:], ranks[1:], strict=True):
         cells = []
         for k in ks:
             ours, first = hits_at(system, k), hits_at(ranks[0], k)
@@ -58,12 +58,12 @@ def compare(paths: Sequence[str], names: Sequence[str], ks: Sequence[int]) -> st
     evaluations = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
     lines: list[str] = []
     for dataset in evaluations[0]["datasets"]:
-        ranks = [_ranks(evaluation, dataset, path) for evaluation, path in zip(evaluations, paths)]
+        ranks = [_ranks(evaluation, dataset, path) for evaluation, path in zip(evaluations, paths, strict=True)]
         if len({len(r) for r in ranks}) != 1:
             raise ValueError(f"{dataset}: the files hold different numbers of questions: {[len(r) for r in ranks]}")
         match = evaluations[0]["datasets"][dataset].get("match", "answer")
         lines += [f"## {dataset} ({len(ranks[0])} questions, {match} hits)", ""]
-        lines += dataset_table(names, ranks, ks) + [""]
+        lines += [*dataset_table(names, ranks, ks), ""]
     return "\n".join(lines)
 
 

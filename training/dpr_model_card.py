@@ -212,9 +212,10 @@ def _commands(
     else:
         commands = ["python -m training.train_dpr_nq " + _recipe_flags(files.variant)]
     if not files.question_side:
-        return commands + [
+        return [
+            *commands,
             f"python -m training.convert to-dpr {run}/best/question_encoder {model} --passage "
-            f"{run}/best/passage_encoder --fp16"
+            f"{run}/best/passage_encoder --fp16",
         ]
     commands.append(
         f"python -m training.convert question-only {run}/final {model}/question_encoder --paired-with bundled:all-MiniLM-L6-v2 --fp16"

@@ -135,10 +135,11 @@ def hit_ranks(
     if gold:
         return [
             gold_document_rank(q.gold_ids, [passages[int(i)].document_id for i in ids])
-            for q, ids in zip(questions, top)
+            for q, ids in zip(questions, top, strict=True)
         ]
     return [
-        first_hit_rank(answer_hits(q.answers, [passages[int(i)].text for i in ids])) for q, ids in zip(questions, top)
+        first_hit_rank(answer_hits(q.answers, [passages[int(i)].text for i in ids]))
+        for q, ids in zip(questions, top, strict=True)
     ]
 
 
@@ -179,7 +180,7 @@ def evaluate(
     for name in question_files:
         questions = load_questions(resolve_data_source(name), limit=limit)
         if gold:
-            questions = with_gold_ids(questions, lambda line: print(f"{name}: {line}", file=sys.stderr))
+            questions = with_gold_ids(questions, lambda line, name=name: print(f"{name}: {line}", file=sys.stderr))
         start = time.perf_counter()
         top = retriever.top(questions)
         ranks = hit_ranks(questions, top, passages, gold)

@@ -128,7 +128,7 @@ def _log(value: float | None) -> float:
 def reranked_order(row: dict[str, Any]) -> list[int]:
     """The hybrid's top 20 ordered by ranker logit + 0.75 × hybrid score (as ``qa_rerank.yml``); ties keep
     the hybrid's order."""
-    fused = [_log(p) + RERANK_WEIGHT * s for p, s in zip(row["ranker"]["log_p"], row["retrieval"])]
+    fused = [_log(p) + RERANK_WEIGHT * s for p, s in zip(row["ranker"]["log_p"], row["retrieval"], strict=True)]
     return sorted(range(len(fused)), key=lambda i: -fused[i])
 
 
@@ -160,7 +160,7 @@ def decoded_em(rows: list[dict[str, Any]], decoding: Decoding) -> np.ndarray:
 def first_passage_em(rows: list[dict[str, Any]], reader: str, order: str) -> float:
     """Exact match of the best span of the passage ranked first (``hybrid`` or ``reranked``), in percent."""
     first = [reranked_order(row)[0] if order == "reranked" else 0 for row in rows]
-    return 100 * float(np.mean([row[reader]["em"][i] for row, i in zip(rows, first)]))
+    return 100 * float(np.mean([row[reader]["em"][i] for row, i in zip(rows, first, strict=True)]))
 
 
 def oracle_em(rows: list[dict[str, Any]], reader: str, passages: int) -> float:

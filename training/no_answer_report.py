@@ -144,7 +144,9 @@ def calibration_table(summary: dict[str, Any]) -> tuple[str, str]:
 
 def render(summary: dict[str, Any]) -> str:
     model = _model(summary)
-    formula = " ".join([f"{model.bias:.3f}", *(f"{w:+.3f}·{name}" for w, name in zip(model.weights, FEATURES))])
+    formula = " ".join(
+        [f"{model.bias:.3f}", *(f"{w:+.3f}·{name}" for w, name in zip(model.weights, FEATURES, strict=True))]
+    )
     purpose = (
         'Fitted and chosen on these questions (held aside from training): the threshold says "no answer" to the '
         f"most unanswerable questions at a cost of at most {summary.get('max_em_drop', 1.0):g} exact-match points on the answerable "

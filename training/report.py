@@ -127,7 +127,7 @@ def hybrid_rows(hybrid: list[dict[str, Any]]) -> list[str]:
                 for r in hybrid
             }
         }
-        rows.append(table_row([f"BM25 + {model}, {name}", "", "", "", "", ""] + _accuracy_cells(run)))
+        rows.append(table_row([f"BM25 + {model}, {name}", "", "", "", "", "", *_accuracy_cells(run)]))
     return rows
 
 
@@ -148,7 +148,7 @@ def soup_lines(soups: list[dict[str, Any]]) -> list[str]:
         *_header(["soup", "runs averaged"]),
     ]
     for soup in soups:
-        lines.append(table_row([_label(soup), str(len(soup["soup"]))] + _accuracy_cells(soup)))
+        lines.append(table_row([_label(soup), str(len(soup["soup"])), *_accuracy_cells(soup)]))
     lines.append("")
     for soup in soups:
         lines += [f"- {soup['name']}: `python -m training.train_dpr_nq --soup {','.join(soup['soup'])}`"]
@@ -185,7 +185,7 @@ def results_table(
     """The baselines' and runs' rows, then the hybrid rows and what they are."""
     lines = _header(["system", "train questions", "batch", "hard neg.", "epochs", "train hours"])
     for baseline in baselines:
-        cells = [baseline.get("name", baseline["system"]), "", "", "", "", ""] + _accuracy_cells(baseline)
+        cells = [baseline.get("name", baseline["system"]), "", "", "", "", "", *_accuracy_cells(baseline)]
         lines.append(table_row(cells))
     lines += [table_row(_run_row(run) + _accuracy_cells(run)) for run in runs]
     if hybrid:
@@ -211,11 +211,25 @@ def ablation_tables(runs: list[dict[str, Any]]) -> list[str]:
                 value = {**LATER_FIELDS, **run["variant"]}[field]
                 lines.append(
                     table_row(
-                        ["all" if value is None else str(value), _label(run), f"{hours:.1f}" if hours else ""]
-                        + _accuracy_cells(run)
+                        [
+                            "all" if value is None else str(value),
+                            _label(run),
+                            f"{hours:.1f}" if hours else "",
+                            *_accuracy_cells(run),
+                        ]
                     )
                 )
     return lines
+
+
+def _without_ranks(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without its datasets' per-question ``first_hit_ranks``."""
+    return {
+        **record,
+        "datasets": {
+            k: {kk: vv for kk, vv in v.items() if kk != "first_hit_ranks"} for k, v in record["datasets"].items()
+        },
+    }
 
 
 def write_report(root: Path, out: Path, command: str) -> Path | None:
@@ -226,21 +240,14 @@ def write_report(root: Path, out: Path, command: str) -> Path | None:
     if not baselines and not runs and not collect_sampled(root)[1]:
         print(f"no finished runs under {root}: nothing to report", file=sys.stderr)
         return None
-    strip = lambda r: {
-        **r,
-        "datasets": {
-            k: {kk: vv for kk, vv in v.items() if kk != "first_hit_ranks"}  # noqa: E731
-            for k, v in r["datasets"].items()
-        },
-    }
     hybrid_file = out / "hybrid" / "retrieval_quality.json"
     hybrid = json.loads(hybrid_file.read_text(encoding="utf-8")) if hybrid_file.is_file() else None
     atomic_write_text(out / "dpr_nq.md", render(baselines, runs, command, hybrid, soups))
     payload = {
         "command": command,
-        "baselines": [strip(b) for b in baselines],
-        "runs": [strip(r) for r in runs],
-        "soups": [strip(s) for s in soups],
+        "baselines": [_without_ranks(b) for b in baselines],
+        "runs": [_without_ranks(r) for r in runs],
+        "soups": [_without_ranks(s) for s in soups],
     }
     atomic_write_text(out / "dpr_nq.json", json.dumps(payload, indent=1))
     print(f"wrote {out / 'dpr_nq.md'}", file=sys.stderr)

@@ -352,7 +352,7 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _interrupt(signum: int, frame: Any) -> None:
+def _interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 

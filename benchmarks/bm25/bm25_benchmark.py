@@ -52,7 +52,7 @@ def worker_env() -> dict[str, str]:
 
 def run_worker(command: list[str], out: Path) -> dict:
     log("running " + " ".join(str(part) for part in command))
-    completed = subprocess.run(command, env=worker_env(), cwd=REPO_ROOT)
+    completed = subprocess.run(command, env=worker_env(), cwd=REPO_ROOT, check=False)
     if completed.returncode != 0:
         raise RuntimeError(f"worker failed with exit code {completed.returncode}: {' '.join(command)}")
     return json.loads(out.read_text(encoding="utf-8"))
@@ -117,7 +117,7 @@ def parity(data: bm25_data.BenchmarkData, python: Path, folder: Path, stemmers: 
     atomic_write_text(source, "\n".join(lines) + "\n")
     command = [str(python), str(WORKERS / "lucene_worker.py"), "analyze", "--texts", str(source)]
     log("running Lucene's analyzer for the parity check")
-    completed = subprocess.run([*command, "--out", str(terms_file)], env=worker_env(), cwd=REPO_ROOT)
+    completed = subprocess.run([*command, "--out", str(terms_file)], env=worker_env(), cwd=REPO_ROOT, check=False)
     if completed.returncode != 0:
         raise RuntimeError(f"Lucene analysis failed with exit code {completed.returncode}")
     with open(terms_file, encoding="utf-8") as handle:

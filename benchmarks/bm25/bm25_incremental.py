@@ -56,7 +56,7 @@ def synthetic_passages(count: int, seed: int = 0) -> list[tuple[str, str]]:
 
 def questions(limit: int) -> list[str]:
     with open(data_dir() / "nq" / "dev.jsonl", encoding="utf-8") as handle:
-        return [json.loads(line)["question"] for line, _ in zip(handle, range(limit))]
+        return [json.loads(line)["question"] for line, _ in zip(handle, range(limit), strict=False)]
 
 
 def queries_per_second(search: Callable[[str], object], queries: list[str]) -> float:

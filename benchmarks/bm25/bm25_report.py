@@ -270,7 +270,7 @@ def render_markdown(report: dict, rerendered_by: str | None = None) -> str:
         *["## Speed and memory on the full pool", "", *_cost_table(report["full"]), ""],
     ]
     if "lucene" in report["full"]:
-        lines += _ratio_lines(report["full"]["ours"], report["full"]["lucene"], "Lucene") + [""]
+        lines += [*_ratio_lines(report["full"]["ours"], report["full"]["lucene"], "Lucene"), ""]
     lines += _subset_section(report) + _agreement_section(report) + _analyzer_section(report)
     return "\n".join(lines)
 

@@ -14,7 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from worker_common import (  # noqa: E402
+from worker_common import (
     peak_rss_mb,
     read_jsonl,
     rss_mb,

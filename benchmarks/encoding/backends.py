@@ -219,7 +219,7 @@ def encode(system: Any, texts: list[str], titles: list[str], batch_size: int) ->
     if isinstance(system, TextEncoder):
         return system.encode_passages(texts, list(titles))
     return system.encode(
-        list(zip(titles, texts)), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
+        list(zip(titles, texts, strict=True)), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
     )
 
 

@@ -48,7 +48,7 @@ def nq_questions(limit: int) -> list[str]:
         return [json.loads(line)["question"] for line in handle][:limit]
 
 
-def load_sentence_transformer(bf16_weights: bool = False):  # noqa: ANN201 - optional heavy import
+def load_sentence_transformer(bf16_weights: bool = False):  # untyped: an optional heavy import
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(resolve_model_path(MODEL)), device="cpu")
@@ -65,7 +65,7 @@ def throughput_systems(titles: list[str], texts: list[str], batch_size: int, mod
     """The systems compared, each a no-argument function returning the passage vectors."""
     ours_fp32 = TextEncoder(EncoderSettings(model=MODEL, precision="fp32"), batch_size=batch_size)
     ours_auto = TextEncoder(EncoderSettings(model=MODEL, precision="auto"), batch_size=batch_size)
-    pairs = list(zip(titles, texts))
+    pairs = list(zip(titles, texts, strict=True))
     prefixed = [f"{title}. {text}" if title else text for title, text in pairs]
 
     def st(inputs: list, bf16: bool, st_model=model) -> Encode:
@@ -120,7 +120,7 @@ def measure_throughput(
     base = "st_fp32_pair"
     results = {}
     for name in names:
-        ratios = [r / b for r, b in zip(runs[name], runs[base])]
+        ratios = [r / b for r, b in zip(runs[name], runs[base], strict=True)]
         results[name] = {
             "passages_per_s_runs": [round(x, 2) for x in runs[name]],
             "passages_per_s_median": round(statistics.median(runs[name]), 2),
@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def padding_overheads(lengths: list[int], titles: list[str], texts: list[str], batch_size: int) -> dict[str, float]:
     """Tokens computed per real token when sorting by characters, by tokens, or not at all."""
-    by_characters = np.argsort([-len(a) - len(b) for a, b in zip(titles, texts)], kind="stable")
+    by_characters = np.argsort([-len(a) - len(b) for a, b in zip(titles, texts, strict=True)], kind="stable")
     return {
         "by_characters": padding_overhead(lengths, by_characters, batch_size),
         "by_tokens": padding_overhead(lengths, np.argsort([-n for n in lengths], kind="stable"), batch_size),

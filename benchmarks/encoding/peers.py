@@ -90,7 +90,8 @@ class AtBatchSize:
     def __init__(self, process: PeerProcess, batch_size: int) -> None:
         self.process, self.batch_size = process, batch_size
 
-    def encode_timed(self, texts: list[str], titles: list[str], batch_size: int) -> tuple[np.ndarray, float]:
+    def encode_timed(self, texts: list[str], titles: list[str], _batch_size: int) -> tuple[np.ndarray, float]:
+        """As :meth:`PeerProcess.encode_timed`, at this peer's own batch size instead of the run's."""
         return self.process.encode_timed(texts, titles, self.batch_size)
 
 
@@ -151,7 +152,10 @@ class PeerProcess:
     def encode_timed(self, texts: list[str], titles: list[str], batch_size: int) -> tuple[np.ndarray, float]:
         """The vectors of the ``(title, text)`` pairs and the seconds the worker's encode call took."""
         out = self.work / f"{self.key}.npy"
-        request = {"pairs": [[title or "", text] for title, text in zip(titles, texts)], "batch_size": batch_size}
+        request = {
+            "pairs": [[title or "", text] for title, text in zip(titles, texts, strict=True)],
+            "batch_size": batch_size,
+        }
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({**request, "out": str(out)}) + "\n")
         self.process.stdin.flush()

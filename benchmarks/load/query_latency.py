@@ -133,7 +133,7 @@ def measure(
     out: dict[str, Any] = {}
     for name, runner in runners.items():
         out[name] = {b: {"seconds": [], "outputs": []} for b in behaviours}
-        for b, count in behaviours.items():  # warm: first-call costs out of the timings
+        for count in behaviours.values():  # warm: first-call costs out of the timings
             with query_threads(count):
                 runner.run(asked[0])
         start = time.perf_counter()
@@ -180,8 +180,8 @@ def background_load(processes: int, threads: int) -> Iterator[None]:
 
 def compare(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]]) -> dict[str, Any]:
     """Whether two runs found the same ids (or answers) in the same order, and the largest score gap."""
-    same = all([key for key, _ in x] == [key for key, _ in y] for x, y in zip(a, b))
-    gaps = [abs(sx - sy) for x, y in zip(a, b) for (_, sx), (_, sy) in zip(x, y)]
+    same = all([key for key, _ in x] == [key for key, _ in y] for x, y in zip(a, b, strict=True))
+    gaps = [abs(sx - sy) for x, y in zip(a, b, strict=True) for (_, sx), (_, sy) in zip(x, y, strict=False)]
     return {"same_ranking": same, "max_score_gap": max(gaps, default=0.0)}
 
 

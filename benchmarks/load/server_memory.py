@@ -148,8 +148,14 @@ def _memory_rows(samples: list[dict[str, Any]], every: float) -> list[list[objec
     """One row a minute (and the first and last samples)."""
     shown = [s for n, s in enumerate(samples) if n in (0, len(samples) - 1) or int(s["seconds"]) % 60 < every]
     return [
-        [f"{s['seconds'] / 60:.1f}", f"{s['rss_mb']:.0f}", f"{s['anon_mb']:.0f}", f"{s['file_mb']:.0f}"]
-        + [int(s["threads"]), f"{s['passages']:,}"]
+        [
+            f"{s['seconds'] / 60:.1f}",
+            f"{s['rss_mb']:.0f}",
+            f"{s['anon_mb']:.0f}",
+            f"{s['file_mb']:.0f}",
+            int(s["threads"]),
+            f"{s['passages']:,}",
+        ]
         for s in shown
     ]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.metadata
 import json
 import os
@@ -94,7 +95,7 @@ def run_worker(arguments: list[str], log_file: Path, threads: int) -> tuple[dict
     with open(log_file, "w", encoding="utf-8") as errors:
         started = time.time()
         done = subprocess.run(
-            command, stdout=subprocess.PIPE, stderr=errors, text=True, env=worker_environment(threads)
+            command, stdout=subprocess.PIPE, stderr=errors, text=True, env=worker_environment(threads), check=False
         )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
@@ -182,7 +183,9 @@ def haystack_searches(files: RunFiles, store: Any) -> list[Searches]:
     bm25 = InMemoryBM25Retriever(document_store=store, top_k=depth)
     embedder, embedding = text_embedder(files.exports, files.st_backend), InMemoryEmbeddingRetriever(store, top_k=depth)
     embedder.warm_up()
-    joiners = {name: DocumentJoiner(join_mode=mode, top_k=DEPTH) for name, mode in zip(("RRF", "DBSF"), FUSIONS)}
+    joiners = {
+        name: DocumentJoiner(join_mode=mode, top_k=DEPTH) for name, mode in zip(("RRF", "DBSF"), FUSIONS, strict=True)
+    }
 
     def search(question: str) -> dict[str, tuple[list[Any], float]]:
         lexical, lexical_s = timed_call(lambda: bm25.run(query=question)["documents"])
@@ -274,7 +277,7 @@ def measure_search(
         reranked[HYBRID_ORDER]["ranks"].append(first_hit(golds, candidates[:top_k]))
         results = {}
         for name in rotated(names, turn):
-            results[name], seconds = timed_call(lambda n=name: ranking[n](question, candidates))
+            results[name], seconds = timed_call(functools.partial(ranking[name], question, candidates))
             reranked[name]["ranks"].append(first_hit(golds, results[name][:top_k]))
             reranked[name]["ms"].append(round(1000 * seconds, 3))
         agree(agreement, results[HEAD_ALONE], results[HAYSTACK_RANKER])
@@ -317,7 +320,7 @@ def measure_end_to_end(
                 askers[label](question)
         for turn, (_, question, golds) in enumerate(tqdm(asked, desc=f"{threads} thread(s)", unit="question")):
             for label in rotated(labels, turn):
-                answers, seconds = timed_call(lambda: askers[label](question))
+                answers, seconds = timed_call(functools.partial(askers[label], question))
                 runs[label]["seconds"][threads].append(round(seconds, 5))
                 if threads != THREAD_COUNTS[-1]:
                     continue
@@ -337,14 +340,15 @@ def versions() -> dict[str, str]:
 
 def shared_settings(settings: NativeSettings, files: RunFiles) -> dict[str, Any]:
     """What both sides share, for the page."""
+    reader, fast = settings.reader, settings.fast_reader
     return {
         "question encoder": settings.question_model,
         "passage encoder": settings.passage_model,
         "candidates per retriever": settings.candidates,
         "documents after the fusion (qa / qa_fast)": f"{settings.fused_top_k} / {settings.fast_fused_top_k}",
         "re-ranker (documents kept, tokens)": f"{settings.ranker_model} ({settings.ranker_top_k}, {settings.ranker_max_length})",
-        "reader of qa (answers, tokens, stride)": "{0.model} ({0.top_k}, {0.max_length}, {0.stride})".format(settings.reader),
-        "reader of qa_fast": "{0.model} ({0.top_k}, {0.max_length}, {0.stride})".format(settings.fast_reader),
+        "reader of qa (answers, tokens, stride)": f"{reader.model} ({reader.top_k}, {reader.max_length}, {reader.stride})",
+        "reader of qa_fast": f"{fast.model} ({fast.top_k}, {fast.max_length}, {fast.stride})",
         "Haystack's fusion end to end": files.fusion,
         "Haystack's sentence-transformers back end": files.st_backend,
     }  # fmt: skip

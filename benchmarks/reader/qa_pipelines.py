@@ -121,7 +121,7 @@ def scores(answer: str | None, golds: list[str]) -> dict[str, float]:
 def percentile_ms(seconds: Sequence[float], share: float) -> float:
     """The nearest-rank percentile ``share`` of ``seconds``, in milliseconds."""
     ordered = sorted(seconds)
-    return 1000 * ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+    return 1000 * ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def table_rows(summary: dict[str, Any]) -> tuple[list[list[str]], str | None]:

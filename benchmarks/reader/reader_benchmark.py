@@ -252,7 +252,7 @@ def render(result: dict[str, Any], rerendered_by: str | None = None) -> str:
         *table_header(["exact match", "F1", "ms / question"], "rrr"),
         f"| {em_cell(a['exact_match'], a['n'])} | {a['f1']:.1f} | {a['ms_per_question']:.0f} |",
     ]
-    for part, b in zip("bcdefgh", result["end_to_end"]):
+    for part, b in zip("bcdefgh", result["end_to_end"], strict=False):
         lines += [
             "",
             f"## ({part}) {b['dataset']} end to end over the pool ({b.get('questions', b['n'])} questions)",

@@ -21,7 +21,6 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-import dpr_components.readers.predict as predict
 from benchmarks.reader.reader_benchmark import qa_pipeline
 from dpr_components.evaluation.answer_metrics import exact_match
 from dpr_components.evaluation.intervals import (
@@ -36,6 +35,7 @@ from dpr_components.evaluation.intervals import (
 from dpr_components.evaluation.metric_intervals import difference_cell, interval_cell
 from dpr_components.evaluation.tables import table_header, table_row
 from dpr_components.reader_training.data import read_jsonl
+from dpr_components.readers import predict
 from dpr_components.readers.model import load_reader
 from dpr_components.readers.predict import ReadSettings, read
 from dpr_components.utils.atomic_files import atomic_write_text

@@ -328,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         argv,
         build_parser(),
         render,
-        lambda args, pipelines, asked: {
+        lambda _args, pipelines, asked: {
             "classes": CLASSES,
             "runs": measure(pipelines, asked),
         },

@@ -110,7 +110,9 @@ def retrieve_dataset(
     encode_seconds = time.perf_counter() - start
     bm25_ranks, dense_ranks, rrf_ranks, candidates = [], [], [], []
     bm25_seconds = dense_seconds = 0.0
-    for q, emb in tqdm(list(zip(questions, embeddings)), desc=f"Retrieving {path.parent.name}/{path.name}", unit="q"):
+    for q, emb in tqdm(
+        list(zip(questions, embeddings, strict=True)), desc=f"Retrieving {path.parent.name}/{path.name}", unit="q"
+    ):
         t0 = time.perf_counter()
         bm25 = store.bm25_retrieval(q.question, candidates_n)
         t1 = time.perf_counter()
@@ -220,7 +222,7 @@ def pipeline_default_weight(datasets: list[list]) -> float:
             "weight": points[0]["weight"],
             "top_k": {k: float(np.mean([p["top_k"][k] for p in points])) for k in points[0]["top_k"]},
         }
-        for points in zip(*curves)
+        for points in zip(*curves, strict=True)
     ]
     return best_weight(averaged)
 

@@ -443,14 +443,14 @@ def step_variant(size: int, kind: str, budget_s: float) -> dict:
     index = DenseIndex(vectors.shape[1], "dot_product", factory, **params)
     rowids = np.arange(1, size + 1, dtype=np.int64)
     before = memory_mb()
-    seconds, _ = timed(lambda: index.rebuild(rowids, vectors))
+    seconds, _ = timed(functools.partial(index.rebuild, rowids, vectors))
     after_build = memory_mb()
     del vectors
     folder = work_dir() / str(size) / f"variant_{kind}"
-    save_s, _ = timed(lambda: index.save(folder, 0))
+    save_s, _ = timed(functools.partial(index.save, folder, 0))
     found = index.search_many(queries[:RECALL_QUERIES], TOP_K)
     recall = float(np.mean([len(np.intersect1d(f, t)) / TOP_K for f, t in zip(found, truth, strict=True)]))
-    search = rate(lambda v: index.search(v, TOP_K), queries, budget_s)
+    search = rate(functools.partial(index.search, top_k=TOP_K), queries, budget_s)
     del index
     out = {
         "factory": factory,

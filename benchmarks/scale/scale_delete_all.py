@@ -49,7 +49,7 @@ def measure(rows: int, rounds: int) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {"store delete_all": [], "triggers kept": [], "no triggers": []}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(rounds):
-            for kind in timings:
+            for kind, seconds in timings.items():
                 table = _table(Path(tmp), f"{kind.replace(' ', '_')}{round_}", rows)
                 if kind == "no triggers":
                     for name in COUNTER_TRIGGERS:
@@ -57,7 +57,7 @@ def measure(rows: int, rounds: int) -> dict[str, list[float]]:
                 action = _delete_keeping_triggers if kind == "triggers kept" else DocumentTable.delete_all
                 start = time.perf_counter()
                 deleted = action(table)
-                timings[kind].append(time.perf_counter() - start)
+                seconds.append(time.perf_counter() - start)
                 assert deleted == rows
                 if kind == "store delete_all":
                     assert table.vector_count()[0] == 0

@@ -467,7 +467,7 @@ def delta_before_after(results: dict) -> list[str]:
             ratio = f" ({b / a:.2g}x)" if a and b is not None and label != "load average" else ""
             cells.append(f"{fmt(a, digits)} → {fmt(b, digits)}{ratio}")
         lines.append(table_row([label, *cells]))
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _sizes_header(sizes: list[str]) -> list[str]:
@@ -509,7 +509,8 @@ def before_after(results: dict) -> list[str]:
             for n in sizes
         ]
         lines.append(table_row([label, *cells]))
-    return lines + [
+    return [
+        *lines,
         "The *add* rows' after is the store before the FAISS delta (its section above), so they show this change alone.",
         "",
     ]

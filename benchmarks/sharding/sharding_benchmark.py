@@ -64,7 +64,7 @@ def _timed(commands: list[list[str]], threads: int) -> tuple[float, float]:
         subprocess.Popen(c, cwd=REPO_ROOT, env=_environment(threads), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for c in commands
     ]
-    for process, command in zip(processes, commands):
+    for process, command in zip(processes, commands, strict=True):
         _, err = process.communicate()
         if process.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed:\n{err.decode()}")

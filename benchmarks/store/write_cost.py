@@ -94,7 +94,7 @@ EAGER = "EmbeddedDocumentStore (folder, save() after every write)"
 STORES: dict[str, Callable[[str], Any]] = {
     "EmbeddedDocumentStore (folder, autosave)": lambda folder: EmbeddedDocumentStore(path=folder),
     EAGER: lambda folder: SavingAfterEveryWrite(path=folder),
-    "InMemoryDocumentStore": lambda folder: InMemoryDocumentStore(),
+    "InMemoryDocumentStore": lambda _folder: InMemoryDocumentStore(),
 }
 EAGER_MAX_STORED = 5_000  # beyond, every single write rebuilds a large BM25 index: minutes for N writes
 

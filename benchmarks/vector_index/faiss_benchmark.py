@@ -171,7 +171,7 @@ def build(config: IndexConfig, vectors: np.ndarray, threads: int) -> tuple[Tuned
 
 def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
     k = truth.shape[1]
-    return float(np.mean([len(set(f[f >= 0]) & set(t)) / k for f, t in zip(found, truth)]))
+    return float(np.mean([len(set(f[f >= 0]) & set(t)) / k for f, t in zip(found, truth, strict=True)]))
 
 
 def timed_pass(index: DenseIndex, queries: np.ndarray) -> float:

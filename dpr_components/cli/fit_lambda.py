@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -98,12 +99,8 @@ def _union_scorer(pipeline: Any) -> Callable[[str], ScoredUnion]:
                     senders[data["to_socket"].name] = sender
             if "bm25_documents" not in senders or "dense_documents" not in senders:
                 raise ValueError(f"HybridRanker {name!r} needs both bm25_documents and dense_documents connected")
-            ranker, bm25, dense = instance, senders["bm25_documents"], senders["dense_documents"]
-
-            def scorer(question: str) -> ScoredUnion:
-                return _union_from_pipeline(pipeline, ranker, question, bm25, dense)
-
-            return scorer
+            bm25, dense = senders["bm25_documents"], senders["dense_documents"]
+            return functools.partial(_union_from_pipeline, pipeline, instance, bm25=bm25, dense=dense)
     raise ValueError("the pipeline has no HybridRetriever or HybridRanker")
 
 

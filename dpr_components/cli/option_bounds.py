@@ -38,17 +38,17 @@ def _ray_bound(local: Callable[[], Bound], cluster: Bound) -> Callable[[argparse
 
 # dest -> (option, its bound for these arguments)
 OPTION_BOUNDS: dict[str, tuple[str, Callable[[argparse.Namespace], Bound]]] = {
-    "top_k": ("--top-k", lambda args: Bound(1, MAX_TOP_K_OPTION)),
-    "limit": ("--limit", lambda args: Bound(1, MAX_QUESTIONS)),
-    "port": ("--port", lambda args: PORT_BOUND),
-    "max_body_bytes": ("--max-body-bytes", lambda args: BODY_BOUND),
-    "query_threads": ("--query-threads", lambda args: thread_bound()),
-    "concurrent_runs": ("--concurrent-runs", lambda args: concurrent_runs_bound()),
-    "batch_size": ("--batch-size", lambda args: Bound(1, MAX_BATCH_PASSAGES)),
-    "shards": ("--shards", lambda args: Bound(1, MAX_SHARDS)),
+    "top_k": ("--top-k", lambda _: Bound(1, MAX_TOP_K_OPTION)),
+    "limit": ("--limit", lambda _: Bound(1, MAX_QUESTIONS)),
+    "port": ("--port", lambda _: PORT_BOUND),
+    "max_body_bytes": ("--max-body-bytes", lambda _: BODY_BOUND),
+    "query_threads": ("--query-threads", lambda _: thread_bound()),
+    "concurrent_runs": ("--concurrent-runs", lambda _: concurrent_runs_bound()),
+    "batch_size": ("--batch-size", lambda _: Bound(1, MAX_BATCH_PASSAGES)),
+    "shards": ("--shards", lambda _: Bound(1, MAX_SHARDS)),
     "workers": ("--workers", _ray_bound(thread_bound, Bound(1, MAX_SHARDS))),
     "threads": ("--threads", _ray_bound(thread_bound, Bound(1, 1_024, "CPUs per task"))),
-    "max_retries": ("--max-retries", lambda args: Bound(0, MAX_RETRIES_LIMIT)),
+    "max_retries": ("--max-retries", lambda _: Bound(0, MAX_RETRIES_LIMIT)),
 }
 # options that stand for a thread variable: the variable is checked as the option sets it
 THREAD_OPTIONS = {"query_threads": QUERY_THREADS_ENV}

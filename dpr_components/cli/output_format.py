@@ -151,11 +151,8 @@ def result_text(result: dict[str, Any]) -> str:
         for name, value in outputs.items():
             if name == "query_embedding":
                 continue
-            if (
-                isinstance(value, list)
-                and value
-                and all(isinstance(v, Document) for v in value)
-                or (isinstance(value, list) and not value and name == "documents")
+            if (isinstance(value, list) and value and all(isinstance(v, Document) for v in value)) or (
+                isinstance(value, list) and not value and name == "documents"
             ):
                 blocks.append(f"{printable(component)}.{printable(name)}:\n{documents_table(value)}")
             elif isinstance(value, list) and all(isinstance(v, ExtractedAnswer) for v in value):

@@ -427,7 +427,7 @@ class BM25Index:
             missing = bm25_scoring.nonoccurrence_of(self.method, idfs, self.k1)
             fresh = {
                 term: _ScoredTerm(positions[i], piece, missing[i])
-                for i, (term, piece) in enumerate(zip(scored_terms, np.split(partial, np.cumsum(df)[:-1])))
+                for i, (term, piece) in enumerate(zip(scored_terms, np.split(partial, np.cumsum(df)[:-1]), strict=True))
             }
             out.update(fresh)
             if self._cached_postings + len(partial) > CACHE_POSTINGS:

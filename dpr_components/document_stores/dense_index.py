@@ -45,7 +45,8 @@ def _metric(similarity: str) -> int:
 
 def _negated(selector: faiss.IDSelector) -> faiss.IDSelector:
     negated = faiss.IDSelectorNot(selector)
-    setattr(negated, "_keep", selector)  # the C++ object holds a raw pointer; keep the Python owner alive
+    # the C++ object holds a raw pointer: keep the Python owner alive (setattr: FAISS's types lack the attribute)
+    setattr(negated, "_keep", selector)  # noqa: B010
     return negated
 
 
@@ -216,7 +217,7 @@ class DenseIndex:
         with faiss_threads(search_threads(len(queries))):  # one question: one OpenMP thread
             distances, labels = self._index.search(queries, min(top_k, len(self)), params=params)
         found = []
-        for row_labels, row_distances in zip(labels, distances):
+        for row_labels, row_distances in zip(labels, distances, strict=True):
             keep = row_labels >= 0
             scores = row_distances[keep]
             found.append((row_labels[keep], (-scores if self.similarity == "l2" else scores).astype(np.float32)))
@@ -291,7 +292,8 @@ class DenseIndex:
                 refine_params.k_factor = index.k_factor
                 refine_params.base_index_params = nested
                 params = refine_params
-            setattr(params, "_keep", nested)  # the C++ object holds a raw pointer; keep the Python owner alive
+            # the C++ object holds a raw pointer: keep the Python owner alive (setattr: as in _negated)
+            setattr(params, "_keep", nested)  # noqa: B010
             return params
         if isinstance(index, faiss.IndexHNSW) and (self.ef_search or selector):
             hnsw_params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # missing from faiss's stubs
@@ -307,7 +309,7 @@ class DenseIndex:
             return None
         if selector is not None:
             params.sel = selector
-            setattr(params, "_keep_sel", selector)
+            setattr(params, "_keep_sel", selector)  # noqa: B010 - as in _negated
         return params
 
     def reconstruct(self, rowid: int) -> np.ndarray:

@@ -126,7 +126,7 @@ class LayeredDenseIndex:
         if len(self.delta) == 0:
             return [rowids for rowids, _ in main]
         delta = self.delta.search_many_scored(queries, top_k, allowed_rowids)
-        return [_merge(m, d, top_k)[0] for m, d in zip(main, delta)]
+        return [_merge(m, d, top_k)[0] for m, d in zip(main, delta, strict=True)]
 
     def reconstruct(self, rowid: int) -> np.ndarray:
         if rowid in self.delta.ids():

@@ -722,7 +722,7 @@ class DocumentTable:
                     count = self._db.execute("SELECT COUNT(*) FROM documents WHERE embedding IS NOT NULL").fetchone()[0]
                 return int(count), self._state()
 
-    def vectors_for(self, rowids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
+    def vectors_for(self, rowids: Sequence[int]) -> dict[int, np.ndarray]:
         found = self.documents_by_rowid(rowids, with_embeddings=True)
         return {r: d.embedding for r, d in found.items() if d.embedding is not None}
 

@@ -71,7 +71,7 @@ def exact_dense_scores(
             vectors = None
         if vectors is not None:
             return dense_similarities(vectors, query, similarity), np.ones(len(rowids), dtype=np.bool_)
-    found = backend.table.vectors_for(rowids.tolist(), backend.embedding_dim)
+    found = backend.table.vectors_for(rowids.tolist())
     present = [i for i, r in enumerate(rowids.tolist()) if r in found]
     if present:
         matrix = np.stack([found[int(rowids[i])] for i in present]).astype(np.float32, copy=False)

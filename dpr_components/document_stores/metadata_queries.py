@@ -70,7 +70,7 @@ class MetadataQueries:
         )
         params = [path for path in paths for _ in range(4)]
         row = self._reader().table.select(f"SELECT {counts} FROM documents {{where}}", filters, params)[0]
-        return {field.removeprefix("meta."): int(count) for field, count in zip(metadata_fields, row)}
+        return {field.removeprefix("meta."): int(count) for field, count in zip(metadata_fields, row, strict=True)}
 
     def get_metadata_field_unique_values(
         self,

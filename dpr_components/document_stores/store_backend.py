@@ -396,11 +396,6 @@ class StoreBackend:
     def _set_bm25(self, index: BM25Index, rowids: np.ndarray, generation: int) -> None:
         self._bm25, self._bm25_rowids, self._bm25_generation = index, rowids, generation
 
-    def bm25_positions(self, rowids: Sequence[int]) -> np.ndarray:
-        """The BM25 position of each rowid (-1 for rows the index does not hold) in the current
-        index; with a pair from an earlier :meth:`bm25` call, use :func:`bm25_positions_in`."""
-        return bm25_positions_in(*self.bm25(), rowids)
-
     # -- saved folders ----------------------------------------------------------------------
     def _usable_folder(self, name: str, exact_generation: bool, oldest_generation: int | None = None) -> Path | None:
         """``root/name`` if its manifest says it was saved for this store at a generation it can
@@ -597,7 +592,7 @@ def _params_match(actual: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(actual.get(key) == value for key, value in wanted.items())
 
 
-_BACKENDS: "weakref.WeakValueDictionary[str, StoreBackend]" = weakref.WeakValueDictionary()
+_BACKENDS: weakref.WeakValueDictionary[str, StoreBackend] = weakref.WeakValueDictionary()
 _BACKENDS_LOCK = threading.Lock()
 
 

@@ -84,7 +84,7 @@ def average_state_dicts(
 ) -> dict[str, torch.Tensor]:
     """The weighted mean of ``states`` (float32 sums, stored in the first state's dtypes)."""
     reference = states[0]
-    for state, name in zip(states[1:], names[1:]):
+    for state, name in zip(states[1:], names[1:], strict=True):
         if state.keys() != reference.keys():
             missing = sorted(set(reference) ^ set(state))[:3]
             raise AveragingError(f"{name} has different parameters from {names[0]} (e.g. {missing})")
@@ -102,7 +102,7 @@ def average_state_dicts(
             averaged[key] = first.clone()
             continue
         total = torch.zeros(first.shape, dtype=torch.float32)
-        for state, weight in zip(states, weights):
+        for state, weight in zip(states, weights, strict=True):
             total += weight * state[key].to(torch.float32)
         averaged[key] = total.to(first.dtype).contiguous()
     return averaged

@@ -92,7 +92,9 @@ class BatchBuilder:
         rng = np.random.default_rng([self.seed, epoch, step])
         chosen = [self.examples[i] for i in indices]
         positives = [self._positive(e, rng) for e in chosen]
-        negatives = [self._negatives(i, e, positives[n], rng) for n, (i, e) in enumerate(zip(indices, chosen))]
+        negatives = [
+            self._negatives(i, e, positives[n], rng) for n, (i, e) in enumerate(zip(indices, chosen, strict=True))
+        ]
         per_shard = len(indices) // shards
         passages: list[Ctx] = []
         owner: list[int] = []

@@ -147,10 +147,9 @@ def _load_json_lines(path: Path, limit: int | None) -> LoadedExamples:
     examples: list[TrainingExample] = []
     skipped = 0
     seen = LineIds(RecordError)
-    for number, line in numbered_lines(path, "training data file", MAX_LINE_BYTES, RecordError):
+    for number, raw in numbered_lines(path, "training data file", MAX_LINE_BYTES, RecordError):
         where = f"{path}, line {number}"
-        if number == 1:
-            line = line.removeprefix("\ufeff")
+        line = raw.removeprefix("\ufeff") if number == 1 else raw
         if not line.strip():
             continue
         try:

@@ -61,7 +61,7 @@ def gather_with_local_grad(local: torch.Tensor, sizes: list[int]) -> torch.Tenso
         padded = torch.cat([padded, padding])
     gathered = [torch.empty_like(padded) for _ in range(world)]
     dist.all_gather(gathered, padded.contiguous())
-    parts = [part[:size] for part, size in zip(gathered, sizes)]
+    parts = [part[:size] for part, size in zip(gathered, sizes, strict=True)]
     parts[rank] = local
     return torch.cat(parts)
 

@@ -59,7 +59,7 @@ def _embed_without_graph(encode: Encode, chunks: Sequence[Any]) -> tuple[torch.T
 
 def _backward_chunks(encode: Encode, chunks: Sequence[Any], states: Sequence[RandomState], grad: torch.Tensor) -> None:
     start = 0
-    for chunk, state in zip(chunks, states):
+    for chunk, state in zip(chunks, states, strict=True):
         with state.replay():
             vectors = encode(chunk)
         vectors.backward(grad[start : start + len(vectors)])

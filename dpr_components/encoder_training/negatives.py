@@ -148,7 +148,8 @@ class NegativeMiner:
     def _ranked(self, question: str) -> list[tuple[int, float]]:
         """(position, score) of every index's top ``depth``, interleaved rank by rank."""
         lists = [
-            list(zip(*(a.tolist() for a in index.search(question, self.settings.depth)))) for index in self.indexes
+            list(zip(*(a.tolist() for a in index.search(question, self.settings.depth)), strict=True))
+            for index in self.indexes
         ]
         return [ranked[rank] for rank in range(self.settings.depth) for ranked in lists if rank < len(ranked)]
 

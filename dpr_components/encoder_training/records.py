@@ -77,7 +77,7 @@ def _columns_to_rows(value: Mapping[str, Any], where: str, name: str) -> list[di
     titles = value.get("title") or [""] * len(texts)
     if len(titles) != len(texts):
         raise RecordError(f"{where}: field '{name}': {len(titles)} titles for {len(texts)} texts")
-    return [{"title": title, "text": text} for title, text in zip(titles, texts)]
+    return [{"title": title, "text": text} for title, text in zip(titles, texts, strict=True)]
 
 
 def parse_ctxs(value: Any, where: str, name: str) -> list[Ctx]:

@@ -118,7 +118,7 @@ class TeacherWriter:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(path, "a", encoding="utf-8")
+        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open across batches, closed by close()
 
     def write(self, records: Iterable[TeacherRecord]) -> None:
         """Append ``records`` and make them durable."""

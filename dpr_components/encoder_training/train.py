@@ -220,9 +220,8 @@ class EncoderRun:
         resumed = latest_checkpoint(self.output_dir / "checkpoints")
         if resumed is not None:
             state = load_checkpoint(resumed, objects.model, objects.optimizer, objects.scheduler, self.shape.rank)
-        if state.step >= self.shape.total_steps or state.stopped_early:
-            if result_path.exists():
-                return EncoderTrainingResult(**json.loads(result_path.read_text(encoding="utf-8")))
+        if (state.step >= self.shape.total_steps or state.stopped_early) and result_path.exists():
+            return EncoderTrainingResult(**json.loads(result_path.read_text(encoding="utf-8")))
         log = self._start_log(state.step if resumed is not None else None)
         task = EncoderTask(self.settings, self.shape, objects, state, log, self.show_progress)
         if resumed is None and self.dev_examples and self.settings.validate_at_start:

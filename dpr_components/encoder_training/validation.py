@@ -121,7 +121,7 @@ def validate(
     top = torch.topk(scores, k=max_k, dim=1).indices.tolist()
     hit_ranks = [
         first_hit_rank(answer_hits(answers, [data.passages[i].text for i in row])) if answers else None
-        for answers, row in zip(data.answers, top)
+        for answers, row in zip(data.answers, top, strict=True)
     ]
     result = RetrievalResult.from_ranks(hit_ranks, max_k=max_k)
     metrics = {"avg_rank": float(np.mean(ranks)), "mrr": result.mrr}

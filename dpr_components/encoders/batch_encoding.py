@@ -31,7 +31,7 @@ def encode_passages_cached(
     of the encoder is committed to the cache as soon as it is done (a kill loses one batch)."""
     if cache is None:
         return encoder.encode_passages(list(texts), list(titles), show_progress=show_progress)
-    keys = [passage_key(title, text) for title, text in zip(titles, texts)]
+    keys = [passage_key(title, text) for title, text in zip(titles, texts, strict=True)]
     out = np.empty((len(texts), encoder.dim), dtype=np.float32)
     found = cache.get(keys)
     missing = []

@@ -104,7 +104,9 @@ class EmbeddingCache:
         return found
 
     def put(self, keys: Sequence[str], vectors: np.ndarray) -> None:
-        rows = [(key, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for key, v in zip(keys, vectors)]
+        rows = [
+            (key, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for key, v in zip(keys, vectors, strict=True)
+        ]
         try:
             with self._db:
                 self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)

@@ -111,7 +111,7 @@ def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
     for path in sorted(Path(folder).glob("*.safetensors")):
         try:
             with safe_open(str(path), framework="pt") as handle:
-                for name in handle.keys():
+                for name in handle.keys():  # noqa: SIM118 - safe_open's handle is not a mapping
                     shapes[name] = tuple(handle.get_slice(name).get_shape())
         except (SafetensorError, OSError, ValueError) as error:
             raise ModelFileError(
@@ -131,7 +131,7 @@ def _bin_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
     for path in sorted(Path(folder).glob("*.bin")):
         try:
             state = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-        except Exception:  # a legacy or damaged file, or one that would run code: transformers' load says which
+        except Exception:  # noqa: BLE001 - legacy, damaged or code-running files: transformers' load says which
             return {}
         if not isinstance(state, Mapping):
             return {}

@@ -344,7 +344,7 @@ class BertTokenizer:
         current = self._backend.truncation
         if current is None or any(current.get(k) != v for k, v in target.items()):
             self._backend.enable_truncation(**target)
-        inputs = list(zip(texts, pairs)) if pairs is not None else list(texts)
+        inputs = list(zip(texts, pairs, strict=True)) if pairs is not None else list(texts)
         encodings = self._backend.encode_batch(inputs, add_special_tokens=True)
         out = {"input_ids": [e.ids for e in encodings], "token_type_ids": [e.type_ids for e in encodings]}
         if return_attention_mask:

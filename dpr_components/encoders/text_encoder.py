@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -108,7 +108,7 @@ class TextEncoder:
     (half of a one-question command line's time); checkpoints it does not support load through
     transformers."""
 
-    _shared: dict[tuple[EncoderSettings, bool], tuple[Any, Any, ModelLayout]] = {}
+    _shared: ClassVar[dict[tuple[EncoderSettings, bool], tuple[Any, Any, ModelLayout]]] = {}
     _lock = threading.Lock()
 
     def __init__(
@@ -343,10 +343,12 @@ class TextEncoder:
         if titles is None or self.settings.title_mode == "none":
             return list(texts), [None] * len(texts)
         if self.settings.title_mode == "prefix":
-            return [f"{title}. {text}" if title else text for title, text in zip(titles, texts)], [None] * len(texts)
+            return [f"{title}. {text}" if title else text for title, text in zip(titles, texts, strict=True)], [
+                None
+            ] * len(texts)
         # DPR's passage input: [CLS] title [SEP] text [SEP]
-        firsts = [title if title else text for title, text in zip(titles, texts)]
-        seconds = [text if title else None for title, text in zip(titles, texts)]
+        firsts = [title if title else text for title, text in zip(titles, texts, strict=True)]
+        seconds = [text if title else None for title, text in zip(titles, texts, strict=True)]
         return firsts, seconds
 
     def _tokenize(self, firsts: list[str], seconds: list[str | None]) -> _Tokens:
@@ -365,11 +367,11 @@ class TextEncoder:
                 max_length=self.max_length,
                 return_attention_mask=False,
             )
-            for i, row in zip(group, encoded["input_ids"]):
+            for i, row in zip(group, encoded["input_ids"], strict=True):
                 ids[i] = row
             if "token_type_ids" in encoded:
                 types = types if types is not None else [[] for _ in firsts]
-                for i, row in zip(group, encoded["token_type_ids"]):
+                for i, row in zip(group, encoded["token_type_ids"], strict=True):
                     types[i] = row
         return _Tokens(ids, types)
 

@@ -59,10 +59,6 @@ class Interval:
         """The same interval in other units (e.g. ``100`` for percent)."""
         return Interval(self.estimate * factor, self.low * factor, self.high * factor, self.confidence, self.resamples)
 
-    def excludes_zero(self) -> bool:
-        """True when zero lies outside [low, high]."""
-        return self.low > 0 or self.high < 0
-
     @property
     def method(self) -> str:
         """``"bootstrap"`` (percentile bootstrap) or ``"wilson"`` (Wilson score interval, no resampling)."""

@@ -221,8 +221,8 @@ def evaluate_systems(
     eval_pipeline: Pipeline,
     questions: Sequence[QAExample],
     top_k: int,
-    inputs_for: Callable[[Any], Mapping[str, Any]] = lambda pipeline: {},
-    on_result: Callable[[SystemEvaluation], None] = lambda evaluation: None,
+    inputs_for: Callable[[Any], Mapping[str, Any]] = lambda _pipeline: {},
+    on_result: Callable[[SystemEvaluation], None] = lambda _evaluation: None,
     gold_documents: bool = False,
 ) -> list[SystemEvaluation]:
     """Every system (name → (pipeline, run function)) over ``questions``, scored by ``eval_pipeline``

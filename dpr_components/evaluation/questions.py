@@ -68,10 +68,8 @@ def _load_local_file(path: Path, limit: int | None) -> list[QAExample]:
     examples: list[QAExample] = []
     seen_ids = LineIds()
     json_lines: bool | None = None
-    for number, line in numbered_lines(path, "question file"):
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        line = line.rstrip("\r\n")
+    for number, raw in numbered_lines(path, "question file"):
+        line = (raw.removeprefix("\ufeff") if number == 1 else raw).rstrip("\r\n")
         if not line.strip():
             continue
         if json_lines is None:
@@ -153,7 +151,7 @@ def _example_from_record(record: Mapping[str, Any], where: str, default_id: str,
         raise ValueError(f"{where}: missing field 'answers'")
     answers = record[name]
     if not strict:
-        answers = _coerce_dataset_answers(answers, where, name)
+        answers = _coerce_dataset_answers(answers, where)
     raw_id = record.get("id")
     if raw_id is None or raw_id == "":
         example_id = default_id
@@ -171,7 +169,7 @@ def _check_gold_ids(value: Any, where: str) -> list[str]:
     return list(value)
 
 
-def _coerce_dataset_answers(value: Any, where: str, field: str) -> Any:
+def _coerce_dataset_answers(value: Any, where: str) -> Any:
     """SQuAD-style ``{"text": [...]}`` cells, list literals in CSV cells, or one bare answer."""
     if isinstance(value, Mapping) and "text" in value:
         return list(value["text"]) if isinstance(value["text"], (list, tuple)) else value["text"]
@@ -211,7 +209,7 @@ def _load_with_datasets(source: str, split: str | None, limit: int | None) -> li
             "name exists. Download it where you have network and pass a local file instead, e.g. a JSON "
             'lines file with {"question", "answers"} per line, or DPR\'s question<TAB>[answers] .tsv.'
         ) from error
-    except (FileNotFoundError, ConnectionError):
+    except FileNotFoundError:
         raise
     except Exception as error:  # datasets wraps parse failures in its own exception types
         cause = f" ({error.__cause__})" if error.__cause__ is not None else ""

@@ -203,7 +203,7 @@ def _run_tasks(
         index = running.pop(done[0])
         try:
             outcomes[index] = ray.get(done[0])
-        except Exception as error:  # the task's own error, or the worker's death, after the retries
+        except Exception as error:  # noqa: BLE001 - the task's own error, or the worker's death, after the retries
             cause = getattr(error, "cause", None) or error
             failures[index] = " ".join(str(cause).split()) or type(cause).__name__
             if report:

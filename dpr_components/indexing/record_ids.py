@@ -31,7 +31,7 @@ MAX_PASSAGE_DIGITS = 9  # a passage number has fewer: a record holds at most 8 M
 # The longest id ``GET /documents/{id}`` looks up: a passage id of a record id of the longest length.
 MAX_LOOKUP_ID_CHARS = MAX_RECORD_ID_CHARS + len(PASSAGE_SEPARATOR) + MAX_PASSAGE_DIGITS
 
-_PASSAGE_FORM = re.compile(r"(?s)(.*)%s([0-9]+)" % re.escape(PASSAGE_SEPARATOR))
+_PASSAGE_FORM = re.compile(rf"(?s)(.*){re.escape(PASSAGE_SEPARATOR)}([0-9]+)")
 _VISIBLE = ("L", "M", "N", "P", "S")
 _KINDS = {
     "Cc": "a control character",

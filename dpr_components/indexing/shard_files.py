@@ -244,7 +244,7 @@ def _vector_rows(handle: IO[bytes], dim: int, rows: int, digest: Any, where: str
         vectors = np.frombuffer(block, dtype=_FLOAT).reshape(wanted, dim)
         usable = np.ones(wanted, dtype=np.bool_)
         usable[unusable_rows(vectors)] = False
-        yield from zip(vectors, cast(list[bool], usable.tolist()))
+        yield from zip(vectors, cast(list[bool], usable.tolist()), strict=True)
         done += wanted
 
 

@@ -4,7 +4,7 @@ Needs ``langchain-core`` (``pip install "dpr-components[langchain]"``); no other
 package imports LangChain."""
 
 try:
-    import langchain_core  # noqa: F401
+    import langchain_core  # noqa: F401 - whether it is installed, nothing more
 except ImportError as error:  # one line saying what to install
     raise ImportError(
         'dpr_components.langchain needs langchain-core: pip install "dpr-components[langchain]"'

@@ -115,7 +115,7 @@ class HaystackRetriever(BaseRetriever):
         self,
         query: str,
         *,
-        run_manager: CallbackManagerForRetrieverRun,
+        run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 - LangChain's signature
         k: int | None = None,
         filters: dict[str, Any] | None = None,
         **unknown: Any,
@@ -128,7 +128,7 @@ class HaystackRetriever(BaseRetriever):
         self,
         query: str,
         *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
+        run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 - LangChain's signature
         k: int | None = None,
         filters: dict[str, Any] | None = None,
         **unknown: Any,

@@ -71,7 +71,7 @@ def apply_override(spec: dict[str, Any], assignment: str) -> tuple[str, ...]:
         if not isinstance(child, dict):
             raise PipelineFileError(f"--set {key}: {part!r} is not a nested parameter")
         # A nested serialised object (e.g. a document store) keeps its parameters one level down.
-        node = child["init_parameters"] if "init_parameters" in child else child
+        node = child.get("init_parameters", child)
     node[parts[-1]] = parse_value(raw, f"--set {key}")
     return tuple(parts)
 

@@ -72,9 +72,9 @@ def removed_path_problem(name: str, data: dict[str, Any]) -> str | None:
     """The line for a component (or an object inside its parameters) whose type path was removed, or None."""
     for where, type_path in _types(data, f"component {name!r}"):
         if type_path in REMOVED_TYPE_PATHS:
-            where = where.replace(".init_parameters", "", 1)
+            place = where.replace(".init_parameters", "", 1)
             return (
-                f"{where}: type {type_path} was removed in {REMOVED_IN}; "
+                f"{place}: type {type_path} was removed in {REMOVED_IN}; "
                 f"write {REMOVED_TYPE_PATHS[type_path]} (docs/migration.md)"
             )
     return None

@@ -206,10 +206,9 @@ def mine(
 
 
 def write_mined(path: str | Path, mined: Iterable[MinedQuestion]) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for m in mined:
-                handle.write(m.to_json() + "\n")
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        for m in mined:
+            handle.write(m.to_json() + "\n")
 
 
 def read_mined(path: str | Path) -> list[MinedQuestion]:

@@ -52,8 +52,8 @@ def evaluate_reader(
         answers = read(reader, tokenizer, case.question, passages, inputs, settings, bf16)
         predictions.append(answers[0].text if answers else None)
     reader.train(was_training)
-    em = [exact_match(p, c.answers) for p, c in zip(predictions, cases)]
-    f = [f1(p, c.answers) for p, c in zip(predictions, cases)]
+    em = [exact_match(p, c.answers) for p, c in zip(predictions, cases, strict=True)]
+    f = [f1(p, c.answers) for p, c in zip(predictions, cases, strict=True)]
     return ReadingScores(100 * float(np.mean(em)), 100 * float(np.mean(f)), len(cases), predictions)
 
 

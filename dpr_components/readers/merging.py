@@ -36,7 +36,7 @@ def merge_by_text(predictions: Sequence[SpanPrediction], scores: Sequence[float]
     best: dict[str, tuple[SpanPrediction, float]] = {}
     totals: dict[str, float] = {}
     counts: dict[str, int] = {}
-    for prediction, score in zip(predictions, scores):
+    for prediction, score in zip(predictions, scores, strict=True):
         key = answer_key(prediction.text)
         if key not in best or score > best[key][1]:
             best[key] = (prediction, float(score))

@@ -49,7 +49,7 @@ class NoAnswerModel:
         return cls(weights=tuple(values[name] for name in FEATURES), bias=values["bias"])
 
     def to_dict(self) -> dict[str, float]:
-        return {**dict(zip(FEATURES, self.weights)), "bias": self.bias}
+        return {**dict(zip(FEATURES, self.weights, strict=True)), "bias": self.bias}
 
     def probability(self, features: np.ndarray) -> np.ndarray:
         """P(no answer) of each row of ``features`` (columns in :data:`FEATURES` order)."""
@@ -154,7 +154,9 @@ class AnswerSettings:
         features = no_answer_features(predictions, ranking, similarities)
         probability = float(self.calibration.probability(features[None, :])[0])
         shares = answer_shares(ranking)
-        return Scores([(1.0 - probability) * s for s in shares], probability, dict(zip(FEATURES, features.tolist())))
+        return Scores(
+            [(1.0 - probability) * s for s in shares], probability, dict(zip(FEATURES, features.tolist(), strict=True))
+        )
 
     def no_answer_first(self, probability: float) -> bool:
         """Whether "no answer" takes first place: P(no answer) reaches :attr:`no_answer_threshold`."""

@@ -163,7 +163,9 @@ def row_logits(
     """(start logits, end logits) over each row's passage tokens, and its selection logit, in the order of ``rows``."""
     out: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(rows)
     batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: reader_logits(reader, ids, mask))
-    for indices, (start_logits, end_logits, relevance_logits) in zip(length_batches(rows, batch_size), batches):
+    for indices, (start_logits, end_logits, relevance_logits) in zip(
+        length_batches(rows, batch_size), batches, strict=True
+    ):
         start, end, relevance = start_logits.numpy(), end_logits.numpy(), relevance_logits.numpy()
         if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(relevance).all()):
             raise NonFiniteLogits()
@@ -179,7 +181,7 @@ def row_relevance(reader: Any, rows: list[Row], pad_id: int, batch_size: int | N
     order of ``rows``."""
     out = [0.0] * len(rows)
     batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: selection_logits(reader, ids, mask))
-    for indices, logits in zip(length_batches(rows, batch_size), batches):
+    for indices, logits in zip(length_batches(rows, batch_size), batches, strict=True):
         relevance = logits.numpy()
         if not np.isfinite(relevance).all():
             raise NonFiniteLogits()
@@ -197,7 +199,7 @@ def best_relevance(rows: Sequence[Row], relevance: Sequence[float]) -> dict[int,
     """Each passage's selection logit: the best of its windows' rows (``passage index -> logit``);
     ``relevance`` holds each row's logit."""
     best: dict[int, float] = {}
-    for row, logit in zip(rows, relevance):
+    for row, logit in zip(rows, relevance, strict=True):
         best[row.passage_index] = max(float(logit), best.get(row.passage_index, -math.inf))
     return best
 
@@ -216,7 +218,7 @@ def passage_probabilities(
     selection = best_relevance(rows, [relevance for _, _, relevance in logits])
     indices = sorted(selection)
     probabilities = np.exp(_log_softmax(np.array([selection[i] for i in indices])))
-    return dict(zip(indices, probabilities.tolist()))
+    return dict(zip(indices, probabilities.tolist(), strict=True))
 
 
 @dataclass
@@ -243,7 +245,9 @@ def reader_input(
         raise ValueError("the question is empty")
     if tokenized is None:
         tokenized = [tokenize_passage(tokenizer, text) for _, text in passages]
-    rows = build_rows(tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized)], inputs)
+    rows = build_rows(
+        tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized, strict=True)], inputs
+    )
     return ReaderInput(len(passages), list(tokenized), rows, tokenizer.pad_token_id)
 
 
@@ -293,7 +297,7 @@ def read_input(
     indices = sorted(passage_probability)
 
     candidates: dict[int, dict[tuple[int, int], SpanPrediction]] = {i: {} for i in indices}
-    for row, (start, end, _) in zip(rows, logits):
+    for row, (start, end, _) in zip(rows, logits, strict=True):
         passage = tokenized[row.passage_index]
         log_start, log_end = _log_softmax(start), _log_softmax(end)
         word_ids = passage.word_ids[row.window_start : row.window_end]

@@ -137,8 +137,8 @@ def answer_token_spans(
     matches (which catch occurrences that differ in accents or spacing but tokenise the same)."""
     spans = {span for start, end in answer_char_spans(text, answers) if (span := token_span(offsets, start, end))}
     ids = list(token_ids)
-    for needle in answer_token_ids:
-        needle = list(needle)
+    for answer in answer_token_ids:
+        needle = list(answer)
         n = len(needle)
         if n == 0:
             continue

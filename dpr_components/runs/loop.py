@@ -84,7 +84,7 @@ class LoopTask(ABC):
     def checkpoint(self) -> None:
         """Write a resumable checkpoint."""
 
-    def interrupted(self) -> None:
+    def interrupted(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Ctrl-C stopped the run (the loop re-raises it afterwards); by default nothing is saved."""
 
 

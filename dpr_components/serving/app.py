@@ -97,7 +97,7 @@ def validation_detail(errors: list[dict[str, Any]]) -> str:
     return " ".join(f"{where}: {message}{more}".split())
 
 
-async def _one_line_422(request: Request, exc: Exception) -> Response:
+async def _one_line_422(request: Request, exc: Exception) -> Response:  # noqa: ARG001 - Starlette's handler signature
     """A 422 whose detail names the field on one line (never pydantic's copy of the input; a check of the
     request's own names at most a short repr of the value, as a 400 does)."""
     assert isinstance(exc, RequestValidationError)

@@ -61,7 +61,7 @@ class TrainingJobs:
         self._update(job_id, status="running")
         try:
             outputs = wrapper.run_job(inputs)
-        except Exception as error:  # the job records why; the server keeps running
+        except Exception as error:  # noqa: BLE001 - the job records why; the server keeps running
             self._update(job_id, status="failed", error=one_line(error))
             return
         self._update(
@@ -121,7 +121,8 @@ class TrainWrapper(DeclaredPipelineWrapper):
         parts = Path(output).parts
         if not parts or Path(output).is_absolute() or any(part in ("..", ".") for part in parts):
             raise ValueError(f"output {output!r}: give a folder name inside the trainer's output folder")
-        base = Path(getattr(self.ready().get_component(self.trainer_name()), "output_dir"))
+        trainer = self.ready().get_component(self.trainer_name())
+        base = Path(getattr(trainer, "output_dir"))  # noqa: B009 - not an attribute of Component
         return base / Path(*parts)
 
     def run_job(self, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def _endpoint(
             result = await anyio.to_thread.run_sync(call, limiter=limiter)
         except HTTPException:
             raise
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - every failure becomes an HTTP status with its one line
             if isinstance(error, StoreUnavailableError):  # not indexed yet, or its folder removed or replaced
                 raise HTTPException(status_code=503, detail=one_line(error)) from None
             found = user_error(error)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import os
 import re
 import sys
@@ -170,7 +171,7 @@ class _NotFinite(ValueError):
 
 def _finite_float(text: str) -> float:
     value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise _NotFinite(f"the number {text[:40]} is too large")
     return value
 

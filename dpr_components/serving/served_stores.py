@@ -112,7 +112,7 @@ class ServedStore:
             return None
         try:
             return int(store.count_documents())
-        except Exception:  # a remote store that does not answer now: not counted
+        except Exception:  # noqa: BLE001 - a remote store that does not answer now: not counted
             return None
 
 

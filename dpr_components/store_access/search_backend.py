@@ -112,7 +112,13 @@ class EmbeddedSearch(ScoringSearchBackend):
 
     store: EmbeddedDocumentStore
 
-    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+    def _bm25_call(
+        self,
+        query: str,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool,  # noqa: ARG002 - ignored (the class docstring)
+    ) -> StoreCall:
         return StoreCall("bm25_retrieval", {"query": query, "top_k": top_k, "filters": filters})
 
     def _embedding_call(self, search: VectorSearch) -> StoreCall:
@@ -143,7 +149,13 @@ class ElasticsearchSearch(ScoringSearchBackend):
         super().__init__(store)
         self.similarity = similarity
 
-    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:
+    def _bm25_call(
+        self,
+        query: str,
+        top_k: int,
+        filters: dict[str, Any] | None,
+        scale_score: bool,  # noqa: ARG002 - ignored (the class docstring)
+    ) -> StoreCall:
         return StoreCall("_bm25_retrieval", {"query": query, "filters": filters, "fuzziness": "0", "top_k": top_k})
 
     def _embedding_call(self, search: VectorSearch) -> StoreCall:

@@ -110,7 +110,7 @@ def init_hints(cls: type[Any]) -> tuple[dict[str, Any], set[str], bool]:
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
     try:
         hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # hints that do not resolve (forward references): check names only
+    except Exception:  # noqa: BLE001 - hints that do not resolve (forward references): check names only
         hints = {}
     hints.pop("return", None)
     return hints, names, takes_any

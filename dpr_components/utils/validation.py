@@ -20,7 +20,7 @@ MAX_PASSAGE_CHARS = 20_000
 # Letters, marks, numbers, punctuation and symbols are visible; separators (Z*) and
 # control, format, surrogate, private-use and unassigned code points (C*) are not.
 _VISIBLE_CATEGORIES = ("L", "M", "N", "P", "S")
-_LONG_WORD = re.compile(r"\S{%d,}" % (MAX_WORD_CHARS + 1))
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
 # In a Python string every surrogate code point is unpaired: JSON's escaped pairs are joined on
 # parsing, and undecodable command-line bytes become lone surrogates (surrogateescape).
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -101,7 +101,7 @@ def test_identical_rankings_show_parity() -> None:
 
 def test_small_difference_on_few_questions_is_an_estimate_only() -> None:
     # One question gained and none lost: +0.25 point, but its interval reaches past +0.5.
-    ours = [2] + LUCENE_NQ[1:]
+    ours = [2, *LUCENE_NQ[1:]]
     ours[-1] = 1
     comparison = compare(engine({"nq": ours}), engine({"nq": LUCENE_NQ}), "nq", 1)
     assert comparison.estimate == pytest.approx(0.0)

@@ -83,7 +83,7 @@ def test_padded_lengths_match_the_batches_the_encoder_runs(tiny_st_dir: Path) ->
     shapes: list[tuple[int, ...]] = []
     collate = encoder._collate
 
-    def recording(tokens, rows):  # noqa: ANN001, ANN202
+    def recording(tokens, rows):
         batch = collate(tokens, rows)
         shapes.append(tuple(batch["input_ids"].shape))
         return batch

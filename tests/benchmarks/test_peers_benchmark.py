@@ -220,7 +220,7 @@ def test_a_peer_that_cannot_start_says_why(tmp_path: Path) -> None:
     with pytest.raises(PeerError, match="peer x did not start: no such back end"):
         PeerProcess(refusal, {}, tmp_path, "x")
     crash = [sys.executable, "-c", "import sys; sys.exit('gone')"]
-    with pytest.raises(PeerError, match="(?s)peer y stopped.*gone"):
+    with pytest.raises(PeerError, match=r"(?s)peer y stopped.*gone"):
         PeerProcess(crash, {}, tmp_path, "y")
 
 

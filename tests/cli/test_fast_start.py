@@ -27,7 +27,11 @@ print(sorted(name for name in {heavy!r} if name in sys.modules))
 
 def _probe(argvs: list[list[str]]) -> tuple[str, str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(argvs=argvs, heavy=HEAVY)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE.format(argvs=argvs, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     codes, loaded = done.stdout.strip().splitlines()

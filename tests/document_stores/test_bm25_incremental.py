@@ -68,7 +68,7 @@ def test_random_writes_rank_like_a_fresh_build(method: str, seed: int, monkeypat
             else:
                 new = [_text(rng) for _ in chosen]
                 index.replace(chosen, new)
-                for p, t in zip(chosen, new):
+                for p, t in zip(chosen, new, strict=True):
                     texts[p] = t
         live = [p for p, t in enumerate(texts) if t is not None]
         scratch = BM25Index(method=method)
@@ -168,7 +168,7 @@ def test_old_format_is_refused_with_rebuild(tmp_path: Path) -> None:
     index.save(tmp_path / "bm25")
     meta = json.loads((tmp_path / "bm25" / "bm25_index.json").read_text())
     (tmp_path / "bm25" / "bm25_index.json").write_text(json.dumps({**meta, "format_version": 1}))
-    with pytest.raises(ValueError, match="format version 1.*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 1.*rebuild it"):
         BM25Index.read_files(tmp_path / "bm25")
 
 
@@ -184,9 +184,9 @@ def _results(store: EmbeddedDocumentStore) -> dict[str, list[tuple[str, float]]]
 
 
 def _same(a: dict[str, list[tuple[str, float]]], b: dict[str, list[tuple[str, float]]]) -> None:
-    for query in a:
-        assert [i for i, _ in a[query]] == [i for i, _ in b[query]], query
-        np.testing.assert_allclose([s for _, s in a[query]], [s for _, s in b[query]], rtol=1e-4)
+    for query, found in a.items():
+        assert [i for i, _ in found] == [i for i, _ in b[query]], query
+        np.testing.assert_allclose([s for _, s in found], [s for _, s in b[query]], rtol=1e-4)
 
 
 def _rebuilt_twin(store: EmbeddedDocumentStore, folder: Path, **kwargs: object) -> EmbeddedDocumentStore:

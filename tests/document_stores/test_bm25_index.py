@@ -285,7 +285,7 @@ def test_load_inconsistent_document_count(tmp_path: Path) -> None:
     meta = json.loads((target / "bm25_index.json").read_text(encoding="utf-8"))
     meta["num_docs"] = 7
     (target / "bm25_index.json").write_text(json.dumps(meta), encoding="utf-8")
-    with pytest.raises(ValueError, match="bm25_index.json does not match the checksum"):
+    with pytest.raises(ValueError, match=r"bm25_index.json does not match the checksum"):
         BM25Index.load(target)
     # Files that match no checksum are still checked for consistency.
     with pytest.raises(ValueError, match="disagree"):

@@ -125,7 +125,7 @@ def test_results_equal_a_store_built_from_scratch(
 def test_exact_vectors_come_from_the_right_layer(
     edited: tuple[EmbeddedDocumentStore, EmbeddedDocumentStore, Path],
 ) -> None:
-    store, scratch, _ = edited
+    store, _, _ = edited
     backend = store._backend
     index = backend.dense()
     rowid_of = backend.table.rowids_for_ids(["d0", "d20", "n1", "n5", "d10"])
@@ -208,8 +208,8 @@ def test_lossy_main_index_gives_its_own_hits_plus_the_exact_delta(tmp_path: Path
         main_rows, main_scores = index.main.search(query, 20, live_main)
         delta_scores = [float(np.asarray(final[id_of[r]].embedding, dtype=np.float32) @ query) for r in delta_rows]
         merged = sorted(
-            [(id_of[r], float(s)) for r, s in zip(main_rows, main_scores)]
-            + [(id_of[r], s) for r, s in zip(delta_rows, delta_scores)],
+            [(id_of[r], float(s)) for r, s in zip(main_rows, main_scores, strict=True)]
+            + [(id_of[r], s) for r, s in zip(delta_rows, delta_scores, strict=True)],
             key=lambda pair: -pair[1],
         )[:20]
         got = _dense(store, query)
@@ -233,7 +233,9 @@ store.write_documents([random_document(i, 6, prefix="k") for i in range(5)])
 store.save()
 """
     env = {**os.environ, "DPR_FAULT_POINT": point}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=False
+    )
     assert result.returncode == -9, result.stderr
 
 

@@ -237,7 +237,7 @@ def test_hybrid_ranker_dpr(store: StoreSpec, tiny_st_dir: Path) -> None:
 
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
-        with pytest.raises(ValueError, match="cannot score given documents exactly.*use mode 'rrf'"):
+        with pytest.raises(ValueError, match=r"cannot score given documents exactly.*use mode 'rrf'"):
             HybridRanker(document_store=handle, mode="dpr")
         return
     pipeline = _hybrid(handle, tiny_st_dir, "dpr")
@@ -253,7 +253,7 @@ def test_hybrid_retriever(store: StoreSpec, tiny_st_dir: Path) -> None:
 
     handle = _fill_embedded(store, tiny_st_dir)
     if store.column == IN_MEMORY:
-        with pytest.raises(ValueError, match="cannot score given documents exactly.*use mode 'rrf'"):
+        with pytest.raises(ValueError, match=r"cannot score given documents exactly.*use mode 'rrf'"):
             HybridRetriever(document_store=handle, model=str(tiny_st_dir))
         return
     pipeline = Pipeline()

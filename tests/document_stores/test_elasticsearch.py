@@ -65,7 +65,7 @@ def _es_args(index: str, model: Path) -> list[str]:
             "--set",
             f"{component}.document_store.index={index}",
         ]
-    return args + ["--set", f"dense.model={model}"]
+    return [*args, "--set", f"dense.model={model}"]
 
 
 def test_hybrid_search_on_elasticsearch(es_index: str, tiny_st_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,7 +44,7 @@ class Float32Equality(suite.AssertDocumentsEqualMixin):
     @staticmethod
     def assert_documents_are_equal(received: list[Document], expected: list[Document]) -> None:
         assert len(received) == len(expected)
-        for got, want in zip(_sorted(received), _sorted(expected)):
+        for got, want in zip(_sorted(received), _sorted(expected), strict=True):
             assert (got.id, got.content, got.meta, got.score) == (want.id, want.content, want.meta, want.score)
             assert (got.blob, got.sparse_embedding) == (want.blob, want.sparse_embedding)
             assert (got.embedding is None) == (want.embedding is None)

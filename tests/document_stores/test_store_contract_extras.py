@@ -104,7 +104,7 @@ def test_recreate_index_forgets_the_vector_dimension(tmp_path: Path) -> None:
     store = EmbeddedDocumentStore(path=str(tmp_path / "s"))
     store.write_documents([Document(id="a", content="x", embedding=[1.0, 2.0])])
     store.delete_all_documents()
-    with pytest.raises(ValueError, match="dimension 3 but the store .* holds 2-dimensional"):
+    with pytest.raises(ValueError, match=r"dimension 3 but the store .* holds 2-dimensional"):
         store.write_documents([Document(id="b", content="y", embedding=[1.0, 2.0, 3.0])])
     store.delete_all_documents(recreate_index=True)
     store.write_documents([Document(id="b", content="y", embedding=[1.0, 2.0, 3.0])])

@@ -174,7 +174,7 @@ def test_tampered_byte_with_size_and_mtime_restored_is_caught(tmp_path: Path) ->
     os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = target.stat()
     assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
-    with pytest.raises(IndexFilesError, match="a.bin does not match the checksum"):
+    with pytest.raises(IndexFilesError, match=r"a.bin does not match the checksum"):
         verified_state(folder)
 
 
@@ -191,7 +191,7 @@ def test_copied_folder_is_verified_again(tmp_path: Path, monkeypatch: pytest.Mon
     raw = bytearray((copy / "a.bin").read_bytes())
     raw[7] ^= 1
     (copy / "a.bin").write_bytes(bytes(raw))
-    with pytest.raises(IndexFilesError, match="a.bin does not match"):
+    with pytest.raises(IndexFilesError, match=r"a.bin does not match"):
         verified_state(copy)
 
 

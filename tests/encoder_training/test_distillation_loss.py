@@ -18,7 +18,7 @@ from dpr_components.encoder_training.losses.distillation import (
 def _kl_by_hand(teacher: list[float], student: list[float]) -> float:
     p = [math.exp(t) / sum(math.exp(x) for x in teacher) for t in teacher]
     q = [math.exp(s) / sum(math.exp(x) for x in student) for s in student]
-    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q))
+    return sum(pi * math.log(pi / qi) for pi, qi in zip(p, q, strict=True))
 
 
 def test_kl_equals_the_hand_computed_divergence_with_temperatures() -> None:

@@ -63,7 +63,8 @@ def data_folder(tmp_path: Path) -> Path:
 
 def test_membership_is_deterministic_and_normalised() -> None:
     assert question_hash("Who wrote Hamlet?") == question_hash("  who   WROTE hamlet? ")
-    assert normalise_question("Ｗho\twrote  Hamlet") == "who wrote hamlet"
+    # a full-width W, folded by NFKC
+    assert normalise_question("Ｗho\twrote  Hamlet") == "who wrote hamlet"  # noqa: RUF001
     assert 0 <= question_hash("x") < 1
     # A fixed value: the rule must not change between versions or machines.
     assert question_hash("who wrote hamlet") == pytest.approx(0.9650291644302877, abs=1e-15)
@@ -148,7 +149,7 @@ def test_question_files_load_as_eval_questions(data_folder: Path, tmp_path: Path
 def test_writes_are_atomic(data_folder: Path, tmp_path: Path) -> None:
     source = tmp_path / "mined.jsonl"
     good = [json.dumps(_nq_record(i)) for i in range(50)]
-    source.write_text("\n".join(good + ["{not json"]) + "\n", encoding="utf-8")
+    source.write_text("\n".join([*good, "{not json"]) + "\n", encoding="utf-8")
     target = tmp_path / "out.jsonl"
     target.write_text("previous\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"mined.jsonl, line 51"):
@@ -166,7 +167,7 @@ def test_command_line_errors_are_one_line(tmp_path: Path, capsys: pytest.Capture
     code = selection_splits.main(["--out", str(tmp_path / "sel"), "--data-dir", str(tmp_path / "missing")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
-    with pytest.raises(FileNotFoundError, match="training file .* not found"):
+    with pytest.raises(FileNotFoundError, match=r"training file .* not found"):
         write_part(tmp_path / "absent.jsonl", tmp_path / "x.jsonl", HALF, "training")
 
 

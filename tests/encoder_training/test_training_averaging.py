@@ -86,7 +86,7 @@ def test_different_architectures_are_refused_by_name(tiny_bert_dir: Path, tmp_pa
     config = json.loads((other / "config.json").read_text())
     config["num_hidden_layers"] = 3
     (other / "config.json").write_text(json.dumps(config))
-    with pytest.raises(AveragingError, match="config.json differs"):
+    with pytest.raises(AveragingError, match=r"config.json differs"):
         average_models([tiny_bert_dir, other], tmp_path / "soup")
     assert not (tmp_path / "soup").exists()
 
@@ -102,7 +102,7 @@ def test_a_tokenizer_s_saved_truncation_does_not_block_averaging(tiny_bert_dir: 
     average_models([tiny_bert_dir, other], tmp_path / "soup")
     vocabulary = dict(tokenizer, model={**tokenizer["model"], "vocab": {"[PAD]": 0}})
     (other / "tokenizer.json").write_text(json.dumps(vocabulary))
-    with pytest.raises(AveragingError, match="tokenizer.json differs"):
+    with pytest.raises(AveragingError, match=r"tokenizer.json differs"):
         average_models([tiny_bert_dir, other], tmp_path / "soup2")
 
 

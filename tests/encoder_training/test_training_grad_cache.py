@@ -62,8 +62,8 @@ def test_grad_cache_replays_dropout_per_chunk(model: BiEncoder) -> None:
     reference = {name: t.grad.clone() for name, t in model.named_parameters() if t.grad is not None}
 
     cached = _gradients(model, chunk=4, seed=7)
-    for name in reference:
-        torch.testing.assert_close(cached[name], reference[name], rtol=1e-4, atol=1e-6, msg=name)
+    for name, expected in reference.items():
+        torch.testing.assert_close(cached[name], expected, rtol=1e-4, atol=1e-6, msg=name)
     # the replayed second pass leaves the global generator where the first pass left it
     assert torch.rand(1).item() == after_reference.item()
     # and without replay the masks (so the gradients) would differ

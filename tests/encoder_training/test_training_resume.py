@@ -48,6 +48,7 @@ def test_kill_and_resume_matches_uninterrupted(tiny_bert_dir: Path, tmp_path: Pa
         capture_output=True,
         text=True,
         timeout=100,
+        check=False,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert not (tmp_path / "resumed" / "final").exists()

@@ -97,7 +97,7 @@ def test_dpr_projection_is_read_from_the_config(tiny_dpr_dirs: tuple[Path, Path]
         (folder / "config.json").write_text(json.dumps({**config, "projection_dim": value}))
         assert detect_layout(folder).projection_dim == expected
     (folder / "config.json").write_text(json.dumps({**config, "projection_dim": "eight"}))
-    with pytest.raises(EncoderLoadError, match="config.json: projection_dim must be a whole number >= 0, got 'eight'"):
+    with pytest.raises(EncoderLoadError, match=r"config.json: projection_dim must be a whole number >= 0, got 'eight'"):
         detect_layout(folder)
 
 
@@ -163,7 +163,7 @@ def test_length_bucketing_returns_input_order(tiny_st_dir: Path, monkeypatch: py
     encoder = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32"), batch_size=3)
     seen: list[int] = []
     bucketed = encoder.encode_passages(texts, titles, on_batch=lambda idx, _: seen.extend(idx.tolist()))
-    one_by_one = np.stack([encoder.encode_passages([t], [title])[0] for t, title in zip(texts, titles)])
+    one_by_one = np.stack([encoder.encode_passages([t], [title])[0] for t, title in zip(texts, titles, strict=True)])
     np.testing.assert_allclose(bucketed, one_by_one, atol=1e-5)
     assert sorted(seen) == list(range(11)) and seen != list(range(11))  # really reordered
 
@@ -251,14 +251,14 @@ def test_max_length_is_a_positive_integer_within_the_model_positions(tiny_bert_d
     for value in (-5, 0, 2.5, "256"):
         with pytest.raises(EncoderLoadError, match="max_length must be a positive integer"):
             TextEncoder(EncoderSettings(model=str(tiny_bert_dir), max_length=value))  # type: ignore[arg-type]
-    with pytest.raises(EncoderLoadError, match="max_length .* is 129, more than the model's 128 positions"):
+    with pytest.raises(EncoderLoadError, match=r"max_length .* is 129, more than the model's 128 positions"):
         TextEncoder(EncoderSettings(model=str(tiny_bert_dir), max_length=129)).load()
     # Unset, the length is DPR's 256 cut to the model's positions (this tiny BERT has 128).
     assert TextEncoder(EncoderSettings(model=str(tiny_bert_dir))).max_length == 128
     folder = Path(shutil.copytree(tiny_bert_dir, tmp_path / "sidecar"))
     (folder / "encoder_config.json").write_text(json.dumps({"pooling": "average"}))
     with pytest.raises(
-        EncoderLoadError, match="encoder_config.json: pooling must be cls, mean or pooler, got 'average'"
+        EncoderLoadError, match=r"encoder_config.json: pooling must be cls, mean or pooler, got 'average'"
     ):
         detect_layout(folder)
 

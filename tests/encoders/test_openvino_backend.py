@@ -54,7 +54,7 @@ def test_openvino_runs_dpr_checkpoints_as_torch_does(tiny_dpr_dirs: tuple[Path, 
 
 
 def test_openvino_refuses_a_dpr_projection(tiny_projected_dpr_dir: Path) -> None:
-    with pytest.raises(EncoderLoadError, match="without a projection layer.*use backend 'torch'"):
+    with pytest.raises(EncoderLoadError, match=r"without a projection layer.*use backend 'torch'"):
         TextEncoder(EncoderSettings(model=str(tiny_projected_dpr_dir), backend="openvino")).load()
     auto = TextEncoder(EncoderSettings(model=str(tiny_projected_dpr_dir), backend="auto"))
     assert auto.backend == "torch" and "projection" in auto.backend_choice().reason

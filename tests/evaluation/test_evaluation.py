@@ -299,7 +299,7 @@ def test_datasets_squad_style_answers(tmp_path: Path) -> None:
 
 def test_datasets_read_failure_is_explained(tmp_path: Path) -> None:
     source = _write(tmp_path / "broken.jsonl", '{"question": "q", "answer": ["a"]}\n{"question": "r", "answer\n')
-    with pytest.raises(ValueError, match="broken.jsonl: could not be read with Hugging Face datasets"):
+    with pytest.raises(ValueError, match=r"broken.jsonl: could not be read with Hugging Face datasets"):
         load_questions(f"hf:{source}")
     mixed = _write(tmp_path / "mixed.jsonl", '{"question": "q", "answer": ["a"]}\n{"question": "r", "answer": {}}')
     with pytest.raises(ValueError, match=r"mixed.jsonl, split 'train', row 1: field 'answer': expected"):
@@ -320,7 +320,7 @@ def test_hub_id_offline_error_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    with pytest.raises(ConnectionError, match="offline mode is on.*pass a local file"):
+    with pytest.raises(ConnectionError, match=r"offline mode is on.*pass a local file"):
         load_questions("nq_open", split="validation")
 
 

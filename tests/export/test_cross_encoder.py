@@ -95,7 +95,9 @@ def test_the_mapping_is_increasing_and_close_to_the_identity() -> None:
     scores = np.tanh(SCALE * logits) / SCALE
     assert (np.diff(scores) > 0).all()
     assert np.abs(scores - logits).max() <= 1e-3 * 50
-    assert all(math.isclose(logit_from_score(s), x, abs_tol=1e-9) for s, x in zip(scores[::50], logits[::50]))
+    assert all(
+        math.isclose(logit_from_score(s), x, abs_tol=1e-9) for s, x in zip(scores[::50], logits[::50], strict=True)
+    )
 
 
 def test_exported_tokenizer_forms_our_rows(ranker_dir: Path, exported: Path) -> None:

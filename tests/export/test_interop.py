@@ -229,7 +229,7 @@ def test_qa_export_tokenizer_forms_our_rows(reader_dir: Path, qa_dir: Path) -> N
 
     _, tokenizer = load_reader(reader_dir)
     exported = AutoTokenizer.from_pretrained(str(qa_dir))
-    for question, (_, text) in zip(QUESTIONS, PASSAGES):
+    for question, (_, text) in zip(QUESTIONS, PASSAGES, strict=False):
         row = build_rows(tokenizer, question, [(None, tokenize_passage(tokenizer, text))], InputSettings())[0]
         encoding = exported(question, text)
         assert encoding["input_ids"] == row.input_ids

@@ -14,7 +14,13 @@ def index_args(
 ) -> list[str]:
     """``haystack run pipelines/index.yml`` arguments: ``corpus`` into ``store`` with the passage ``encoder`` (the
     file's own, the bundled model, when None)."""
-    return ["run", str(PIPELINES / "index.yml"), "--input", f"path={corpus}", "--store", str(store)] + [
+    return [
+        "run",
+        str(PIPELINES / "index.yml"),
+        "--input",
+        f"path={corpus}",
+        "--store",
+        str(store),
         *embedder_sets(encoder, cache_dir),
         *extra,
     ]

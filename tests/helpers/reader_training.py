@@ -99,6 +99,6 @@ def assert_same_state(a: dict, b: dict) -> None:
     assert a["position"] == b["position"]
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
-    for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
+    for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values(), strict=True):
         assert torch.equal(pa["exp_avg"], pb["exp_avg"])
     assert a["scheduler"] == b["scheduler"]

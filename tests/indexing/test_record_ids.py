@@ -76,7 +76,7 @@ def test_valid_ids(value: str) -> None:
 def test_invalid_ids(value: str, fragment: str) -> None:
     problem = record_id_problem(value)
     assert problem is not None and fragment in problem and "\n" not in problem, problem
-    with pytest.raises(ValueError, match="^field 'id' "):
+    with pytest.raises(ValueError, match=r"^field 'id' "):
         check_record_id(value, "field 'id'")
 
 

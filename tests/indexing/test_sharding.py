@@ -367,7 +367,7 @@ def test_shard_counts_are_bounded_before_anything_per_shard(tmp_path: Path) -> N
             parse_shard_spec(text)
     with pytest.raises(ValueError, match="at most 99,999 shards"):
         parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "30000000"})
-    with pytest.raises(ValueError, match="WORLD_SIZE=.* is not an integer of at most 18 digits"):
+    with pytest.raises(ValueError, match=r"WORLD_SIZE=.* is not an integer of at most 18 digits"):
         parse_shard_spec("auto", {"RANK": "0", "WORLD_SIZE": "9" * 5000})
     corpus = tmp_path / "corpus.jsonl"
     _write_corpus(corpus, 3)

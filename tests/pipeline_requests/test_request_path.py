@@ -26,7 +26,7 @@ from tests.helpers.serving import PIPELINES, write_pipelines
 
 pytest.importorskip("langchain_core")
 
-from dpr_components.langchain import HaystackRetriever  # noqa: E402
+from dpr_components.langchain import HaystackRetriever
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -173,7 +173,7 @@ def test_request_fields_go_where_the_rule_says(name: str, folder: Path) -> None:
 
 def test_a_field_no_component_takes_is_refused_on_one_line(folder: Path) -> None:
     pipeline = load_pipeline(folder / "bm25.yml")
-    with pytest.raises(ValueError, match="^the pipeline has no input named 'nope'; its inputs are"):
+    with pytest.raises(ValueError, match=r"^the pipeline has no input named 'nope'; its inputs are"):
         request_inputs(pipeline, other={"nope": 1})
     with pytest.raises(ValueError, match="top_k must be a positive integer, got 0"):
         request_inputs(pipeline, query="q", top_k=0)

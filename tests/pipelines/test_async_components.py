@@ -14,11 +14,11 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-import haystack_integrations.components.readers.dpr.span_reader as span_reader
 from haystack_integrations.components.embedders.dpr.passage_embedder import PassageEmbedder
 from haystack_integrations.components.embedders.dpr.question_embedder import QuestionEmbedder
 from haystack_integrations.components.rankers.dpr.hybrid_ranker import HybridRanker
 from haystack_integrations.components.rankers.dpr.passage_ranker import PassageRanker
+from haystack_integrations.components.readers.dpr import span_reader
 from haystack_integrations.components.readers.dpr.span_reader import SpanReader
 from haystack_integrations.components.retrievers.dpr.bm25_retriever import BM25Retriever
 from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
@@ -101,7 +101,7 @@ def _assert_same(got: dict[str, list[tuple[Any, ...]]], expected: dict[str, list
     assert got.keys() == expected.keys()
     for component, rows in expected.items():
         assert len(got[component]) == len(rows), component
-        for got_row, row in zip(got[component], rows):
+        for got_row, row in zip(got[component], rows, strict=True):
             assert got_row == pytest.approx(row), component
 
 
@@ -185,7 +185,7 @@ def test_concurrent_async_runs_of_one_pipeline(indexed_store: Path, tiny_st_dir:
 
     concurrent = [_summary(result) for result in asyncio.run(all_at_once())]
     assert len(concurrent) == 8
-    for got, expected in zip(concurrent, serial):
+    for got, expected in zip(concurrent, serial, strict=True):
         _assert_same(got, expected)
 
 

@@ -50,7 +50,7 @@ def test_pool_slice_with_nq_gold_passages(shared_data: Path, tmp_path: Path) -> 
     questions = load_questions(str(shared_data / "nq" / "dev.jsonl"), limit=40)
     gold_texts = set()
     with open(shared_data / "nq" / "dev.jsonl", encoding="utf-8") as handle:
-        for _, line in zip(range(40), handle):
+        for _, line in zip(range(40), handle, strict=False):
             gold_texts.update(ctx["text"] for ctx in json.loads(line)["positive_ctxs"])
     documents = []
     with open(shared_data / "wiki" / "documents.jsonl", encoding="utf-8") as handle:
@@ -84,6 +84,8 @@ def test_qa_pipeline_with_the_committed_reader(example_store: Path, capsys: pyte
     assert len(results) == len(questions)
     from dpr_components.evaluation.answer_metrics import exact_match
 
-    hits = [exact_match(r["reader"]["answers"][0]["data"], q["answers"]) for r, q in zip(results, questions)]
+    hits = [
+        exact_match(r["reader"]["answers"][0]["data"], q["answers"]) for r, q in zip(results, questions, strict=True)
+    ]
     # The committed reader answers 19 of the 25 exactly; a broken reader or pipeline gets few.
     assert sum(hits) >= 0.7 * len(questions), [r["reader"]["answers"][0]["data"] for r in results]

@@ -220,7 +220,7 @@ def test_training_runs_logs_and_exports(tmp_path: Path, tiny_encoder_dir: Path) 
     assert all(e["questions_per_s"] > 0 and e["peak_rss_mb"] > 0 for e in train_entries)
     assert [e["step"] for e in log if "dev_em" in e] == [2, 4, 6]
     with safe_open(str(result.export_dir / "model.safetensors"), "pt") as weights:
-        assert all(weights.get_tensor(k).dtype == torch.float16 for k in weights.keys())
+        assert all(weights.get_tensor(k).dtype == torch.float16 for k in weights.keys())  # noqa: SIM118 - not a mapping
     info = json.loads((result.export_dir / "reader_info.json").read_text())
     assert info["step"] == result.state.best_step
     reader, _ = load_reader(result.export_dir)
@@ -285,7 +285,7 @@ def test_finished_run_re_exports_its_last_step_on_request(tmp_path: Path, tiny_e
     assert info["step"] == 6 and info["exported"] == "last" and info["dev_em"] == logged[-1]["dev_em"]
     final = reader_state(tmp_path / "run")["model"]
     with safe_open(str(last.export_dir / "model.safetensors"), "pt") as weights:
-        for name in weights.keys():
+        for name in weights.keys():  # noqa: SIM118 - safe_open's handle is not a mapping
             assert torch.equal(weights.get_tensor(name), final[name].to(torch.float16)), name
     with pytest.raises(ValueError, match="export"):
         reader_config(tmp_path / "x", tiny_encoder_dir, export="first")
@@ -307,7 +307,7 @@ def test_training_goes_on_from_a_trained_reader(tmp_path: Path, tiny_encoder_dir
     started, _ = reader_to_train(str(first.export_dir))
     exported, _ = load_reader(first.export_dir)
     assert started.training
-    for (name, a), b in zip(started.state_dict().items(), exported.state_dict().values()):
+    for (name, a), b in zip(started.state_dict().items(), exported.state_dict().values(), strict=True):
         assert torch.equal(a, b), name  # the trained heads are kept, not drawn afresh
     second = train_reader(tmp_path / "second", tiny_encoder_dir, init_model=str(first.export_dir))
     assert second.state.step == second.total_steps

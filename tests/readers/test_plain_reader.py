@@ -56,7 +56,7 @@ def test_tiny_reader_logits_equal_transformers(tiny_reader_dir: Path, bf16: bool
     assert isinstance(ours, PlainReader) and isinstance(theirs, torch.nn.Module)
     batch = _batch(tokenizer, TEXTS)
     assert bool((batch["attention_mask"] == 0).any())  # padded rows are part of the check
-    for mine, reference in zip(_logits(ours, batch, bf16), _logits(theirs, batch, bf16)):
+    for mine, reference in zip(_logits(ours, batch, bf16), _logits(theirs, batch, bf16), strict=True):
         torch.testing.assert_close(mine, reference, atol=1e-5 if not bf16 else 1e-2, rtol=0)
 
 
@@ -99,7 +99,7 @@ def test_span_reader_answers_as_with_transformers(tiny_reader_dir: Path, monkeyp
     plain = SpanReader(model=str(tiny_reader_dir), top_k=5)
     plain.warm_up()
     assert isinstance(plain._reader, PlainReader)
-    import dpr_components.readers.reading_component as reading_component
+    from dpr_components.readers import reading_component
 
     monkeypatch.setattr(
         reading_component, "shared_reader", lambda model, bf16_linear: shared_reader(model, bf16_linear, plain=False)

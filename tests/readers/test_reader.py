@@ -248,7 +248,7 @@ def test_score_prior_and_selection_weight_let_incoming_scores_choose(tokenizer) 
     scores = [6.0, 0.0]
     for ranking in ("passage", "combined"):
 
-        def best(**settings: float) -> SpanPrediction:
+        def best(ranking: str = ranking, **settings: float) -> SpanPrediction:
             options = ReadSettings(ranking=ranking, **settings)  # type: ignore[arg-type]
             return read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), options, scores=scores)[0]
 
@@ -259,7 +259,7 @@ def test_score_prior_and_selection_weight_let_incoming_scores_choose(tokenizer) 
         weights = {a.passage_index: a.score_weight for a in read(fake, tokenizer, "who wrote it", passages,
                    InputSettings(**SMALL), ReadSettings(score_prior=0.5), scores=scores)}  # fmt: skip
         assert weights == pytest.approx({0: 1.0, 1: math.exp(-3.0)})
-    with pytest.raises(ValueError, match="score_prior 0.5 needs each passage's incoming score"):
+    with pytest.raises(ValueError, match=r"score_prior 0.5 needs each passage's incoming score"):
         read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(score_prior=0.5))
     for name in ("score_prior", "selection_weight"):
         for bad in (-0.5, 11.0, float("nan"), "1", True):
@@ -272,7 +272,7 @@ def test_span_reader_score_prior_needs_scores_and_round_trips(tiny_reader_dir: P
     data = reader.to_dict()["init_parameters"]
     assert data["score_prior"] == 0.25 and data["selection_weight"] == 0.5
     assert SpanReader.from_dict(reader.to_dict()).read_settings == reader.read_settings
-    with pytest.raises(ValueError, match="score_prior 0.25 needs each document's retrieval score; 1 have none"):
+    with pytest.raises(ValueError, match=r"score_prior 0.25 needs each document's retrieval score; 1 have none"):
         reader.run(query="who wrote hamlet", documents=[Document(content="Hamlet is a play.")])
     scored = [Document(content="Hamlet is a play by Shakespeare.", score=2.0), Document(content="Paris.", score=1.0)]
     answers = reader.run(query="who wrote hamlet", documents=scored)["answers"]
@@ -318,7 +318,7 @@ def test_batched_forward_equals_one_by_one(tiny_reader_dir: Path) -> None:
     batched = row_logits(reader, rows, tokenizer.pad_token_id, 100, bf16=False)
     single = row_logits(reader, rows, tokenizer.pad_token_id, 1, bf16=False)
     assert len(set(len(r.input_ids) for r in rows)) > 1  # padding really happens
-    for (s1, e1, r1), (s2, e2, r2) in zip(batched, single):
+    for (s1, e1, r1), (s2, e2, r2) in zip(batched, single, strict=True):
         np.testing.assert_allclose(s1, s2, atol=1e-5)
         np.testing.assert_allclose(e1, e2, atol=1e-5)
         assert r1 == pytest.approx(r2, abs=1e-5)
@@ -343,12 +343,12 @@ def test_save_load_round_trip_and_fp16_export(tiny_encoder_dir: Path, tmp_path: 
     save_reader(reader, tokenizer, tmp_path / "fp32", info={"note": "test"})
     loaded, loaded_tokenizer = load_reader(tmp_path / "fp32")
     assert json.loads((tmp_path / "fp32" / "config.json").read_text())["architectures"] == ["DPRReader"]
-    for a, b in zip(_logits(reader, tokenizer), _logits(loaded, loaded_tokenizer)):
+    for a, b in zip(_logits(reader, tokenizer), _logits(loaded, loaded_tokenizer), strict=True):
         assert torch.equal(a, b)
     save_reader(reader, tokenizer, tmp_path / "fp16", dtype=torch.float16)
     half, _ = load_reader(tmp_path / "fp16")
     assert next(half.parameters()).dtype == torch.float32
-    for a, b in zip(_logits(reader, tokenizer), _logits(half, tokenizer)):
+    for a, b in zip(_logits(reader, tokenizer), _logits(half, tokenizer), strict=True):
         torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
     size = lambda p: (p / "model.safetensors").stat().st_size  # noqa: E731
     assert size(tmp_path / "fp16") < 0.6 * size(tmp_path / "fp32")

@@ -110,7 +110,7 @@ def test_card_of_a_last_step_export_says_so(reader_run: tuple[Path, Path, Path])
 def test_missing_benchmark_is_a_clear_error(reader_run: tuple[Path, Path, Path]) -> None:
     model, run, benchmark = reader_run
     benchmark.unlink()
-    with pytest.raises(SystemExit, match="reader.json is missing"):
+    with pytest.raises(SystemExit, match=r"reader.json is missing"):
         main(["--model", str(model), "--run", str(run), "--benchmark", str(benchmark)])
 
 

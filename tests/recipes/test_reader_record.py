@@ -55,5 +55,5 @@ def test_a_start_without_a_record_has_no_earlier_stage(tmp_path: Path) -> None:
 )
 def test_a_damaged_record_of_the_starting_reader_is_a_clear_error(tmp_path: Path, content: str) -> None:
     (tmp_path / "reader_info.json").write_bytes(content.encode("utf-8", "surrogateescape"))
-    with pytest.raises(SystemExit, match="reader_info.json: not a"):
+    with pytest.raises(SystemExit, match=r"reader_info.json: not a"):
         earlier_record(str(tmp_path))

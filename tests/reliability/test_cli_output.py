@@ -136,7 +136,7 @@ def _disk_full(*args: object, **kwargs: object) -> None:
 @OUTPUT
 def test_disk_full_writing_eval_report(indexed_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The disk fills up while haystack eval writes its report"""
-    import dpr_components.evaluation.report as report
+    from dpr_components.evaluation import report
 
     monkeypatch.setattr(report, "atomic_write_text", _disk_full)
     out = tmp_path / "reports"
@@ -150,7 +150,7 @@ def test_disk_full_writing_lambda_report(
     indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The disk fills up while haystack fit-lambda writes its report"""
-    import dpr_components.cli.fit_lambda as fit_lambda
+    from dpr_components.cli import fit_lambda
 
     monkeypatch.setattr(fit_lambda, "atomic_write_text", _disk_full)
     out = tmp_path / "lambda"

@@ -13,7 +13,7 @@ from tests.reliability.harness import assert_clear_error, assert_success, cli
 CORPUS = pytest.mark.reliability(category="corpus files", expect="clear error")
 
 
-def index(corpus: Path, store: Path, model: Path, *extra: str):  # noqa: ANN201 - a CliResult
+def index(corpus: Path, store: Path, model: Path, *extra: str):  # returns a CliResult
     return cli(*index_args(corpus, store, model, *extra))
 
 

@@ -204,7 +204,7 @@ def test_malformed_filter(store: EmbeddedDocumentStore, filters: Any, fragment: 
 def test_number_filter_on_text_values(store: EmbeddedDocumentStore) -> None:
     """An ordering filter with a number on a field where a document stores text ("2010")"""
     filters = {"field": "meta.year", "operator": ">", "value": 2000}
-    with pytest.raises(FilterError, match="holds a text value in 'meta.year'"):
+    with pytest.raises(FilterError, match=r"holds a text value in 'meta.year'"):
         store.filter_documents(filters)
     with pytest.raises(FilterError):  # Haystack's in-memory filtering refuses it too
         [d for d in DOCUMENTS if document_matches_filter(filters, d)]

@@ -62,7 +62,9 @@ def test_unusable_vector_written_to_a_store(
         Document(id="good", content="a passage with a vector", embedding=[0.25] * DIM),
         Document(id="broken", content="a passage with a broken vector", embedding=[value] * DIM),
     ]
-    with pytest.raises(ValueError, match="^document 'broken': its embedding (is all zeros|has NaN or infinite values)"):
+    with pytest.raises(
+        ValueError, match=r"^document 'broken': its embedding (is all zeros|has NaN or infinite values)"
+    ):
         store.write_documents(batch)
     del store
     assert (store_snapshot(indexed_store), searches(indexed_store)) == before, "the store changed"

@@ -141,7 +141,7 @@ class OpenSteps:
 @pytest.fixture()
 def steps(monkeypatch: pytest.MonkeyPatch) -> OpenSteps:
     """Makes the interleaving deterministic: each attack runs exactly between two steps of the library."""
-    import dpr_components.utils.input_files as input_files
+    from dpr_components.utils import input_files
 
     recorded = OpenSteps()
     real_open = os.open
@@ -165,7 +165,7 @@ def test_link_swapped_in_just_before_the_file_is_opened(
     link, _, outside = root_with_link
     _regular(link, "{}\n")
     steps.attacks["link.jsonl"] = lambda: _point(link, outside)
-    with pytest.raises(ValueError, match="corpus file .* goes through a symbolic link, which is not followed"):
+    with pytest.raises(ValueError, match=r"corpus file .* goes through a symbolic link, which is not followed"):
         open_input_file(link, "corpus file")
     assert steps.opened == [str(link.parent), "link.jsonl"] and not steps.attacks  # the root, then the swapped file
 
@@ -269,7 +269,7 @@ def test_training_data_read_through_a_link_outside(tmp_path: Path, monkeypatch: 
     (root / "train.jsonl").symlink_to(outside)
     assert load_training_examples(root / "train.jsonl").examples  # no root: the command line reads any file
     monkeypatch.setenv(INPUT_ROOT_ENV, str(root))
-    with pytest.raises(ValueError, match="training data file .* goes through a symbolic link"):
+    with pytest.raises(ValueError, match=r"training data file .* goes through a symbolic link"):
         load_training_examples(root / "train.jsonl")
     (root / "folder").mkdir()
     with pytest.raises(ValueError, match="must be a JSON or JSON lines file inside it"):

@@ -159,7 +159,7 @@ def _loads(command: str, out: Path) -> bool:
     ("make", "fragment"),
     [
         pytest.param(lambda p: (p.write_text("keep me"), p)[1], "is a file, not a folder", id="file"),
-        pytest.param(lambda p: _shard_folder(p), "holds a shard folder; choose another folder", id="shard-folder"),
+        pytest.param(_shard_folder, "holds a shard folder; choose another folder", id="shard-folder"),
     ],
 )
 @ERROR

@@ -88,7 +88,7 @@ def _open(client: TestClient, *document_ids: str) -> list[httpx.Response]:
     return asyncio.run(get_all())
 
 
-def _assert_one_line(response, status: int, *fragments: str) -> None:  # noqa: ANN001 - an httpx response
+def _assert_one_line(response, status: int, *fragments: str) -> None:  # response: an httpx response
     assert response.status_code == status, (response.status_code, response.text[:500])
     detail = response.json()["detail"]
     assert isinstance(detail, str) and "\n" not in detail and len(detail) < 500, detail
@@ -96,7 +96,7 @@ def _assert_one_line(response, status: int, *fragments: str) -> None:  # noqa: A
         assert fragment in detail, (fragment, detail)
 
 
-def _index(client: TestClient, *ids: str):  # noqa: ANN202 - an httpx response
+def _index(client: TestClient, *ids: str):  # returns an httpx response
     return client.post("/index/run", json={"records": [{"id": i, "title": "Zebra", "text": TEXT} for i in ids]})
 
 

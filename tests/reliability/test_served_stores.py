@@ -269,8 +269,8 @@ def test_qa_without_its_rerank_models(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A user serves qa, the ask page's default pipeline, without the re-ranking models installed"""
-    import dpr_components.encoders.bundled as bundled
     import dpr_components.readers.model as reader_model
+    from dpr_components.encoders import bundled
 
     folder = _pipelines(tmp_path, models, ("bm25", "qa"))
     qa = yaml.safe_load((folder / "qa.yml").read_text(encoding="utf-8"))

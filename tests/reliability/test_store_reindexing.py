@@ -26,8 +26,6 @@ from tests.reliability.store_checks import (
     write_corpus,
 )
 
-JUPITER_OLD_WORDS = "Jupiter is the largest planet of the Solar System, a gas giant. " * 12
-
 
 @pytest.mark.reliability(category="re-indexing", expect="correct result")
 def test_shorter_document_loses_its_old_passages(indexed_store: Path, tmp_path: Path, tiny_st_dir: Path) -> None:

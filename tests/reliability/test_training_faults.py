@@ -113,6 +113,7 @@ def test_reader_training_killed(
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     assert killed.returncode == -signal.SIGKILL, f"the fault point was not reached:\n{killed.stderr[-2000:]}"
     assert not (run / "export").exists()
@@ -197,7 +198,7 @@ def _checkpoints(run: Path) -> list[str]:
 
 def _finite(path: Path) -> bool:
     state = torch.load(path, weights_only=True)
-    tensors = state["model"] if "model" in state else state
+    tensors = state.get("model", state)
     return all(torch.isfinite(t).all() for t in tensors.values() if t.is_floating_point())
 
 

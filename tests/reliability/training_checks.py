@@ -60,7 +60,13 @@ def train_process(args: list[str], fault_point: str | None = None) -> CliResult:
     if fault_point:
         env["DPR_FAULT_POINT"] = fault_point
     done = subprocess.run(
-        [sys.executable, "-m", "training.train", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+        [sys.executable, "-m", "training.train", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+        check=False,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
 

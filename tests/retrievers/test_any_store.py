@@ -99,7 +99,7 @@ def test_filter_policy_serialisation(text_store: InMemoryDocumentStore, tiny_st_
 
 
 def test_hybrid_ranker_on_in_memory_store(embedded_store: InMemoryDocumentStore, tiny_st_dir: Path) -> None:
-    with pytest.raises(ValueError, match="InMemoryDocumentStore cannot score given documents exactly.*use mode 'rrf'"):
+    with pytest.raises(ValueError, match=r"InMemoryDocumentStore cannot score given documents exactly.*use mode 'rrf'"):
         HybridRanker(document_store=embedded_store, mode="dpr")
     dense = DenseRetriever(document_store=embedded_store, model=str(tiny_st_dir), top_k=1)
     dense.warm_up()

@@ -160,22 +160,20 @@ def test_unusable_checkpoint_state_is_one_clear_error(tmp_path: Path) -> None:
     assert hint.startswith(f"Delete {tmp_path / 'checkpoints'} to train this run again")
     model, optimizer, scheduler = _objects()
     message = "cannot resume from checkpoint .*generator states.*use the exported model"
-    with pytest.raises(CheckpointError, match=message):
-        with resuming(tmp_path, hint):
-            restore_training(
-                model,
-                optimizer,
-                scheduler,
-                {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "rng": {"python": 1},
-                },
-            )
-    with pytest.raises(CheckpointError, match="written by 1 processes, this is process 1"):
-        with resuming(tmp_path, hint):
-            states_of_process([{}], 1)
+    with pytest.raises(CheckpointError, match=message), resuming(tmp_path, hint):
+        restore_training(
+            model,
+            optimizer,
+            scheduler,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "rng": {"python": 1},
+            },
+        )
+    with pytest.raises(CheckpointError, match="written by 1 processes, this is process 1"), resuming(tmp_path, hint):
+        states_of_process([{}], 1)
     (tmp_path / "rng.pt").write_bytes(b"old")
     with pytest.raises(CheckpointError, match=r"older format \(rng.pt\)"):
         read_rng_file(tmp_path, hint)

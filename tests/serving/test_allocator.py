@@ -23,7 +23,7 @@ def test_zero_turns_the_release_off(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("value", ["-1", "ten", "1.5", "100000"])
 def test_a_bad_setting_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(allocator.RELEASE_SECONDS_ENV, value)
-    with pytest.raises(ValueError, match=rf"^DPR_RELEASE_MEMORY_SECONDS=.*from 0 to 86,400") as raised:
+    with pytest.raises(ValueError, match=r"^DPR_RELEASE_MEMORY_SECONDS=.*from 0 to 86,400") as raised:
         allocator.release_seconds()
     assert "\n" not in str(raised.value)
 

@@ -55,7 +55,7 @@ def test_search_before_and_after_indexing_without_a_restart(served: tuple[TestCl
     for pipeline in ("bm25", "dense", "search"):
         assert _ids(client, pipeline) == ["hamlet#0"], pipeline
     answers = client.post("/qa/run", json={"query": "who wrote hamlet"}).json()["result"]["answers"]
-    assert [a["document_id"] for a in answers if a["data"] is not None][0] == "hamlet#0"
+    assert next(a["document_id"] for a in answers if a["data"] is not None) == "hamlet#0"
 
     assert client.post("/index/run", json={"records": MORE}).status_code == 200
     for pipeline in ("bm25", "dense", "search"):

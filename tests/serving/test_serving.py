@@ -65,7 +65,7 @@ def test_input_paths_must_stay_inside_the_root(tmp_path: Path, monkeypatch: pyte
             check_input_path(path, "corpus file")
     with pytest.raises(ValueError, match="goes through a symbolic link"):
         CorpusReader().run(path=str(root / "link.jsonl"))
-    with pytest.raises(ValueError, match="dev_data .* outside the input root"):
+    with pytest.raises(ValueError, match=r"dev_data .* outside the input root"):
         DPRTrainer(output_dir=str(tmp_path / "run")).run(data=str(root / "ok.jsonl"), dev_data=str(outside))
 
 
@@ -149,7 +149,7 @@ def test_bind_addresses() -> None:
     check_bind_address("127.0.0.1", has_api_key=False, insecure_no_auth=False)
     check_bind_address("0.0.0.0", has_api_key=True, insecure_no_auth=False)
     check_bind_address("0.0.0.0", has_api_key=False, insecure_no_auth=True)
-    with pytest.raises(ValueError, match="--host 192.168.1.5 is not a loopback address"):
+    with pytest.raises(ValueError, match=r"--host 192.168.1.5 is not a loopback address"):
         check_bind_address("192.168.1.5", has_api_key=False, insecure_no_auth=False)
 
 
@@ -216,7 +216,7 @@ def test_validation_errors_on_one_line() -> None:
 
 
 @pytest.fixture()
-def server(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path):  # noqa: F811
+def server(tmp_path: Path, indexed_store: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path):
     folder, root = tmp_path / "pipelines", tmp_path / "served"
     write_pipelines(folder, indexed_store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
     with served(folder, tmp_path, "--input-root", str(root), "--enable-training", env=server_environment()) as url:

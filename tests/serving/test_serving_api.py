@@ -27,7 +27,7 @@ def client(
     tmp_path: Path,
     indexed_store: Path,
     tiny_st_dir: Path,
-    tiny_reader_dir: Path,  # noqa: F811
+    tiny_reader_dir: Path,
     tiny_bert_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> TestClient:

@@ -51,7 +51,7 @@ def pipelines(
     tmp_path: Path,
     indexed_store: Path,
     tiny_st_dir: Path,
-    tiny_reader_dir: Path,  # noqa: F811
+    tiny_reader_dir: Path,
     tiny_bert_dir: Path,
 ) -> Path:
     """bm25, dense, search (hybrid) and qa on the small store with the tiny models."""

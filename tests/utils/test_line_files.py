@@ -22,7 +22,7 @@ MINED = (
 
 LOADERS: dict[str, tuple[Callable[[Path], Any], bytes]] = {
     "evaluation questions": (load_questions, QUESTION),
-    "training data": (lambda path: load_training_examples(path), QUESTION),
+    "training data": (load_training_examples, QUESTION),
     "reader questions": (read_jsonl, QUESTION),
     "mined reader questions": (read_mined, MINED),
     "--batch file": (lambda path: list(batch_queries(str(path))), b"first query\n"),

@@ -48,7 +48,7 @@ def _files(folder: Path, *names: str, config: dict | None = None) -> Path:
 
 
 KINDS: list[tuple[str, Callable[[Path], Path]]] = [
-    (EMPTY, lambda p: _files(p)),
+    (EMPTY, _files),
     (STORE, lambda p: _files(p, "documents.sqlite", "dense_index/", "bm25_index/", "store.lock")),
     (STORE, lambda p: _files(p, "dense_index/", "store.lock")),
     (DPR_RUN, lambda p: _files(p, "log.jsonl", "checkpoints/", "final/", config={"config": {}, "data": "x"})),
@@ -169,7 +169,7 @@ def test_claim_folder_marks_a_new_run_and_keeps_a_resumed_one(tmp_path: Path) ->
 def test_report_folders_refuse_files_and_other_kinds_only(tmp_path: Path) -> None:
     assert check_report_folder(_files(tmp_path / "notes", "notes.txt")) == tmp_path / "notes"
     assert check_report_folder(_files(tmp_path / "old", "report.json")) == tmp_path / "old"
-    with pytest.raises(OutputFolderError, match="--out .* holds a document store"):
+    with pytest.raises(OutputFolderError, match=r"--out .* holds a document store"):
         check_report_folder(_files(tmp_path / "store", "documents.sqlite"))
     (tmp_path / "file").write_text("", encoding="utf-8")
     with pytest.raises(OutputFolderError, match="is a file"):

@@ -49,9 +49,9 @@ def test_file_suffixes_decide_which_missing_names_are_files() -> None:
 
 
 def test_questions_and_training_data_share_the_rule(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="question file .* does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"question file .* does not exist"):
         load_questions(tmp_path / "missing.jsonl")
-    with pytest.raises(FileNotFoundError, match="training data file .* does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"training data file .* does not exist"):
         load_training_examples(tmp_path / "missing.jsonl")
 
 

@@ -272,7 +272,7 @@ def test_vectors_agree_with_and_without_the_settings(tiny_st_dir: Path, monkeypa
         monkeypatch.setenv(ENCODE_THREADS_ENV, "2")
         two = [encoder.encode_questions(QUESTIONS[:1]), encoder.encode_passages(PASSAGES)]
         again = [encoder.encode_questions(QUESTIONS[:1]), encoder.encode_passages(PASSAGES)]
-    for a, b, c in zip(one, two, again):
+    for a, b, c in zip(one, two, again, strict=True):
         np.testing.assert_array_equal(b, c)  # the same count: the same bits
         # Another count may sum the matrix products in another order: the last bit of float32 may differ.
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
@@ -301,7 +301,7 @@ def test_rankings_are_identical_with_and_without_the_settings(monkeypatch: pytes
             monkeypatch.setenv(QUERY_THREADS_ENV, count)
             results[count] = [index.search(q, 10) for q in queries[:3]] + index.search_many_scored(queries, 10)
         assert seen[:3] == [1, 1, 1] and seen[3] == 2  # a query alone on one thread, a batch of 10 as before
-        for (ids_1, scores_1), (ids_2, scores_2) in zip(results["1"], results["2"]):
+        for (ids_1, scores_1), (ids_2, scores_2) in zip(results["1"], results["2"], strict=True):
             np.testing.assert_array_equal(ids_1, ids_2)
             np.testing.assert_array_equal(scores_1, scores_2)
     finally:
@@ -321,7 +321,7 @@ def test_dense_retriever_finds_the_same_documents(
         for count in ("1", "2"):
             monkeypatch.setenv(QUERY_THREADS_ENV, count)
             found[count] = [[(d.id, d.score) for d in retriever.run(query=q, top_k=5)["documents"]] for q in QUESTIONS]
-    for one, two in zip(found["1"], found["2"]):
+    for one, two in zip(found["1"], found["2"], strict=True):
         assert [doc_id for doc_id, _ in one] == [doc_id for doc_id, _ in two]
         np.testing.assert_allclose([score for _, score in one], [score for _, score in two], rtol=1e-5, atol=1e-6)
 

@@ -370,7 +370,7 @@ class EmbeddedDocumentStore(MetadataQueries):
             self._save_searched(backend)
             all_scores = index.scores(query)
             positions = bm25_positions_in(index, indexed_rowids, rowids)  # the index the scores came from
-            bm25_scores = {r: float(all_scores[p]) if p >= 0 else 0.0 for r, p in zip(rowids, positions)}
+            bm25_scores = {r: float(all_scores[p]) if p >= 0 else 0.0 for r, p in zip(rowids, positions, strict=True)}
         dense_scores: dict[int, float] = {}
         if query_embedding is not None:
             dim = backend.embedding_dim
@@ -381,7 +381,7 @@ class EmbeddedDocumentStore(MetadataQueries):
                 )
             rowid_array = np.asarray(rowids, dtype=np.int64)
             scores, has_vector = exact_dense_scores(backend, rowid_array, query_vec, self.similarity)
-            dense_scores = {int(r): float(s) for r, s, v in zip(rowid_array, scores, has_vector) if v}
+            dense_scores = {int(r): float(s) for r, s, v in zip(rowid_array, scores, has_vector, strict=True) if v}
         return {
             doc_id: (bm25_scores.get(rowid_of[doc_id]), dense_scores.get(rowid_of[doc_id]))
             for doc_id in document_ids
@@ -535,7 +535,7 @@ def _documents(
 ) -> list[Document]:
     """The found documents (with their vectors only if asked), scored, in the order of ``rowids``."""
     found = backend.table.documents_by_rowid(rowids.tolist(), with_vectors)
-    return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores) if int(r) in found]
+    return [_to_document(found[int(r)], float(s)) for r, s in zip(rowids, scores, strict=True) if int(r) in found]
 
 
 def _vector_batch(documents: list[Document], rows: list[DocumentRow]) -> VectorBatch | None:

@@ -115,7 +115,7 @@ class PassageEmbedder(EncoderComponent):
         stamp = self._weights_digest()
         return [
             dataclasses.replace(d, embedding=v.tolist(), meta={**d.meta, META_FIELD: stamp} if stamp else d.meta)
-            for d, v in zip(documents, vectors)
+            for d, v in zip(documents, vectors, strict=True)
         ]
 
     def _weights_digest(self) -> str | None:

@@ -91,7 +91,9 @@ class RetrievalAccuracyEvaluator:
         else:
             ranks = [
                 first_hit_rank_for(answers, passage_texts(documents, index), self.match_mode)
-                for index, (answers, documents) in enumerate(zip(ground_truth_answers, retrieved_documents))
+                for index, (answers, documents) in enumerate(
+                    zip(ground_truth_answers, retrieved_documents, strict=True)
+                )
             ]
         largest_k = self.ks[-1]
         individual = [1.0 if rank is not None and rank <= largest_k else 0.0 for rank in ranks]

@@ -124,7 +124,7 @@ class PassageRanker(ReadingComponent):
         if not self.retrieval_weight:
             return logits
         scores = self._incoming_scores(readable, "retrieval_weight", self.retrieval_weight)
-        return [logit + self.retrieval_weight * score for logit, score in zip(logits, scores)]
+        return [logit + self.retrieval_weight * score for logit, score in zip(logits, scores, strict=True)]
 
     def _read(self, query: str, readable: list[Document]) -> list[float]:
         """Each document's score: its relevance logit, fused with its incoming score by ``retrieval_weight``."""
@@ -135,7 +135,13 @@ class PassageRanker(ReadingComponent):
         with torch_threads(read_threads()):
             return input_relevance(self._reader, prepared, self.batch_size, self.uses_bf16)
 
-    def _results(self, query: str, readable: list[Document], scores: list[float], top_k: int) -> dict[str, Any]:
+    def _results(
+        self,
+        query: str,  # noqa: ARG002 - the base class's signature
+        readable: list[Document],
+        scores: list[float],
+        top_k: int,
+    ) -> dict[str, Any]:
         """``documents``: the best ``top_k`` by score, each keeping the score it came with in its meta."""
         order = sorted(range(len(readable)), key=lambda i: -scores[i])  # stable: ties keep the incoming order
         ranked = [

@@ -208,7 +208,7 @@ class SpanReader(ReadingComponent):
         candidates = (
             merge_by_text(predictions, scored.answers)
             if self.merge_answers
-            else [MergedAnswer(p, score) for p, score in zip(predictions, scored.answers)]
+            else [MergedAnswer(p, score) for p, score in zip(predictions, scored.answers, strict=True)]
         )
         answers = [
             self._answer(query, readable[c.prediction.passage_index], c, scored.no_answer, self.merge_answers)

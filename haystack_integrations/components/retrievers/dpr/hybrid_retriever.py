@@ -189,7 +189,7 @@ class HybridRetriever:
             else:
                 results += [
                     self.run(query=q, query_embedding=e, top_k=top_k, filters=filters, weight=weight)["documents"]
-                    for q, e in zip(chunk, embeddings)
+                    for q, e in zip(chunk, embeddings, strict=True)
                 ]
         return results
 
