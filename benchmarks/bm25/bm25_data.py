@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpr_components.indexing.passages import split_documents
+from dpr_components.corpus.passages import split_documents
 from dpr_components.utils.atomic_files import atomic_write_text
 
 DATASETS = {"nq": "nq/dev.jsonl", "squad": "squad/dev.jsonl"}

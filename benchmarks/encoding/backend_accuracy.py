@@ -1,10 +1,10 @@
 """Top-k over the full pool with the passages encoded by each back end: the accuracy bound of a
 kept precision (top-1/5/20 within 0.2 points of fp32 on nq/dev and squad/dev).
 
-Each input is a ``python -m training.evaluate`` result (the whole pool, answer matching); the
+Each input is a ``python -m training.retriever.evaluate`` result (the whole pool, answer matching); the
 first is the reference. Writes docs/benchmarks/encoding/backend_accuracy.{md,json}:
 
-    python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl \\
+    python -m training.retriever.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl \\
         --precision fp32 --passage-backend openvino --out docs/benchmarks/encoding/backend_accuracy_runs/fp32-openvino.json
     (the same with --precision auto --passage-backend openvino: auto-openvino.json, and with
     --precision auto alone: auto-torch.json)
@@ -84,7 +84,7 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
             f"whose fp32 vectors match torch fp32's to cosine 1.00000 (docs/benchmarks/encoding/backends.md). A precision is kept when "
             f"every Δ is within {BOUND}. *Pool vectors*: seconds to encode the 55,350 passages (2 threads), "
             "or to read them back from the embedding cache when an earlier run made them. Each row comes from "
-            "`python -m training.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl "
+            "`python -m training.retriever.evaluate --system bundled:all-MiniLM-L6-v2 --questions nq/dev.jsonl,squad/dev.jsonl "
             "--precision P [--passage-backend openvino] --out docs/benchmarks/encoding/backend_accuracy_runs/NAME.json`.",
             "",
             *markdown_table(header, body, "ll" + "r" * (2 * len(KS)) + "lr"),
@@ -96,7 +96,9 @@ def render(rows: list[dict[str, Any]], reference: str, command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", nargs="+", help="training.evaluate result files; the first is the reference")
+    parser.add_argument(
+        "results", nargs="+", help="training.retriever.evaluate result files; the first is the reference"
+    )
     parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs" / "benchmarks" / "encoding")
     args = parser.parse_args(argv)
     results = [json.loads(Path(path).read_text(encoding="utf-8")) for path in args.results]

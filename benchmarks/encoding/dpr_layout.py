@@ -1,4 +1,4 @@
-"""A DPR-layout passage encoder (what ``DPRTrainer`` and ``python -m training.convert to-dpr`` write) on its
+"""A DPR-layout passage encoder (what ``DPRTrainer`` and ``python -m training.retriever.convert to-dpr`` write) on its
 back ends: the default (``backend="auto"``) against torch, which was all a DPR folder could run on.
 
 The bundled all-MiniLM-L6-v2 is written in the Hugging Face DPR layout (``to_dpr``, into a temporary
@@ -90,7 +90,7 @@ def render(summary: dict[str, Any]) -> str:
             "# A DPR-layout passage encoder on its back ends",
             "",
             "The bundled all-MiniLM-L6-v2 written in the Hugging Face DPR layout (`question_encoder/` +",
-            "`passage_encoder/`, what `DPRTrainer` and `python -m training.convert to-dpr` write), its passage encoder",
+            "`passage_encoder/`, what `DPRTrainer` and `python -m training.retriever.convert to-dpr` write), its passage encoder",
             "timed on the back ends a user gets: `backend: auto` (the default), `backend: torch` (precision auto,",
             "all a DPR folder could run on before OpenVINO took the DPR layout) and torch fp32, the reference of",
             "the cosines. The bundled folder itself on `backend: auto` runs the same network in its own layout.",

@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import command_line, cpu_name, log, set_threads, timed, write_report
+from dpr_components.corpus.passages import Passage, split_documents
 from dpr_components.encoders.bf16_probe import bf16_supported
 from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.encoders.encoder_settings import EncoderSettings, Precision
@@ -54,7 +55,6 @@ from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, native_
 from dpr_components.encoders.text_encoder import BUCKET_BATCHES, TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
-from dpr_components.indexing.passages import Passage, split_documents
 from dpr_components.utils.threads import ENCODE_THREADS_ENV, QUERY_THREADS_ENV
 
 MODULE = "benchmarks.encoding.limit"

@@ -5,7 +5,7 @@ in the same run (the pipelines take turns question by question, so that load cha
 A variant is ``LABEL=PIPELINE`` followed by ``;COMPONENT.PARAM=VALUE`` overrides, e.g.
 ``qa_rerank_10=qa_rerank;ranker.top_k=10``. Exact match counts a first answer of "no answer" as wrong,
 as ``haystack eval`` does. NQ train's answers are long spans: only its questions with an answer of at
-most five words are asked (NQ-open's rule, as training/fit_qa_rerank.py does). The budget: the best
+most five words are asked (NQ-open's rule, as training/reader/fit_qa_rerank.py does). The budget: the best
 exact match whose median stays within ``--budget-ms`` per question on two threads (of equal exact
 matches, the fastest). Writes
 docs/benchmarks/reader/qa_pipelines.{md,json}.
@@ -39,7 +39,7 @@ from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline
 from dpr_components.utils.sources import resolve_data_source
-from training.fit_qa_rerank import SHORT_ANSWER_WORDS, short_answers
+from training.reader.fit_qa_rerank import SHORT_ANSWER_WORDS, short_answers
 
 MODULE = "benchmarks.reader.qa_pipelines"
 TEMPLATE = sibling_template(__file__, "qa_pipelines.md.template")

@@ -11,7 +11,7 @@ from dpr_components.cli.option_bounds import option_number
 from dpr_components.cli.serve_command import add_serve_parser
 from dpr_components.evaluation.interval_options import add_interval_options
 from dpr_components.export.command import add_export_parsers
-from dpr_components.indexing.shard_spec import BATCH_PASSAGES, MAX_RETRIES
+from dpr_components.index_runs.shard_spec import BATCH_PASSAGES, MAX_RETRIES
 
 SHARD_HELP = (
     "index only shard i of N of the corpus file (contiguous lines, about 1/N of its bytes), streaming it "

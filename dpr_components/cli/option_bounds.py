@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 
 from dpr_components.encoders.backend_choice import env_backend
-from dpr_components.indexing.shard_spec import MAX_SHARDS
+from dpr_components.index_runs.shard_spec import MAX_SHARDS
 from dpr_components.utils.input_files import hard_links_allowed
 from dpr_components.utils.knobs import Bound, check_option, whole_number
 from dpr_components.utils.threads import QUERY_THREADS_ENV, check_thread_variables, thread_bound, usable_cores

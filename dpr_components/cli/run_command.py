@@ -8,7 +8,7 @@ from typing import Any
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, report_line, result_text, to_json_line
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
-from dpr_components.indexing.streamed_run import run_streamed, streamable_corpus
+from dpr_components.index_runs.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.errors import user_error
 from dpr_components.pipeline_requests.inputs import request_inputs

@@ -14,18 +14,18 @@ from typing import Any
 
 from dpr_components.cli.output_format import report_line
 from dpr_components.cli.run_inputs import base_inputs
-from dpr_components.indexing.corpus_split import split_corpus
-from dpr_components.indexing.ray_sharding import (
+from dpr_components.index_runs.corpus_split import split_corpus
+from dpr_components.index_runs.ray_sharding import (
     RaySettings,
     ShardJob,
     ShardOutcome,
     encode_shard,
     index_on_ray,
 )
-from dpr_components.indexing.shard_check import find_shards
-from dpr_components.indexing.shard_merge import MergeResult, merge_shards
-from dpr_components.indexing.shard_run import run_shard
-from dpr_components.indexing.shard_spec import ShardSpec, parse_shard_spec
+from dpr_components.index_runs.shard_check import find_shards
+from dpr_components.index_runs.shard_merge import MergeResult, merge_shards
+from dpr_components.index_runs.shard_run import run_shard
+from dpr_components.index_runs.shard_spec import ShardSpec, parse_shard_spec
 from dpr_components.pipeline_files.loading import load_pipeline, load_pipeline_spec, writes_documents
 from dpr_components.pipeline_requests.inputs import request_inputs
 from dpr_components.pipeline_requests.running import run_pipeline

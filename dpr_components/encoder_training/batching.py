@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from dpr_components.encoder_training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.dpr_data.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.evaluation.answer_matching import has_answer
 
 NegativeSource = Literal["hard", "random", "gold"]

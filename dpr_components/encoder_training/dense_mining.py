@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dpr_components.corpus.passages import Passage
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import TextEncoder
-from dpr_components.indexing.passages import Passage
 
 
 class DenseSearchIndex:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from dpr_components.dpr_data.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoder_training.checkpoints import (
     EncoderTrainingState,
     latest_checkpoint,
@@ -36,7 +37,6 @@ from dpr_components.encoder_training.distillation_batches import PassageTable, P
 from dpr_components.encoder_training.export import save_encoder_folder
 from dpr_components.encoder_training.losses.distillation import ListwiseDistillationLoss
 from dpr_components.encoder_training.model import BiEncoder
-from dpr_components.encoder_training.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoders.pairing import write_question_pair_file
 from dpr_components.runs import run_folder
 from dpr_components.runs.optimizer import adamw_with_decay_groups

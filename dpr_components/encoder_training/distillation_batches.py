@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from dpr_components.encoder_training.teacher_file import TeacherRecord
+from dpr_components.dpr_data.teacher_file import TeacherRecord
 
 PositiveField = Literal["gold", "has_answer"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
 from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.text_encoder import TextEncoder

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training import distributed
-from dpr_components.encoder_training.data import load_training_examples
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.negatives import load_corpus_passages
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoder_training.train import RESULT_FILE, EncoderTrainingResult, train

@@ -13,8 +13,8 @@ from typing import Any, Literal, cast
 
 import torch
 
+from dpr_components.dpr_data.examples import Ctx
 from dpr_components.encoder_training.dpr_layout import Role, bert_to_dpr, dpr_class, dpr_to_dpr
-from dpr_components.encoder_training.examples import Ctx
 from dpr_components.encoders.model_files import (
     LOAD_ERRORS,
     check_finite_weights,

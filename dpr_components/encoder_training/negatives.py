@@ -30,16 +30,16 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpr_components.document_stores.bm25_index import BM25Index
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
-from dpr_components.evaluation.answer_matching import has_answer
-from dpr_components.indexing.corpus import read_corpus
-from dpr_components.indexing.passages import (
+from dpr_components.corpus.files import read_corpus
+from dpr_components.corpus.passages import (
     DEFAULT_WORDS_PER_PASSAGE,
     Passage,
     split_document,
     split_text,
 )
+from dpr_components.document_stores.bm25_index import BM25Index
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
+from dpr_components.evaluation.answer_matching import has_answer
 from dpr_components.utils.atomic_files import atomic_path, atomic_write_text
 from dpr_components.utils.json_files import complete_lines
 

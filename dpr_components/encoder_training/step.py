@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from dpr_components.dpr_data.examples import Ctx
 from dpr_components.encoder_training import distributed
 from dpr_components.encoder_training.batching import Batch
-from dpr_components.encoder_training.examples import Ctx
 from dpr_components.encoder_training.grad_cache import chunked, grad_cache_backward
 from dpr_components.encoder_training.model import BiEncoder
 

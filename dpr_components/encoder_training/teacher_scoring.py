@@ -2,7 +2,7 @@
 
 For each question the first stage (the hybrid retriever of ``pipelines/qa_rerank.yml``) returns its
 top K; the teacher (``PassageRanker``, weight 0: its logit alone) scores every one of them. Records
-are appended in batches of questions (:mod:`dpr_components.encoder_training.teacher_file`), and a
+are appended in batches of questions (:mod:`dpr_components.dpr_data.teacher_file`), and a
 question already in the file is skipped, so a killed run loses at most its current batch."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from haystack import Document
 from tqdm.auto import tqdm
 
-from dpr_components.encoder_training.teacher_file import TeacherRecord, TeacherWriter, iter_batches, resume_ids
+from dpr_components.dpr_data.teacher_file import TeacherRecord, TeacherWriter, iter_batches, resume_ids
 from dpr_components.evaluation.answer_matching import answer_matcher
 
 

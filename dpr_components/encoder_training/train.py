@@ -30,10 +30,10 @@ from typing import Any
 
 import torch
 
+from dpr_components.dpr_data.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.encoder_training import distributed
 from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
 from dpr_components.encoder_training.checkpoints import EncoderTrainingState, latest_checkpoint, load_checkpoint
-from dpr_components.encoder_training.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
 from dpr_components.encoder_training.losses import build_loss

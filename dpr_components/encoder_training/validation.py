@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpr_components.encoder_training.examples import Ctx, TrainingExample, ctx_key
+from dpr_components.dpr_data.examples import Ctx, TrainingExample, ctx_key
 from dpr_components.encoder_training.losses.similarity import similarity_matrix
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.evaluation.retrieval_metrics import (

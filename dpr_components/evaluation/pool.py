@@ -9,7 +9,7 @@ from pathlib import Path
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
-from dpr_components.indexing.passages import Passage, split_documents
+from dpr_components.corpus.passages import Passage, split_documents
 from dpr_components.utils.settings import cache_dir, data_dir
 from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
 

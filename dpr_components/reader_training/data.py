@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
-from dpr_components.encoder_training.data import read_json_document
-from dpr_components.encoder_training.records import (
+from dpr_components.dpr_data.loading import read_json_document
+from dpr_components.dpr_data.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_QUESTION_CHARS,
     MAX_TRAINING_TITLE_CHARS,
@@ -43,7 +43,7 @@ class Passage:
 @dataclass
 class SourceQuestion:
     """A question as read from a data file, with its gold paragraph when the file has one and the
-    pool documents holding that paragraph once looked up (:mod:`dpr_components.encoder_training.gold_documents`)."""
+    pool documents holding that paragraph once looked up (:mod:`dpr_components.dpr_data.gold_documents`)."""
 
     id: str
     question: str
@@ -77,7 +77,7 @@ class MinedQuestion:
 
 def read_squad_json(path: str | Path, limit: int | None = None) -> list[SourceQuestion]:
     """Questions of a SQuAD v1.1 JSON file, each with its paragraph as the gold passage (sizes bounded
-    as for DPR training data: :mod:`dpr_components.encoder_training.data`)."""
+    as for DPR training data: :mod:`dpr_components.dpr_data.loading`)."""
     document = read_json_document(Path(path))
     try:
         data = document["data"]  # type: ignore[index]

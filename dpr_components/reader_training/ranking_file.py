@@ -1,6 +1,6 @@
 """Reader training passages as the re-ranking pipeline hands them to its reader.
 
-A teacher file (``training/teacher_scores.py``: each question's hybrid candidates scored by
+A teacher file (``training/retriever/teacher_scores.py``: each question's hybrid candidates scored by
 ``PassageRanker``) gives, per question, its candidates re-ranked by the teacher's score, the best
 first: what ``qa_rerank.yml`` reads. Mining from it (``--negatives-from ranking:FILE``) makes the
 positives and hard negatives of reader training the passages the reader meets at query time.
@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dpr_components.encoder_training.teacher_file import read_teacher_file
+from dpr_components.dpr_data.teacher_file import read_teacher_file
 from dpr_components.reader_training.data import SourceQuestion
 
 RANKING_PREFIX = "ranking:"

@@ -55,10 +55,12 @@ def resolve_reader_path(model: str) -> Path:
     if is_bundled_encoder(model):
         raise ReaderLoadError(
             f"{model!r} is an encoder without reader heads; train a reader from it with "
-            "training/train_reader.py and give the output folder"
+            "training/reader/train_reader.py and give the output folder"
         )
     try:
-        return model_folder(model, "reader", "train one with training/train_reader.py, see training/READER.md")
+        return model_folder(
+            model, "reader", "train one with training/reader/train_reader.py, see training/reader/README.md"
+        )
     except BundledModelError as error:
         raise ReaderLoadError(str(error)) from None
 
@@ -90,7 +92,7 @@ def load_reader(model: str | Path, plain: bool = False) -> tuple[Any, Any]:
     if READER_ARCHITECTURE not in architectures:
         raise ReaderLoadError(
             f"{path} is a {architectures or config.get('model_type', 'unknown')} checkpoint, not a DPRReader: "
-            "its span and passage-selection heads would be random (train a reader with training/train_reader.py)"
+            "its span and passage-selection heads would be random (train a reader with training/reader/train_reader.py)"
         )
     model_files.check_model_files(path)
     if plain:

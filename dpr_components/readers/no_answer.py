@@ -8,7 +8,7 @@ the passages read to the question (``meta["dense_score"]``, which the hybrid ret
 the documents carry none). Each is on a scale of its own model, not of the corpus: BM25 scores, which
 grow with a corpus's size, are left out so that a calibration holds on the user's own corpus too. A
 logistic model over them (Platt 1999), fitted on questions held aside from training, half of them made
-unanswerable by removing every passage that holds an answer (``training/fit_no_answer.py``), gives
+unanswerable by removing every passage that holds an answer (``training/reader/fit_no_answer.py``), gives
 P(no answer). The answers' scores become (1 − P(no answer)) × their share of the candidates' scores;
 "no answer" takes first place exactly when P(no answer) reaches the chosen threshold."""
 
@@ -39,7 +39,7 @@ class NoAnswerModel:
         if not isinstance(data, Mapping) or set(data) != {*FEATURES, "bias"}:
             raise ValueError(
                 f"no_answer_calibration must map exactly {[*FEATURES, 'bias']} to numbers, got {data!r}; "
-                "training/fit_no_answer.py fits one"
+                "training/reader/fit_no_answer.py fits one"
             )
         values = {}
         for name, value in data.items():
@@ -125,7 +125,7 @@ class AnswerSettings:
         if no_answer and model is None:
             raise ValueError(
                 "no_answer needs no_answer_calibration, the model of P(no answer) for this reader and retrieval; "
-                "training/fit_no_answer.py fits one (the packaged qa pipelines carry theirs)"
+                "training/reader/fit_no_answer.py fits one (the packaged qa pipelines carry theirs)"
             )
         if not _finite(no_answer_threshold) or not 0.0 <= float(no_answer_threshold) <= 1.0:  # type: ignore[arg-type]
             raise ValueError(f"no_answer_threshold must be a probability from 0 to 1, got {no_answer_threshold!r}")

@@ -88,3 +88,10 @@ def resume_log(folder: Path, step: int | None) -> RunLog:
     log = RunLog(Path(folder) / LOG_FILE)
     log.truncate_after(step if step is not None else -1)
     return log
+
+
+def read_run_file(path: Path) -> dict[str, Any]:
+    """A JSON file a run or its benchmark wrote, which a model card needs: missing is one line naming it."""
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: run the training recipe and its benchmark first")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from haystack import Document
 from pydantic import BaseModel
 from starlette.convertors import Convertor, register_url_convertor
 
-from dpr_components.indexing.record_ids import lookup_id_problem
+from dpr_components.corpus.record_ids import lookup_id_problem
 from dpr_components.pipeline_requests.errors import Blame, one_line, user_error
 from dpr_components.serving.guards import carries_api_key
 from dpr_components.serving.jobs import TrainingJobs
@@ -257,7 +257,7 @@ def _document_endpoint(
 
         Args:
             document_id: the source document's id (``meta.document_id``) or a passage id (``hamlet#0``),
-                URL-encoded; any id the index accepts (the record id rule of ``indexing/record_ids.py``)
+                URL-encoded; any id the index accepts (the record id rule of ``corpus/record_ids.py``)
             pipeline: the served pipeline whose store to read (default: the first one indexed)
         """
         problem = lookup_id_problem(document_id)

@@ -23,7 +23,7 @@ from typing import Any
 
 from haystack import Document
 
-from dpr_components.indexing.record_ids import split_passage_id
+from dpr_components.corpus.record_ids import split_passage_id
 from dpr_components.pipeline_files.loading import STORE_FILE, embedded_store_folders, embedded_store_specs
 from dpr_components.pipeline_requests.errors import one_line
 from dpr_components.serving.store_folders import StoreFolders
@@ -156,7 +156,7 @@ def source_passages(store: Any, wanted: str) -> list[Document]:
 
     An id of the form of a passage id (``hamlet#0``) is looked up as a passage first: no record id the index
     accepts has that form, so it names a passage, and a record indexed under such an id before the rule
-    (``indexing/record_ids.py``) does not hide the document of the passage; it is still found when no passage
+    (``corpus/record_ids.py``) does not hide the document of the passage; it is still found when no passage
     has the id, and by its own passages' ids (``hamlet#0#0``)."""
     lookups = (_by_passage, _by_source) if split_passage_id(wanted) else (_by_source, _by_passage)
     for lookup in lookups:

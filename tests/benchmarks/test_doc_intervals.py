@@ -17,7 +17,7 @@ from benchmarks.retrieval.retrieval_quality import fold_halves, render, summaris
 from dpr_components.evaluation.intervals import wilson_interval
 from dpr_components.evaluation.retrieval_metrics import RetrievalResult
 from dpr_components.rankers.hybrid_fit import Candidates
-from training.report import main as report_main
+from training.retriever.report import main as report_main
 
 # Ten questions: the hybrid finds four first-ranked answers dense misses at top 1 and loses none.
 DENSE = [1, 1, 1, 1, None, None, None, None, 2, 3]
@@ -136,13 +136,15 @@ def test_training_reports_get_wilson_intervals_from_their_json(tmp_path: Path) -
     top_k = {"1": 50.0, "5": 80.0, "20": 90.0, "100": 100.0}
     baseline = {"name": "bm25", "system": "bm25", "datasets": {"nq/dev.jsonl": {"n_questions": 10, "top_k": top_k}}}
     (tmp_path / "dpr_nq.json").write_text(
-        json.dumps({"command": "python -m training.train_dpr_nq --stage report", "baselines": [baseline]}),
+        json.dumps({"command": "python -m training.retriever.train_dpr_nq --stage report", "baselines": [baseline]}),
         encoding="utf-8",
     )
     metrics = {"top1": 50.0, "top5": 80.0, "top20": 90.0, "top100": 100.0, "mrr": 0.6, "avg_rank": 2.0}
     zero_shot = {"name": "minilm-zero-shot", "questions": 10, "candidates": 100, "metrics": metrics}
     (tmp_path / "ablations.json").write_text(
-        json.dumps({"command": "python -m training.train_dpr_nq --stage report", "zero_shot": zero_shot, "runs": []}),
+        json.dumps(
+            {"command": "python -m training.retriever.train_dpr_nq --stage report", "zero_shot": zero_shot, "runs": []}
+        ),
         encoding="utf-8",
     )
     assert report_main(["--from-json", "--out", str(tmp_path)]) == 0
@@ -153,8 +155,8 @@ def test_training_reports_get_wilson_intervals_from_their_json(tmp_path: Path) -
         in (results)
     )
     assert "**Made before the selection protocol.**" in results and "differences between rows are not tested" in results
-    assert "Produced by: `python -m training.train_dpr_nq --stage report`" in results
-    assert f"by: `python -m training.report --from-json --out {tmp_path}`" in results
+    assert "Produced by: `python -m training.retriever.train_dpr_nq --stage report`" in results
+    assert f"by: `python -m training.retriever.report --from-json --out {tmp_path}`" in results
     ablations = (tmp_path / "ablations.md").read_text(encoding="utf-8")
     assert "| minilm-zero-shot | 50.0 [23.7, 76.3] | 80.0 [49.0, 94.3] |" in ablations
     assert "MRR and average rank have no interval" in ablations

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from dpr_components.dpr_data.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoder_training.distillation import DistillationSettings, train_distillation
 from dpr_components.encoder_training.distillation_batches import make_batch, store_vectors
-from dpr_components.encoder_training.teacher_file import TeacherRecord, read_teacher_file
 from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.pairing import read_pair_file
 from dpr_components.encoders.text_encoder import TextEncoder

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from haystack import Document
 
-from dpr_components.encoder_training.teacher_file import read_teacher_file, resume_ids
+from dpr_components.dpr_data.teacher_file import read_teacher_file, resume_ids
 from dpr_components.encoder_training.teacher_scoring import TeacherQuestion, score_question, score_to_file
 
 PASSAGES = [

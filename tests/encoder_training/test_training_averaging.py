@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 from dpr_components.encoder_training.averaging import AveragingError, average_models
 from dpr_components.encoders.encoder_settings import EncoderSettings
 from dpr_components.encoders.text_encoder import TextEncoder
-from training.average import main as average_cli
+from training.retriever.average import main as average_cli
 
 
 def _perturbed_copy(source: Path, target: Path, seed: int) -> Path:

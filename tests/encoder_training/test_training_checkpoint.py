@@ -11,7 +11,7 @@ import pytest
 import torch
 from haystack import Document
 
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.export import export_bi_encoder
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
@@ -116,7 +116,7 @@ def test_tied_encoders_export_both_roles(tiny_bert_dir: Path, tmp_path: Path) ->
 def test_conversions_round_trip(tiny_st_dir: Path, tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from training.convert import main as convert
+    from training.retriever.convert import main as convert
 
     original = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32")).encode_questions(QUESTIONS)
     assert convert(["to-dpr", str(tiny_st_dir), str(tmp_path / "dpr")]) == 0

@@ -11,9 +11,9 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
 from dpr_components.encoder_training import distributed
 from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.losses import build_loss
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.settings import EncoderTrainingSettings

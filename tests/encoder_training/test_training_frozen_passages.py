@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from dpr_components.encoder_training.data import load_training_examples
-from dpr_components.encoder_training.examples import Ctx
+from dpr_components.dpr_data.examples import Ctx
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training.frozen_passages import FrozenPassageVectors
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoder_training.train import train
@@ -92,8 +92,8 @@ def test_evaluation_reuses_pool_vectors_only_of_an_encoder_making_the_same_vecto
 ) -> None:
     import shutil
 
-    from dpr_components.indexing.passages import Passage
-    from training.evaluate import same_vectors_encoder
+    from dpr_components.corpus.passages import Passage
+    from training.retriever.evaluate import same_vectors_encoder
 
     passages = [
         Passage(id=f"d{i}#0", title=f"T{i}", text=f"passage number {i} about things", document_id=f"d{i}", index=0)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.losses import build_loss
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoder_training.step import backward_batch
@@ -72,7 +72,7 @@ def test_grad_cache_replays_dropout_per_chunk(model: BiEncoder) -> None:
 
 
 def test_speed_variants_parse_batch_precision_and_chunks() -> None:
-    from training.measure_speed import variant_settings
+    from training.retriever.measure_speed import variant_settings
 
     assert variant_settings("plain") == {}
     assert variant_settings("bs128+bf16+grad_cache:32") == {"batch_size": 128, "bf16": True, "grad_cache_chunk": 32}

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.batching import BatchBuilder, BatchSettings
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
 from dpr_components.encoder_training.losses import (
     NLLLoss,
     TripletLoss,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dpr_components.document_stores.bm25_index import BM25Index
-from dpr_components.encoder_training.data import load_training_examples
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training.negatives import (
     NegativeMiner,
     NegativeMiningSettings,
@@ -132,7 +132,7 @@ def test_mine_command(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "training.mine_negatives",
+        "training.retriever.mine_negatives",
         "--data",
         str(data),
         "--out",

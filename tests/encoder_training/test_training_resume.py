@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoder_training.train import train
 from dpr_components.runs.run_log import read_log
@@ -22,7 +22,7 @@ from tests.helpers.encoder_training import tiny_run
 KILLED_RUN = """
 import os, signal, sys
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
-from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training.train import train
 
 config = EncoderTrainingSettings.from_dict(__import__("json").loads(sys.argv[1]))

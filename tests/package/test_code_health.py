@@ -1,6 +1,6 @@
 """The shape of the code: packages as homes (few modules at the top), no import cycles (deferred and
 type-only imports included), no private names imported from another module, documented ``run``
-methods and no library function over 60 lines."""
+methods, no library function over 60 lines, and no import up the layers of docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -94,6 +94,56 @@ def test_no_import_cycles() -> None:
 
 def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The layers of docs/architecture.md, top down; every other module of dpr_components is an engine, between the
+# components and the helpers. A module imports from its own layer and those below it.
+LAYERS = (
+    ("dpr_components.cli", "dpr_components.serving", "dpr_components.langchain", "training", "benchmarks"),
+    ("dpr_components.index_runs",),
+    ("dpr_components.pipeline_files", "dpr_components.pipeline_requests", "dpr_components.packaged"),
+    ("haystack_integrations",),
+    (),  # the engines
+    ("dpr_components.utils",),
+)
+EMBEDDED_STORE = "haystack_integrations.document_stores.dpr.document_store"
+# The engines' uses of a component, each for a reason; the embedded store is defined with the components under
+# its published path, and engines may open it.
+ENGINES_USING_A_COMPONENT = {
+    (
+        "dpr_components.retrievers.question_retrievers",
+        "haystack_integrations.components.embedders.dpr.question_embedder",
+    ): "the type of the embedder whose settings it writes (type checking only)",
+    (
+        "dpr_components.evaluation.pool",
+        "haystack_integrations.components.embedders.dpr.passage_embedder",
+    ): "indexes the evaluation pool for the recipes and benchmarks (deferred)",
+}
+
+
+def _layer(module: str) -> int:
+    for depth, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return depth
+    return LAYERS.index(())
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = [
+        f"{module} imports {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if _layer(target) < _layer(module)
+        and target != EMBEDDED_STORE
+        and (module, target) not in ENGINES_USING_A_COMPONENT
+    ]
+    assert upward == []
+
+
+def test_layer_check_sees_an_engine_importing_the_command_line() -> None:
+    assert _layer("dpr_components.cli.main") < _layer("dpr_components.encoders.text_encoder")
+    assert _layer("dpr_components.index_runs.shard_run") < _layer("dpr_components.pipeline_files.loading")
+    assert _layer("haystack_integrations.components.readers.dpr.span_reader") < _layer("dpr_components.readers.predict")
 
 
 def test_no_private_names_imported_across_modules() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from dpr_components.encoder_training.teacher_file import TeacherRecord
+from dpr_components.dpr_data.teacher_file import TeacherRecord
 from dpr_components.reader_training.data import ReaderMiningSettings, SourceQuestion, mine
 from dpr_components.reader_training.ranking_file import ranking_retriever, teacher_rankings, with_short_answers
-from training.train_reader import mined_questions
+from training.reader.train_reader import mined_questions
 
 PASSAGES = {
     "a#0": "Hamlet is a play.",

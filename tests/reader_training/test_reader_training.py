@@ -144,7 +144,7 @@ def test_gold_document_passages_are_positives_answer_or_not() -> None:
 def test_gold_document_mining_looks_up_the_pool_and_has_its_own_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from training import train_reader as cli
+    from training.reader import train_reader as cli
 
     monkeypatch.setenv("DPR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DPR_DATA_DIR", str(tmp_path / "data"))
@@ -329,7 +329,7 @@ def test_train_reader_draws_questions_with_the_data_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected_draw_seed: int
 ) -> None:
     """--data-seed keeps the training sample (and its mining cache) and the dev draw while --seed changes the order."""
-    from training import train_reader as cli
+    from training.reader import train_reader as cli
 
     draws: list[int] = []
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
@@ -365,7 +365,7 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dpr_components.runs.finite import TrainingDiverged
-    from training import train_reader as cli
+    from training.reader import train_reader as cli
 
     monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
     monkeypatch.setattr(cli, "mined_questions", lambda *args, **kwargs: [])

@@ -1,4 +1,4 @@
-"""training/fit_no_answer.py end to end on tiny models: both versions of each question read, a calibration
+"""training/reader/fit_no_answer.py end to end on tiny models: both versions of each question read, a calibration
 fitted and a threshold chosen within the answerable interval, the report rendered again from its JSON, and
 the measuring mode that only applies a calibration."""
 
@@ -12,8 +12,8 @@ import pytest
 
 from dpr_components.readers.no_answer import FEATURES, NoAnswerModel
 from tests.helpers.serving import write_pipelines
-from training.fit_no_answer import THRESHOLDS, choose_threshold, main
-from training.no_answer_report import outcomes
+from training.reader.fit_no_answer import THRESHOLDS, choose_threshold, main
+from training.reader.no_answer_report import outcomes
 
 QUESTIONS = [
     ("who wrote hamlet", ["William Shakespeare"], ["hamlet"]),
@@ -57,7 +57,7 @@ def test_fit_then_measure(tmp_path: Path, qa_pipeline: Path, indexed_store: Path
     assert all(len(row["features"]) == len(FEATURES) for row in rows)
     NoAnswerModel.from_dict(summary["calibration"])
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert "(chosen)" in markdown and "python -m training.fit_no_answer" in markdown
+    assert "(chosen)" in markdown and "python -m training.reader.fit_no_answer" in markdown
     assert main(["--out", str(out), "--from-json", "--questions", questions]) == 0
     assert (out / "report.md").read_text(encoding="utf-8") == markdown
 

@@ -13,7 +13,7 @@ import yaml
 from dpr_components.readers.model import resolve_reader_path
 from dpr_components.utils.validation import model_and_max_length
 from tests.helpers.paths import REPO
-from training.fit_qa_rerank import (
+from training.reader.fit_qa_rerank import (
     QA_LENGTH_PENALTY,
     RERANK_WEIGHT,
     Decoding,
@@ -111,7 +111,7 @@ def test_a_candidate_reader_joins_the_grid_and_the_report() -> None:
     decodings = grid(["reader", "ranker", "candidate"])
     assert {d.reader for d in decodings} == {"reader", "ranker", "candidate"} and len(decodings) == 3 * 360
     chosen, means = choose(summary["splits"], decodings)
-    report = render(summary, chosen, means, "python -m training.fit_qa_rerank ...")
+    report = render(summary, chosen, means, "python -m training.reader.fit_qa_rerank ...")
     assert "*candidate*: runs/span/export (192 tokens)" in report
     assert "the best with the candidate reading | candidate, reranked top 1" in report
     assert "candidate: re-ranked first 100.0, oracle 100.0" in report

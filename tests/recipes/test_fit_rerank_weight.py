@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.fit_rerank_weight import choose, fused_hits
+from training.reader.fit_rerank_weight import choose, fused_hits
 
 # question 1: the ranker finds the gold passage (2nd in the hybrid's order); question 2: it does
 # not (the hybrid's first passage is gold, the ranker prefers the 3rd by a small margin).

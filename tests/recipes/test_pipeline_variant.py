@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dpr_components.pipeline_files.loading import load_pipeline_spec
 from tests.helpers.paths import REPO
-from training.pipeline_variant import main
+from training.common.pipeline_variant import main
 
 
 def test_the_variant_holds_the_overrides_and_keeps_the_rest(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from training.report_folder import add_report_options, measured_summary, write_report_folder
+from training.common.report_folder import add_report_options, measured_summary, write_report_folder
 
 
 def _args(*argv: str) -> argparse.Namespace:

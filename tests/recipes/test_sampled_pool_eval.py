@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.sampled_pool_eval import candidate_set, main
+from training.retriever.sampled_pool_eval import candidate_set, main
 
 CORPUS = [
     {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare."},

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.encoder_training.selection_split import NQ_SELECTION, SQUAD_SELECTION, in_selection
-from dpr_components.encoder_training.teacher_file import TeacherRecord
-from training.teacher_scores import check_settings, describe, teacher_questions
+from dpr_components.dpr_data.selection_split import NQ_SELECTION, SQUAD_SELECTION, in_selection
+from dpr_components.dpr_data.teacher_file import TeacherRecord
+from training.retriever.teacher_scores import check_settings, describe, teacher_questions
 
 NQ_QUESTIONS = [f"who wrote the book number {n}" for n in range(40)]
 SQUAD_QUESTIONS = [f"what happened in the year {n}" for n in range(1500, 1700)]

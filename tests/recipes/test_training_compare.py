@@ -1,4 +1,4 @@
-"""training.compare: paired comparisons of training.evaluate outputs."""
+"""training.retriever.compare: paired comparisons of training.retriever.evaluate outputs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from training.compare import hits_at, main
+from training.retriever.compare import hits_at, main
 
 
 def _evaluation(path: Path, ranks: list[int | None]) -> Path:
@@ -27,7 +27,7 @@ def test_a_clear_gain_is_supported_and_a_tie_is_not(tmp_path: Path) -> None:
     argv = [str(reference), str(better), str(same), "--names", "ref,better,same", "--ks", "1", "--out", str(out)]
     assert main([*argv, "--title", "T"]) == 0
     text = out.read_text()
-    assert text.startswith("# T\n\nProduced by: `python -m training.compare ")
+    assert text.startswith("# T\n\nProduced by: `python -m training.retriever.compare ")
     assert "## q.jsonl (100 questions, gold passage hits)" in text
     # Every question a hit: the Wilson interval of 100 of 100, not the bootstrap's zero-width one.
     assert "| ref | 40.0 [" in text and "| better | 100.0 [96.3, 100.0] (Wilson) |" in text

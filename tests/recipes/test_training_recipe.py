@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from training import train_dpr_nq
-from training.train_dpr_nq import NQ_QUESTIONS, Variant, main
+from training.retriever import train_dpr_nq
+from training.retriever.train_dpr_nq import NQ_QUESTIONS, Variant, main
 
 
 def test_dry_run_names_the_multi_run_and_its_questions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,7 +152,7 @@ def test_soup_of_question_side_runs_reuses_minilm_pool_vectors(
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
 def test_train_set_refuses_non_finite_values(value: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from training.train import main as train_main
+    from training.retriever.train import main as train_main
 
     assert train_main(["--data", "unused.jsonl", "--out", "unused", "--set", f"learning_rate={value}"]) == 2
     error = capsys.readouterr().err.strip()
@@ -160,7 +160,7 @@ def test_train_set_refuses_non_finite_values(value: str, capsys: pytest.CaptureF
 
 
 def test_train_set_parses_json_and_keeps_plain_text() -> None:
-    from training.train import parse_settings
+    from training.retriever.train import parse_settings
 
     assert parse_settings(None, ["batch_size=32", "similarity=cosine", "bf16=false"]) == {
         "batch_size": 32,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from training.report import write_report
+from training.retriever.report import write_report
 
 VARIANT = {
     "subset": None,
@@ -78,7 +78,7 @@ def test_reports_results_ablations_and_plot(tmp_path: Path) -> None:
         ],
     )
 
-    write_report(runs, docs, "python -m training.report")
+    write_report(runs, docs, "python -m training.retriever.report")
 
     results = (docs / "dpr_nq.md").read_text(encoding="utf-8")
     assert "| bm25 |" in results and "| main |" in results and "82.0" in results
@@ -108,7 +108,7 @@ def test_names_the_multi_setting_table_and_orders_runs_by_their_numbers(tmp_path
     ]:
         _run(runs, name, 80.0, full_top1=80.0, squad_questions=squad, multi=multi)
 
-    write_report(runs, docs, "python -m training.report")
+    write_report(runs, docs, "python -m training.retriever.report")
 
     results = (docs / "dpr_nq.md").read_text(encoding="utf-8")
     assert results.index("| multi-squad7000 |") < results.index("| multi-squad14000 |")
@@ -126,13 +126,13 @@ def test_weight_averages_get_their_own_section_with_their_command(tmp_path: Path
         {"name": "soup2-0123abcd", "soup": ["multi-a", "multi-b"], **_full_eval(81.5)},
     )
 
-    write_report(runs, docs, "python -m training.report")
+    write_report(runs, docs, "python -m training.retriever.report")
 
     results = (docs / "dpr_nq.md").read_text(encoding="utf-8")
     main_table, soups = results.split("## Weight averages (model soups)")
     assert "soup2-0123abcd" not in main_table and "| multi-a |" in main_table
     assert "| soup2-0123abcd | 2 | 81.5 |" in soups
-    assert "`python -m training.train_dpr_nq --soup multi-a,multi-b`" in soups
+    assert "`python -m training.retriever.train_dpr_nq --soup multi-a,multi-b`" in soups
     assert [s["name"] for s in json.loads((docs / "dpr_nq.json").read_text())["soups"]] == ["soup2-0123abcd"]
 
 
@@ -142,7 +142,7 @@ def test_rows_of_runs_no_longer_kept_are_carried_over_and_marked(tmp_path: Path)
     _run(root, "qside-new", 80.0, full_top1=81.5, question_side=True)
     old = {"name": "old-run", "variant": VARIANT, "training": {"examples": 7167}, **_full_eval(81.7)}
     _write(out / "dpr_nq.json", {"runs": [old, {**old, "name": "qside-new"}], "soups": []})
-    write_report(root, out, "python -m training.report")
+    write_report(root, out, "python -m training.retriever.report")
     text = (out / "dpr_nq.md").read_text(encoding="utf-8")
     assert "| old-run † |" in text and "| qside-new |" in text and "81.5" in text
     assert "no longer kept" in text

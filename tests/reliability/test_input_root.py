@@ -259,7 +259,7 @@ def test_record_with_a_lone_surrogate(tmp_path: Path) -> None:
 @pytest.mark.reliability(category="input root", expect="clear error")
 def test_training_data_read_through_a_link_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Training data named through a symlink in the input root that points outside (every open is checked)"""
-    from dpr_components.encoder_training.data import load_training_examples
+    from dpr_components.dpr_data.loading import load_training_examples
 
     root, outside = tmp_path / "served", tmp_path / "secret.jsonl"
     root.mkdir()

@@ -54,7 +54,7 @@ def _search(store: Path, model: Path, *extra: str):
 
 
 def _train(data: Path, out: Path, model: Path) -> CliResult:
-    """python -m training.train on ``data`` from ``model``: batch 4, 32 tokens."""
+    """python -m training.retriever.train on ``data`` from ``model``: batch 4, 32 tokens."""
     return train_command(
         [
             "--data",
@@ -99,7 +99,7 @@ def test_reader_with_nan_weights(indexed_store: Path, tmp_path: Path, tiny_st_di
 
 @pytest.mark.reliability(category="model folders", expect="clear error")
 def test_training_from_a_nan_model(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    """Training DPR (python -m training.train) from a model folder whose weights hold NaN"""
+    """Training DPR (python -m training.retriever.train) from a model folder whose weights hold NaN"""
     folder = _copy(tiny_bert_dir, tmp_path)
     tensor = poison_weights(folder)
     data = write_training_data(tmp_path / "train.jsonl")

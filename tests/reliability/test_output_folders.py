@@ -166,7 +166,7 @@ def _loads(command: str, out: Path) -> bool:
 def test_training_run_out_is_not_a_run(
     tmp_path: Path, tiny_bert_dir: Path, make: Callable[[Path], Path], fragment: str
 ) -> None:
-    """python -m training.train --out naming an existing file or a folder of shards"""
+    """python -m training.retriever.train --out naming an existing file or a folder of shards"""
     out = make(tmp_path / "out")
     before = tree_digest(out)
     data = write_training_data(tmp_path / "train.jsonl")

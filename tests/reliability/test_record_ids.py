@@ -1,4 +1,4 @@
-"""Record ids, one rule for the corpus files, the index route and the documents route (``indexing/record_ids.py``).
+"""Record ids, one rule for the corpus files, the index route and the documents route (``corpus/record_ids.py``).
 
 Corpus files go through ``haystack run pipelines/index.yml``; the server is ``build_app`` over bm25 and index on
 the small store, driven in process as the ask page calls it (ids URL-encoded as ``encodeURIComponent`` does)."""
@@ -16,7 +16,7 @@ import pytest
 import yaml
 from starlette.testclient import TestClient
 
-from dpr_components.indexing.record_ids import MAX_RECORD_ID_CHARS
+from dpr_components.corpus.record_ids import MAX_RECORD_ID_CHARS
 from dpr_components.serving.app import build_app
 from dpr_components.serving.security import ServerPolicy
 from dpr_components.store_access.serialization import replace_store_paths
@@ -134,7 +134,7 @@ def test_whole_document_in_a_store_indexed_before_the_rule(client: TestClient, m
     """Open "Whole document" of Hamlet's first passage in a store that also holds a record hamlet#0 from before"""
     with monkeypatch.context() as older:  # an earlier version, which took any id
         for module in (
-            "dpr_components.indexing.corpus_records",
+            "dpr_components.corpus.records",
             "haystack_integrations.components.preprocessors.dpr.dpr_passage_splitter",
         ):
             older.setattr(f"{module}.record_id_problem", lambda value: None)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.encoder_training.records import (
+from dpr_components.dpr_data.records import (
     MAX_TRAINING_PASSAGE_CHARS,
     MAX_TRAINING_QUESTION_CHARS,
     MAX_TRAINING_TITLE_CHARS,
@@ -60,7 +60,7 @@ def _jsonl(path: Path, records: list[dict]) -> Path:
 @cases("record, fragments", OVERSIZED)
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_oversized_field(tmp_path: Path, record: dict, fragments: tuple[str, ...]) -> None:
-    """Training DPR (python -m training.train) on JSON lines with one question, passage or title far too long"""
+    """Training DPR (python -m training.retriever.train) on JSON lines with one question, passage or title far too long"""
     data = _jsonl(tmp_path / "train.jsonl", [GOOD, GOOD, record, GOOD])
     assert_clear_error(_train(data, tmp_path), str(data), *fragments)
     assert not (tmp_path / "run").exists(), "training started"
@@ -80,7 +80,7 @@ def test_ten_megabyte_line(tmp_path: Path, line: int) -> None:
 @pytest.mark.reliability(category="training data", expect="clear error")
 def test_json_array_over_the_whole_file_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Training DPR on a JSON array of records larger than a file parsed at once may be (limit lowered to 1 KB)"""
-    from dpr_components.encoder_training import data as training_data
+    from dpr_components.dpr_data import loading as training_data
 
     monkeypatch.setattr(training_data, "MAX_JSON_FILE_BYTES", 1024)
     data = tmp_path / "train.json"

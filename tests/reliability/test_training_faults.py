@@ -66,7 +66,7 @@ def test_dpr_training_killed(
     point: str,
     record_property: pytest.RecordProperty,
 ) -> None:
-    """DPR training (python -m training.train) is killed with SIGKILL, then the same command is run again"""
+    """DPR training (python -m training.retriever.train) is killed with SIGKILL, then the same command is run again"""
     reference, data = finished_dpr_run
     args = train_args(data, tmp_path / "run", tiny_bert_dir)
     killed = train_process(args, fault_point=point)
@@ -206,7 +206,7 @@ def _finite(path: Path) -> bool:
 def test_dpr_training_loss_becomes_nan(
     tmp_path: Path, tiny_bert_dir: Path, nan_loss_on_question: None, record_property: pytest.RecordProperty
 ) -> None:
-    """DPR training (python -m training.train) computes a NaN loss at step 3"""
+    """DPR training (python -m training.retriever.train) computes a NaN loss at step 3"""
     data = write_training_data(tmp_path / "train.jsonl")
     run = tmp_path / "run"
     result = train_command(train_args(data, run, tiny_bert_dir))
@@ -259,7 +259,7 @@ def test_dpr_training_diverges(tmp_path: Path, tiny_bert_dir: Path, rate: str, p
 @pytest.mark.reliability(category="training faults", expect="clear error")
 @pytest.mark.integration
 def test_ddp_training_diverges(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    """DDP training (python -m training.train --processes 2) with a learning rate so high that training diverges"""
+    """DDP training (python -m training.retriever.train --processes 2) with a learning rate so high that training diverges"""
     data = write_training_data(tmp_path / "train.jsonl")
     run = tmp_path / "run"
     result = train_command(train_args(data, run, tiny_bert_dir, "--set", "learning_rate=1e30", "--processes", "2"))

@@ -1,5 +1,5 @@
 """Training settings: a setting of the wrong type or out of range, in the training pipeline's
-YAML (``--set``), in ``python -m training.train`` flags or in a reader training configuration,
+YAML (``--set``), in ``python -m training.retriever.train`` flags or in a reader training configuration,
 is refused before any data or model is loaded, with an error naming the setting."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ PIPELINE_SETTINGS = {
     "boolean as text": ('trainer.settings={"bf16": "yes"}', "bf16"),
     "settings not a mapping": ("trainer.settings=[1, 2]", "settings"),
 }
-# python -m training.train --set NAME=VALUE -> the setting the error must name
+# python -m training.retriever.train --set NAME=VALUE -> the setting the error must name
 FLAG_SETTINGS = {
     "NaN learning rate": ("learning_rate=NaN", "learning_rate"),
     "max_length as text": ("max_length=long", "max_length"),
@@ -62,7 +62,7 @@ def test_wrong_setting_in_training_pipeline(tmp_path: Path, tiny_bert_dir: Path,
 @cases("assignment, setting", FLAG_SETTINGS)
 @pytest.mark.reliability(category="training settings", expect="clear error")
 def test_wrong_setting_flag(tmp_path: Path, tiny_bert_dir: Path, assignment: str, setting: str) -> None:
-    """Training with python -m training.train --set NAME=VALUE of the wrong type or range"""
+    """Training with python -m training.retriever.train --set NAME=VALUE of the wrong type or range"""
     data = write_training_data(tmp_path / "train.jsonl")
     result = train_command(
         ["--data", str(data), "--out", str(tmp_path / "run"), "--set", f"model={tiny_bert_dir}", "--set", assignment]

@@ -20,7 +20,7 @@ from tests.reliability.harness import REPO, CliResult
 
 
 def train_args(data: Path, out: Path, model: Path, *extra: str) -> list[str]:
-    """``python -m training.train`` arguments of a 6-step run (checkpoints at steps 2, 3, 4 and 6)."""
+    """``python -m training.retriever.train`` arguments of a 6-step run (checkpoints at steps 2, 3, 4 and 6)."""
     settings = {
         "model": str(model),
         "batch_size": 4,
@@ -48,19 +48,19 @@ def run_main(main: Callable[[list[str]], int], args: list[str]) -> CliResult:
 
 
 def train_command(args: list[str]) -> CliResult:
-    """``python -m training.train ARGS`` in this process."""
-    from training.train import main
+    """``python -m training.retriever.train ARGS`` in this process."""
+    from training.retriever.train import main
 
     return run_main(main, args)
 
 
 def train_process(args: list[str], fault_point: str | None = None) -> CliResult:
-    """``python -m training.train ARGS`` in a child process, killed at ``fault_point``."""
+    """``python -m training.retriever.train ARGS`` in a child process, killed at ``fault_point``."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     if fault_point:
         env["DPR_FAULT_POINT"] = fault_point
     done = subprocess.run(
-        [sys.executable, "-m", "training.train", *args],
+        [sys.executable, "-m", "training.retriever.train", *args],
         capture_output=True,
         text=True,
         env=env,

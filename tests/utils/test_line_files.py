@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dpr_components.cli.batch_lines import batch_queries
-from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.reader_training.data import read_jsonl, read_mined
 from dpr_components.utils.line_files import numbered_lines

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dpr_components.encoder_training.data import load_training_examples
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.evaluation.questions import load_questions
 from dpr_components.utils.sources import (
     ResolvedSource,

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from haystack import Document, component
 
-from dpr_components.indexing.corpus import CorpusFormat, CorpusRecord, read_corpus
-from dpr_components.indexing.corpus_records import read_records
+from dpr_components.corpus.files import CorpusFormat, CorpusRecord, read_corpus
+from dpr_components.corpus.records import read_records
 from dpr_components.utils.init_parameters import InitParametersDict
 from dpr_components.utils.input_files import check_input_path
 
@@ -49,7 +49,7 @@ class CorpusReader(InitParametersDict):
             ``meta["title"]``; records without text are left out when ``on_empty`` is ``skip``.
         :raises ValueError: when both or neither of ``path`` and ``records`` are given, the file is
             outside the input root, missing or malformed, a record lacks a field, repeats an id or has
-            an id the record id rule refuses (``indexing/record_ids.py``), a text is unfit to index
+            an id the record id rule refuses (``corpus/record_ids.py``), a text is unfit to index
             (empty under ``on_empty="error"``, a word over 1,000 characters, invalid Unicode), or no
             document has text.
         """

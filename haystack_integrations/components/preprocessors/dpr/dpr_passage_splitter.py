@@ -6,8 +6,8 @@ from typing import Any
 
 from haystack import Document, component
 
-from dpr_components.indexing.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
-from dpr_components.indexing.record_ids import record_id_problem
+from dpr_components.corpus.passages import DEFAULT_WORDS_PER_PASSAGE, split_document
+from dpr_components.corpus.record_ids import record_id_problem
 from dpr_components.utils.init_parameters import InitParametersDict
 from dpr_components.utils.validation import (
     MAX_PASSAGE_CHARS,
@@ -24,7 +24,7 @@ class DPRPassageSplitter(InitParametersDict):
 
     Each passage keeps its document's meta (title included) and gets ``document_id`` and
     ``passage_index``; its id is ``<document id>#<index>``, so re-indexing is idempotent. A document
-    id must follow the record id rule (``indexing/record_ids.py``): no id ends in ``#`` and digits, so
+    id must follow the record id rule (``corpus/record_ids.py``): no id ends in ``#`` and digits, so
     no passage id is ever a document's id.
 
     A document with a word of more than 1,000 characters, or a passage longer than

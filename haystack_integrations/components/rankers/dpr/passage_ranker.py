@@ -35,7 +35,7 @@ class PassageRanker(ReadingComponent):
     the score it came with. Documents without text are left out. Equal scores keep the incoming order.
 
     :param model: a ``DPRReader`` folder (``bundled:ranker-minilm``, trained to re-rank; ``bundled:reader-minilm``;
-        or one made by ``training/train_reader.py``); a span reader of the same folder shares its weights.
+        or one made by ``training/reader/train_reader.py``); a span reader of the same folder shares its weights.
     :param top_k: documents returned.
     :param max_length: tokens per model input; longer passages are read in windows.
     :param stride: tokens shared by consecutive windows of a long passage.

@@ -57,7 +57,7 @@ class SpanReader(ReadingComponent):
     ``span_score`` (start + end logit), ``span_probability``, ``rank_weight`` (r^-rank_prior) and
     ``score_weight`` (e^(score_prior·(s − the best s)) of the document's incoming score s).
 
-    :param model: a ``DPRReader`` folder (facebook/dpr-reader-* or one made by training/train_reader.py).
+    :param model: a ``DPRReader`` folder (facebook/dpr-reader-* or one made by training/reader/train_reader.py).
     :param top_k: answers returned.
     :param ranking: ``passage`` (DPR: best passage first; score = passage probability) or
         ``combined`` (all spans by passage probability × span probability, which is then the score).
@@ -88,7 +88,7 @@ class SpanReader(ReadingComponent):
         (1 − P(no answer)) × their share of the candidates' scores. Needs ``no_answer_calibration``.
     :param no_answer_calibration: the logistic model of P(no answer) for this reader and retrieval
         (``{"selection_logit", "span_score", "log_share", "dense_similarity", "bias"}``), fitted by
-        training/fit_no_answer.py (docs/no_answer.md).
+        training/reader/fit_no_answer.py (docs/no_answer.md).
     :param no_answer_threshold: "no answer" takes first place when P(no answer) is at least this, and
         never otherwise; the other answers keep their order by score.
     :param score_threshold: answers scoring below it are left out (the no-answer is kept).

@@ -7,8 +7,8 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from dpr_components.encoder_training.data import load_training_examples
-from dpr_components.encoder_training.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.examples import Ctx, TrainingExample
+from dpr_components.dpr_data.loading import load_training_examples
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
 from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.utils.init_parameters import init_parameters

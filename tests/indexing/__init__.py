@@ -1,1 +1,0 @@
-"""Corpus reading, passage splitting, sharded indexing (in process and on Ray)."""
