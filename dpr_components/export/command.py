@@ -10,7 +10,7 @@ OVERWRITE_HELP = "replace OUT whatever it holds (never the model itself, a file 
 
 
 def add_export_parsers(commands: Any) -> None:
-    """Add the ``export-st`` and ``export-qa`` subcommands to ``commands`` (argparse subparsers)."""
+    """Add the ``export-st``, ``export-qa`` and ``export-ranker`` subcommands to ``commands`` (argparse subparsers)."""
     st = commands.add_parser(
         "export-st",
         help="write a question or passage encoder as a sentence-transformers folder "
