@@ -1,7 +1,9 @@
 """Our packaged pipelines against the pipeline a Haystack user would compose from Haystack 3's own
 components, with the same weights (``benchmarks/peers/native_systems.py`` builds both), in one run where
 the two take turns: indexing, retrieval (top-1/5/20, paired intervals), re-ranking over the same
-candidates, end to end (EM/F1 and ms per question at 1 and 2 threads), cold start and memory.
+candidates, end to end (EM/F1 and ms per question at 1 and 2 threads), cold start and memory. With
+``--work``, a run stopped midway goes on where it stopped when started again with the same command
+(``native_checkpoints.py``).
 
 Indexing and cold starts run in fresh processes (``native_worker.py``); the rest in this one, system after
 system for each question, the order turning from question to question. Haystack's store is the one its
@@ -33,6 +35,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from benchmarks.common import REPO_ROOT, command_line, cpu_name, log, set_threads, write_report
+from benchmarks.peers.native_checkpoints import Checkpoints
 from benchmarks.peers.native_report import KS, THREAD_COUNTS, render
 from benchmarks.peers.native_systems import (
     FUSIONS,
@@ -257,15 +260,26 @@ def first_hit(golds: list[str], documents: list[Any]) -> int | None:
 
 
 def measure_search(
-    asked: list[tuple[str, str, list[str]]], searches: list[Searches], ranking: dict[str, Ranker], files: RunFiles
+    asked: list[tuple[str, str, list[str]]],
+    searches: list[Searches],
+    ranking: dict[str, Ranker],
+    files: RunFiles,
+    checkpoints: Checkpoints,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per question every retriever (turns rotating), then every ranker over our hybrid's first candidates:
     first-hit ranks and milliseconds, and the agreement of our head's logits with the exported ranker's scores."""
-    retrieval: dict[str, dict[str, list[Any]]] = {name: {"ranks": [], "ms": []} for name in RETRIEVERS}
-    reranked: dict[str, dict[str, list[Any]]] = {name: {"ranks": [], "ms": []} for name in (HYBRID_ORDER, *ranking)}
-    agreement = {"max_abs_difference": 0.0, "passages": 0, "questions": 0, "same_order": 0}
+    state = checkpoints.progress("search") or {
+        "done": 0,
+        "retrieval": {name: {"ranks": [], "ms": []} for name in RETRIEVERS},
+        "reranked": {name: {"ranks": [], "ms": []} for name in (HYBRID_ORDER, *ranking)},
+        "agreement": {"max_abs_difference": 0.0, "passages": 0, "questions": 0, "same_order": 0},
+    }
+    retrieval, reranked, agreement = state["retrieval"], state["reranked"], state["agreement"]
     top_k, names = files.settings.ranker_top_k, list(ranking)
-    for turn, (_, question, golds) in enumerate(tqdm(asked, desc="retrieval and re-ranking", unit="question")):
+    bar = tqdm(asked, desc="retrieval and re-ranking", unit="question", initial=state["done"])
+    for turn, (_, question, golds) in enumerate(asked):
+        if turn < state["done"]:
+            continue
         found: dict[str, tuple[list[Any], float]] = {}
         for search in rotated(searches, turn):
             found.update(search(question))
@@ -281,6 +295,10 @@ def measure_search(
             reranked[name]["ranks"].append(first_hit(golds, results[name][:top_k]))
             reranked[name]["ms"].append(round(1000 * seconds, 3))
         agree(agreement, results[HEAD_ALONE], results[HAYSTACK_RANKER])
+        state["done"] = turn + 1
+        checkpoints.save_progress("search", state, state["done"])
+        bar.update()
+    bar.close()
     reranking = {"candidates": files.settings.fused_top_k, "top_k": top_k, "systems": reranked, "agreement": agreement}
     return retrieval, reranking
 
@@ -304,30 +322,57 @@ def first_answers(answers: list[Any]) -> dict[str, str | None]:
 
 
 def measure_end_to_end(
-    askers: dict[str, Callable[[str], list[Any]]], asked: list[tuple[str, str, list[str]]], warmup: int
+    askers: dict[str, Callable[[str], list[Any]]],
+    asked: list[tuple[str, str, list[str]]],
+    warmup: int,
+    checkpoints: Checkpoints,
 ) -> dict[str, Any]:
     """Every pipeline asked every question on each thread count, taking turns: seconds, and (on the last
     thread count) exact match and F1 with the no-answer on and off."""
     labels = list(askers)
-    runs: dict[str, Any] = {
-        label: {"em": {"on": [], "off": []}, "f1": {"on": [], "off": []}, "seconds": {t: [] for t in THREAD_COUNTS}}
-        for label in labels
+    state = checkpoints.progress("end_to_end") or {
+        "done": {t: 0 for t in THREAD_COUNTS},
+        "runs": {
+            label: {"em": {"on": [], "off": []}, "f1": {"on": [], "off": []}, "seconds": {t: [] for t in THREAD_COUNTS}}
+            for label in labels
+        },
     }
+    runs = state["runs"]
     for threads in THREAD_COUNTS:
+        if state["done"][threads] == len(asked):
+            continue
         use_threads(int(threads))
         for _, question, _ in asked[:warmup]:
             for label in labels:
                 askers[label](question)
-        for turn, (_, question, golds) in enumerate(tqdm(asked, desc=f"{threads} thread(s)", unit="question")):
+        bar = tqdm(asked, desc=f"{threads} thread(s)", unit="question", initial=state["done"][threads])
+        for turn, (_, question, golds) in enumerate(asked):
+            if turn < state["done"][threads]:
+                continue
             for label in rotated(labels, turn):
                 answers, seconds = timed_call(functools.partial(askers[label], question))
                 runs[label]["seconds"][threads].append(round(seconds, 5))
-                if threads != THREAD_COUNTS[-1]:
-                    continue
-                for setting, answer in first_answers(answers).items():
-                    for metric, value in scores(answer, golds).items():
-                        runs[label][metric][setting].append(value)
+                if threads == THREAD_COUNTS[-1]:
+                    for setting, answer in first_answers(answers).items():
+                        for metric, value in scores(answer, golds).items():
+                            runs[label][metric][setting].append(value)
+            state["done"][threads] = turn + 1
+            checkpoints.save_progress("end_to_end", state, turn + 1)
+            bar.update()
+        bar.close()
     return {"runs": runs}
+
+
+def checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What shapes the numbers: a checkpoint written with other values is not reused."""
+    names = ("store", "questions", "limit", "pipelines", "fusion", "st_backend", "warmup", "index_repeats")
+    return {name: getattr(args, name) for name in (*names, "index_threads", "cold_repeats")}
+
+
+def measure_indexing_from(ours: dict[str, Any], run: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Our store's passages written out, then both systems indexing them (:func:`measure_indexing`)."""
+    write_passages(ours["qa"].get_component("hybrid").document_store, work / "passages.jsonl")
+    return measure_indexing(run, work / "passages.jsonl", work, args.index_repeats, args.index_threads)
 
 
 def versions() -> dict[str, str]:
@@ -368,13 +413,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         exports = export_models(settings, work / "exports")
         files = RunFiles(settings, exports, args.store, work / "haystack_store.json", args.pipelines, args.st_backend, args.fusion)  # fmt: skip
         run = files.write(work / "run.json")
-        write_passages(ours["qa"].get_component("hybrid").document_store, work / "passages.jsonl")
-        indexing = measure_indexing(run, work / "passages.jsonl", work, args.index_repeats, args.index_threads)
+        checkpoints = Checkpoints(work, checkpoint_settings(args))
+        if not files.haystack_store.exists():
+            (work / "phases" / "indexing.json").unlink(missing_ok=True)  # its store is gone: index again
+        indexing = checkpoints.phase("indexing", lambda: measure_indexing_from(ours, run, work, args))
         log("reading Haystack's saved store")
         store = load_haystack_store(files.haystack_store)
         use_threads(int(THREAD_COUNTS[-1]))
-        retrieval, reranking = measure_search(
-            asked, [*our_searches(ours), *haystack_searches(files, store)], rankers(ours, files), files
+        searches = [*our_searches(ours), *haystack_searches(files, store)]
+        retrieval, reranking = checkpoints.phase(
+            "search", lambda: measure_search(asked, searches, rankers(ours, files), files, checkpoints)
         )
         askers = {
             "qa": our_asker(ours["qa"]),
@@ -382,8 +430,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "haystack_qa": haystack_asker(haystack_qa(files, store, fast=False, fusion=args.fusion)),
             "haystack_qa_fast": haystack_asker(haystack_qa(files, store, fast=True, fusion=args.fusion)),
         }
-        end_to_end = measure_end_to_end(askers, asked, args.warmup)
-        cold = measure_cold(run, asked[0][1], work, args.cold_repeats, int(THREAD_COUNTS[-1]))
+        end_to_end = checkpoints.phase(
+            "end_to_end", lambda: measure_end_to_end(askers, asked, args.warmup, checkpoints)
+        )
+        cold = checkpoints.phase(
+            "cold", lambda: measure_cold(run, asked[0][1], work, args.cold_repeats, int(THREAD_COUNTS[-1]))
+        )
     return {
         "questions": args.questions,
         "store": args.store,

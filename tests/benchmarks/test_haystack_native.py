@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from benchmarks.peers import haystack_native
 from benchmarks.peers.haystack_native import main, rotated
 from benchmarks.peers.native_report import (
     cold_rows,
@@ -29,7 +31,7 @@ RETRIEVERS = ["ours BM25", "ours dense", "ours hybrid", "Haystack BM25", "Haysta
 RETRIEVERS += ["Haystack DBSF"]
 
 
-def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun, tmp_path: Path) -> None:
+def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out, work = tiny_qa_run.out, tmp_path / "work"
     index = tiny_qa_run.folder / "index.yml"  # torch: choosing a back end for a tiny model costs seconds
     spec = yaml.safe_load(index.read_text(encoding="utf-8"))
@@ -66,6 +68,23 @@ def test_a_run_on_tiny_models(tiny_qa_run: TinyQARun, tmp_path: Path) -> None:
     out.with_suffix(".md").unlink()
     main(["--out", str(out), "--from-json"])
     assert out.with_suffix(".md").read_text(encoding="utf-8") == markdown
+    _started_again_measures_nothing(tiny_qa_run, options, summary, monkeypatch)
+
+
+def _started_again_measures_nothing(
+    tiny_qa_run: TinyQARun, options: list[str], summary: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same command on the same --work folder reads every finished phase back."""
+
+    def measured(*_: Any) -> None:
+        raise AssertionError("a finished phase was measured again")
+
+    for name in ("measure_indexing", "measure_search", "measure_end_to_end", "measure_cold"):
+        monkeypatch.setattr(haystack_native, name, measured)
+    main([*tiny_qa_run.arguments, *options])
+    again = json.loads(tiny_qa_run.out.with_suffix(".json").read_text(encoding="utf-8"))
+    for phase in ("indexing", "retrieval", "reranking", "end_to_end", "cold"):
+        assert again[phase] == summary[phase]
 
 
 def test_turns_rotate() -> None:
