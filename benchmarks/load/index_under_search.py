@@ -19,24 +19,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
-import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from benchmarks.common import REPO_ROOT, command_line, cpu_name, latency_ms, log, write_report
+from benchmarks.common import REPO_ROOT, latency_ms, log
+from benchmarks.load.base_store import CORPUS, run_report
 from benchmarks.load.mixed_clients import (
     RECORD_WORDS,
     IndexPlan,
     Timings,
     corpus_rows,
     index_client,
-    make_records,
     missing_documents,
     passages,
     search_client,
@@ -45,9 +42,7 @@ from benchmarks.load.served_clients import server_process
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.store_access.serialization import replace_store_paths
-from dpr_components.utils.threads import usable_cores
 
-CORPUS = REPO_ROOT / "examples" / "corpus.jsonl"
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"
 MODULE = "benchmarks.load.index_under_search"
 TEMPLATE = sibling_template(__file__, "index_under_search.md.template")
@@ -59,25 +54,6 @@ def questions() -> list[str]:
     """The questions of examples/questions.jsonl."""
     lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["question"] for line in lines if line.strip()]
-
-
-def build_store(work: Path, base_records: int, words: int) -> Path:
-    """examples/corpus.jsonl and ``base_records`` records of ``words`` words indexed with pipelines/index.yml
-    into ``work/base-store``."""
-    from dpr_components.cli.main import main
-    from dpr_components.pipeline_files.loading import load_pipeline
-
-    store = work / "base-store"
-    argv = ["run", str(REPO_ROOT / "pipelines" / "index.yml"), "--input", f"path={CORPUS}", "--store", str(store)]
-    no_cache = ["embedder.cache_dir=null", "embedder.progress_bar=false"]
-    if main([*argv, *[arg for setting in no_cache for arg in ("--set", setting)]]) != 0:
-        raise SystemExit("indexing examples/corpus.jsonl failed")
-    if base_records:
-        pipeline = load_pipeline(REPO_ROOT / "pipelines" / "index.yml", str(store), no_cache)
-        records = make_records(corpus_rows(CORPUS), "base", 0, base_records, words)
-        pipeline.run({"reader": {"records": records}})
-        pipeline.get_component("writer").document_store.save()  # now, not when the folder is gone
-    return store
 
 
 def write_pipelines(folder: Path, store: Path, names: list[str]) -> None:
@@ -261,30 +237,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = _parser().parse_args()
-    if args.from_json:
-        summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
-        write_report(Path(args.out), summary, render(summary, summary["command"]))
-        return
-    command = command_line(MODULE, sys.argv[1:])
-    with tempfile.TemporaryDirectory(prefix="index-under-search-") as folder:
-        work = Path(folder)
-        (work / "served").mkdir()
-        log(f"indexing examples/corpus.jsonl and {args.base_records} records")
-        base = build_store(work, args.base_records, args.words)
-        load_start = os.getloadavg()[0]
-        servers = measure(work, base, args, questions())
-    summary = {
-        "cpu": cpu_name(),
-        "cores": usable_cores(),
-        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
-        **{key: getattr(args, key) for key in ("clients", "pipeline", "rate", "batch", "words", "seconds", "rounds")},
-        "base_records": args.base_records,
-        "query_threads": args.query_threads,
-        "servers": servers,
-        "command": command,
+    settings = {
+        key: getattr(args, key) for key in ("clients", "pipeline", "rate", "batch", "words", "seconds", "rounds")
     }
-    write_report(Path(args.out), summary, render(summary, command))
-    log(f"wrote {args.out}.md")
+    settings.update(base_records=args.base_records, query_threads=args.query_threads)
+    run_report(MODULE, args, settings, lambda work, base: {"servers": measure(work, base, args, questions())}, render)
 
 
 if __name__ == "__main__":

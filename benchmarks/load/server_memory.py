@@ -12,10 +12,7 @@ count sampled every ``--sample-seconds``. The store: examples/corpus.jsonl and `
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,8 +20,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import command_line, cpu_name, latency_ms, log, write_report
-from benchmarks.load.index_under_search import CORPUS, build_store, questions, write_pipelines
+from benchmarks.common import latency_ms, log
+from benchmarks.load.base_store import CORPUS, run_report
+from benchmarks.load.index_under_search import questions, write_pipelines
 from benchmarks.load.mixed_clients import (
     RECORD_WORDS,
     IndexPlan,
@@ -41,7 +39,6 @@ from dpr_components.document_stores.bm25_index import CACHE_POSTINGS
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.evaluation.templates import fill_template, sibling_template
 from dpr_components.serving.allocator import DEFAULT_RELEASE_SECONDS, RELEASE_SECONDS_ENV
-from dpr_components.utils.threads import usable_cores
 
 MODULE = "benchmarks.load.server_memory"
 TEMPLATE = sibling_template(__file__, "server_memory.md.template")
@@ -263,41 +260,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = _parser().parse_args()
-    if args.from_json:
-        summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
-        write_report(Path(args.out), summary, render(summary, summary["command"]))
-        return
-    command = command_line(MODULE, sys.argv[1:])
-    os.environ[RELEASE_SECONDS_ENV] = str(args.release_seconds)  # the servers started below inherit it
-    with tempfile.TemporaryDirectory(prefix="server-memory-") as folder:
-        work = Path(folder)
-        (work / "served").mkdir()
-        log(f"indexing examples/corpus.jsonl and {args.base_records} records")
-        base = build_store(work, args.base_records, args.words)
-        load_start = os.getloadavg()[0]
+    keys = ["minutes", "mix", "clients", "rate", "batch", "words", "documents_pause", "base_records"]
+    keys += ["sample_seconds", "fresh_seconds", "query_threads", "release_seconds"]
+    settings = {key: getattr(args, key) for key in keys}
+
+    def measured(work: Path, base: Path) -> dict[str, Any]:
+        os.environ[RELEASE_SECONDS_ENV] = str(args.release_seconds)  # the servers started here inherit it
         log(f"mixed load ({args.mix}) for {args.minutes:g} min")
-        measured = measure(work, base, args)
-    summary = {
-        "cpu": cpu_name(),
-        "cores": usable_cores(),
-        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
-        **{key: getattr(args, key) for key in ("minutes", "mix", "clients", "rate", "batch", "words")},
-        **{
-            key: getattr(args, key)
-            for key in (
-                "documents_pause",
-                "base_records",
-                "sample_seconds",
-                "fresh_seconds",
-                "query_threads",
-                "release_seconds",
-            )
-        },
-        **measured,
-        "command": command,
-    }
-    write_report(Path(args.out), summary, render(summary, command))
-    log(f"wrote {args.out}.md")
+        return measure(work, base, args)
+
+    run_report(MODULE, args, settings, measured, render)
 
 
 if __name__ == "__main__":

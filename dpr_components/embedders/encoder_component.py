@@ -7,8 +7,8 @@ from typing import Any, Self
 from haystack import default_from_dict
 from haystack.utils import ComponentDevice
 
-from dpr_components.encoders.encoder_settings import Backend, Pooling, Precision, TitleMode
-from dpr_components.encoders.factory import make_encoder
+from dpr_components.encoders.encoder_settings import Backend, EncoderSettings, Pooling, Precision, TitleMode
+from dpr_components.encoders.text_encoder import TextEncoder
 from dpr_components.utils.devices import cpu_only_device
 
 # The question encoder's settings a retriever takes and writes to its pipeline data.
@@ -37,9 +37,16 @@ class EncoderComponent:
         self.device = cpu_only_device(type(self).__name__, device)
         self.model, self.pooling, self.normalize = model, pooling, normalize
         self.max_length, self.precision, self.batch_size = max_length, precision, batch_size
-        self.encoder = make_encoder(
-            model, pooling, normalize, max_length, title_mode, precision, batch_size, plain_torch, backend
+        settings = EncoderSettings(
+            model=model,
+            pooling=pooling,
+            normalize=normalize,
+            max_length=max_length,
+            title_mode=title_mode,
+            precision=precision,
+            backend=backend,
         )
+        self.encoder = TextEncoder(settings, batch_size=batch_size, plain_torch=plain_torch)
 
     def warm_up(self) -> None:
         self.encoder.load()

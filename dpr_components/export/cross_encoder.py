@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from dpr_components.encoders.model_files import bert_config_settings
-from dpr_components.export.qa_model import save_model_folder
+from dpr_components.export.qa_model import reader_bert_model, save_model_folder
 from dpr_components.export.sentence_transformers import ExportError
 from dpr_components.readers.model import load_reader
 from dpr_components.utils.output_folders import check_output_folder
@@ -44,29 +43,12 @@ def logit_from_score(score: float) -> float:
     return math.atanh(SCALE * score) / SCALE
 
 
-def _bert_for_classification(reader: Any) -> Any:
-    """A ``BertForSequenceClassification`` (one label) holding the reader's BERT, its head still untouched."""
-    from transformers import BertConfig, BertForSequenceClassification
-
-    predictor: Any = reader.span_predictor
-    if getattr(predictor.encoder, "projection_dim", 0):
-        raise ExportError("the reader's encoder has a projection layer: its selection head does not read BERT's output")
-    bert = predictor.encoder.bert_model
-    settings = bert_config_settings(bert.config)
-    architectures = ["BertForSequenceClassification"]
-    config = BertConfig(**{**settings, "num_labels": 1, "architectures": architectures, "problem_type": None})
-    model = BertForSequenceClassification(config)
-    result = model.bert.load_state_dict(bert.state_dict(), strict=False)
-    missing = [k for k in result.missing_keys if "position_ids" not in k and not k.startswith("pooler.")]
-    if missing or result.unexpected_keys:
-        raise ExportError(f"the reader's BERT does not fit a BertModel (missing {missing[:3]})")
-    return model
-
-
 def cross_encoder_from_reader(reader: Any) -> Any:
     """The reader's BERT and selection head as a one-label ``BertForSequenceClassification`` whose score is
     ``tanh(SCALE · logit) / SCALE`` of the reader's selection logit (module docstring)."""
-    model = _bert_for_classification(reader)
+    from transformers import BertForSequenceClassification
+
+    model = reader_bert_model(reader, BertForSequenceClassification, "selection", num_labels=1, problem_type=None)
     head = reader.span_predictor.qa_classifier
     hidden = model.config.hidden_size
     if tuple(head.weight.shape) != (1, hidden):
@@ -80,8 +62,6 @@ def cross_encoder_from_reader(reader: Any) -> Any:
         classifier.weight.zero_()
         classifier.weight[0, 0] = 1.0 / SCALE
         classifier.bias.zero_()
-        types = model.bert.embeddings.token_type_embeddings.weight
-        types[1:] = types[0]  # the reader ran with segment ids 0 only
     return model.float().eval()
 
 

@@ -26,28 +26,37 @@ from dpr_components.utils.atomic_files import atomic_directory
 from dpr_components.utils.output_folders import QA_MODEL, check_output_folder, write_marker
 
 
-def qa_model_from_reader(reader: Any) -> Any:
-    """A ``BertForQuestionAnswering`` holding the reader's BERT and span head (selection head dropped)."""
-    from transformers import BertConfig, BertForQuestionAnswering
+def reader_bert_model(reader: Any, model_class: Any, head: str, **config: Any) -> Any:
+    """A ``model_class`` (a Hugging Face BERT with a head, built with the head's ``config`` settings) holding
+    the reader's BERT, segment embedding 1 made equal to 0 (the reader ran with segment ids 0 only), its head
+    still untouched; ``head`` names the reader's head that the export keeps."""
+    from transformers import BertConfig
 
     predictor: Any = reader.span_predictor
     if getattr(predictor.encoder, "projection_dim", 0):
-        raise ExportError("the reader's encoder has a projection layer: its span head does not read BERT's output")
+        raise ExportError(f"the reader's encoder has a projection layer: its {head} head does not read BERT's output")
     bert = predictor.encoder.bert_model
     settings = bert_config_settings(bert.config)
-    config = BertConfig(**{**settings, "num_labels": 2, "architectures": ["BertForQuestionAnswering"]})
-    model = BertForQuestionAnswering(config)
+    model = model_class(BertConfig(**{**settings, **config, "architectures": [model_class.__name__]}))
     result = model.bert.load_state_dict(bert.state_dict(), strict=False)
-    missing = [k for k in result.missing_keys if "position_ids" not in k]
+    missing = [k for k in result.missing_keys if "position_ids" not in k and not k.startswith("pooler.")]
     if missing or result.unexpected_keys:
         raise ExportError(f"the reader's BERT does not fit a BertModel (missing {missing[:3]})")
-    if tuple(predictor.qa_outputs.weight.shape) != (2, config.hidden_size):
-        shape = tuple(predictor.qa_outputs.weight.shape)
-        raise ExportError(f"the reader's span head has shape {shape}, not (2, hidden_size)")
-    model.qa_outputs.load_state_dict(predictor.qa_outputs.state_dict())
     with torch.no_grad():
         types = model.bert.embeddings.token_type_embeddings.weight
         types[1:] = types[0]
+    return model
+
+
+def qa_model_from_reader(reader: Any) -> Any:
+    """A ``BertForQuestionAnswering`` holding the reader's BERT and span head (selection head dropped)."""
+    from transformers import BertForQuestionAnswering
+
+    model = reader_bert_model(reader, BertForQuestionAnswering, "span", num_labels=2)
+    outputs = reader.span_predictor.qa_outputs
+    if tuple(outputs.weight.shape) != (2, model.config.hidden_size):
+        raise ExportError(f"the reader's span head has shape {tuple(outputs.weight.shape)}, not (2, hidden_size)")
+    model.qa_outputs.load_state_dict(outputs.state_dict())
     return model.float().eval()
 
 

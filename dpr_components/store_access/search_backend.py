@@ -18,6 +18,7 @@ import numpy as np
 from haystack import Document, logging
 from haystack.document_stores.errors import DocumentStoreError
 
+from dpr_components.hybrid_fusion import Scores
 from dpr_components.store_access.async_calls import async_method
 
 if TYPE_CHECKING:
@@ -97,12 +98,12 @@ class ScoringSearchBackend(SearchBackend):
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
+    ) -> Scores:
         raise NotImplementedError
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
+    ) -> Scores:
         return await asyncio.to_thread(self.score_documents, document_ids, query, query_embedding)
 
 
@@ -112,13 +113,8 @@ class EmbeddedSearch(ScoringSearchBackend):
 
     store: EmbeddedDocumentStore
 
-    def _bm25_call(
-        self,
-        query: str,
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool,  # noqa: ARG002 - ignored (the class docstring)
-    ) -> StoreCall:
+    # scale_score is ignored (the class docstring)
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:  # noqa: ARG002
         return StoreCall("bm25_retrieval", {"query": query, "top_k": top_k, "filters": filters})
 
     def _embedding_call(self, search: VectorSearch) -> StoreCall:
@@ -126,12 +122,12 @@ class EmbeddedSearch(ScoringSearchBackend):
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
+    ) -> Scores:
         return self.store.score_documents(document_ids, query, query_embedding)
 
     async def score_documents_async(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
+    ) -> Scores:
         return await self.store.score_documents_async(document_ids, query, query_embedding)
 
 
@@ -149,13 +145,8 @@ class ElasticsearchSearch(ScoringSearchBackend):
         super().__init__(store)
         self.similarity = similarity
 
-    def _bm25_call(
-        self,
-        query: str,
-        top_k: int,
-        filters: dict[str, Any] | None,
-        scale_score: bool,  # noqa: ARG002 - ignored (the class docstring)
-    ) -> StoreCall:
+    # scale_score is ignored (the class docstring)
+    def _bm25_call(self, query: str, top_k: int, filters: dict[str, Any] | None, scale_score: bool) -> StoreCall:  # noqa: ARG002
         return StoreCall("_bm25_retrieval", {"query": query, "filters": filters, "fuzziness": "0", "top_k": top_k})
 
     def _embedding_call(self, search: VectorSearch) -> StoreCall:
@@ -171,7 +162,7 @@ class ElasticsearchSearch(ScoringSearchBackend):
 
     def score_documents(
         self, document_ids: Sequence[str], query: str | None, query_embedding: Sequence[float] | None
-    ) -> dict[str, tuple[float | None, float | None]]:
+    ) -> Scores:
         ids = list(document_ids)
         only_these = {"field": "id", "operator": "in", "value": ids}
         bm25: dict[str, float] = {}

@@ -32,6 +32,12 @@ QUESTIONS = (
 
 
 @pytest.fixture()
+def tiny_qa(tiny_st_dir: Path, tiny_reader_dir: Path) -> list[str]:
+    """The ``--set`` assignments that run pipelines/qa.yml on the tiny encoder and reader."""
+    return [f"hybrid.model={tiny_st_dir}", f"reranker.model={tiny_reader_dir}", f"reader.model={tiny_reader_dir}"]
+
+
+@pytest.fixture()
 def questions_file(tmp_path: Path) -> Path:
     path = tmp_path / "q.jsonl"
     path.write_text(QUESTIONS, encoding="utf-8")
@@ -143,17 +149,10 @@ def test_eval_pipeline_equals_the_systems_given_directly(
 
 
 def test_eval_of_a_qa_pipeline_reports_exact_match(
-    indexed_store: Path,
-    tiny_st_dir: Path,
-    tiny_reader_dir: Path,
-    questions_file: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    indexed_store: Path, tiny_qa: list[str], questions_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    reader = tiny_reader_dir
     out = tmp_path / "qa"
-    models = [f"hybrid.model={tiny_st_dir}", f"reranker.model={reader}", f"reader.model={reader}"]
-    settings = [*(part for model in models for part in ("--set", model)), "--top-k", "5"]
+    settings = [*(part for model in tiny_qa for part in ("--set", model)), "--top-k", "5"]
     args = eval_args(["eval_nq.yml", "qa.yml"], questions_file, indexed_store, out, *settings)
     assert main(args) == 0
     assert "qa: exact_match" in capsys.readouterr().out
@@ -229,7 +228,7 @@ def test_evaluation_files_run_as_plain_pipelines() -> None:
 def test_documented_python_loop_equals_haystack_eval(
     indexed_store: Path,
     tiny_st_dir: Path,
-    tiny_reader_dir: Path,
+    tiny_qa: list[str],
     questions_file: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -239,11 +238,7 @@ def test_documented_python_loop_equals_haystack_eval(
     overrides = {
         "bm25.yml": [],
         "search.yml": [f"hybrid.model={tiny_st_dir}", "hybrid.weight=0.001"],
-        "qa.yml": [
-            f"hybrid.model={tiny_st_dir}",
-            f"reranker.model={tiny_reader_dir}",
-            f"reader.model={tiny_reader_dir}",
-        ],
+        "qa.yml": tiny_qa,
     }
     for name, sets in overrides.items():
         out = tmp_path / name
@@ -311,9 +306,7 @@ def test_question_files_carry_gold_ids(tmp_path: Path) -> None:
         load_questions(path)
 
 
-def test_eval_by_gold_passages(
-    indexed_store: Path, tiny_st_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_eval_by_gold_passages(indexed_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``--match gold`` scores by the gold documents and leaves out questions that name none."""
     questions = tmp_path / "selection.jsonl"
     records = [

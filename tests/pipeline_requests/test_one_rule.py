@@ -30,13 +30,11 @@ from starlette.testclient import TestClient
 from dpr_components.cli.main import main
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.errors import Blame, user_error
-from dpr_components.serving.app import build_app
 from dpr_components.serving.routes import add_run_route
-from dpr_components.serving.security import ServerPolicy
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from dpr_components.utils.validation import MAX_QUERY_CHARS
 from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
-from tests.helpers.serving import PIPELINES, write_pipelines
+from tests.helpers.front_ends import FrontEnds, front_ends, indexed_pipelines
 
 pytest.importorskip("langchain_core")
 
@@ -77,6 +75,15 @@ def _in_words(text: str, words: dict[str, str]) -> str:
     return text
 
 
+def _with_query(name: str, cli: str, value: Any, line: str, status: int) -> BadRequest:
+    """A search for ``q`` with the input ``name`` set to ``value`` (``cli`` on the command line; LangChain's
+    keyword for ``top_k`` is ``k``)."""
+    keyword = "k" if name == "top_k" else name
+    return BadRequest(
+        ["--query", "q", "--input", f"{name}={cli}"], {"query": "q", name: value}, ("q", {keyword: value}), line, status
+    )
+
+
 SEARCHES = {
     "empty query": BadRequest(
         ["--query", " \u200b "],
@@ -95,62 +102,26 @@ SEARCHES = {
     "query not text": BadRequest(
         ["--input", "query=5"], {"query": 5}, (5, {}), "the query must be text, got int 5", 422
     ),
-    "top_k 0": BadRequest(
-        ["--query", "q", "--input", "top_k=0"],
-        {"query": "q", "top_k": 0},
-        ("q", {"k": 0}),
-        "{top_k} must be a positive integer, got 0",
-        422,
-    ),
-    "top_k negative": BadRequest(
-        ["--query", "q", "--input", "top_k=-3"],
-        {"query": "q", "top_k": -3},
-        ("q", {"k": -3}),
-        "{top_k} must be a positive integer, got -3",
-        422,
-    ),
-    "top_k a bool": BadRequest(
-        ["--query", "q", "--input", "top_k=true"],
-        {"query": "q", "top_k": True},
-        ("q", {"k": True}),
-        "{top_k} must be a positive integer, got True",
-        422,
-    ),
-    "top_k text": BadRequest(
-        ["--query", "q", "--input", 'top_k="3"'],
-        {"query": "q", "top_k": "3"},
-        ("q", {"k": "3"}),
-        "{top_k} must be a positive integer, got '3'",
-        422,
-    ),
-    "unknown filter operator": BadRequest(
-        ["--query", "q", "--input", f"filters={_json(BAD_OPERATOR)}"],
-        {"query": "q", "filters": BAD_OPERATOR},
-        ("q", {"filters": BAD_OPERATOR}),
+    **{
+        f"top_k {label}": _with_query("top_k", cli, value, f"{{top_k}} must be a positive integer, got {value!r}", 422)
+        for label, cli, value in (("0", "0", 0), ("negative", "-3", -3), ("a bool", "true", True), ("text", '"3"', "3"))
+    },
+    "unknown filter operator": _with_query(
+        "filters",
+        _json(BAD_OPERATOR),
+        BAD_OPERATOR,
         "unknown filter operator '~': use one of ==, !=, >, >=, <, <=, in, not in or AND, OR, NOT",
         400,
     ),
-    "filter without an operator": BadRequest(
-        ["--query", "q", "--input", f"filters={_json(NO_OPERATOR)}"],
-        {"query": "q", "filters": NO_OPERATOR},
-        ("q", {"filters": NO_OPERATOR}),
+    "filter without an operator": _with_query(
+        "filters",
+        _json(NO_OPERATOR),
+        NO_OPERATOR,
         "invalid filter {'field': 'meta.title', 'value': 'Hamlet'}: expected a dict with an 'operator'",
         400,
     ),
-    "filters not a dict": BadRequest(
-        ["--query", "q", "--input", "filters=[1]"],
-        {"query": "q", "filters": [1]},
-        ("q", {"filters": [1]}),
-        "filters must be a Haystack filter dict, got [1]",
-        422,
-    ),
-    "unknown input": BadRequest(
-        ["--query", "q", "--input", "nope=1"],
-        {"query": "q", "nope": 1},
-        ("q", {"nope": 1}),
-        "{owner} has no input named 'nope'; its inputs are {inputs}",
-        422,
-    ),
+    "filters not a dict": _with_query("filters", "[1]", [1], "filters must be a Haystack filter dict, got [1]", 422),
+    "unknown input": _with_query("nope", "1", 1, "{owner} has no input named 'nope'; its inputs are {inputs}", 422),
 }
 
 INDEX_REQUESTS = {
@@ -187,38 +158,20 @@ def work(
     tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
 ) -> Path:
     """The query pipelines and the index pipeline of pipelines/ on the tiny models and the small corpus,
-    indexed once; ``root`` is the input root, ``outside.jsonl`` a corpus file outside it."""
+    indexed once, in ``pipelines``; ``root`` is the input root, ``outside.jsonl`` a corpus file outside it."""
     work = tmp_path_factory.mktemp("one_rule")
-    corpus = write_jsonl(work / "corpus.jsonl", SMALL_CORPUS)
-    store = work / "index"
-    settings = [f"embedder.model={tiny_st_dir}", "embedder.cache_dir=null", "embedder.progress_bar=false"]
-    command = ["run", str(PIPELINES / "index.yml"), "--input", f"path={corpus}", "--store", str(store)]
-    assert main(command + [part for setting in settings for part in ("--set", setting)]) == 0
-    write_pipelines(work / "pipelines", store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, work / "run")
-    for path in (work / "pipelines").iterdir():
-        if path.stem not in (*QUERY_PIPELINES, "index"):
-            path.unlink()
+    indexed_pipelines(work, (*QUERY_PIPELINES, "index"), tiny_st_dir, tiny_reader_dir, tiny_bert_dir)
     (work / "root").mkdir()
     write_jsonl(work / "outside.jsonl", SMALL_CORPUS[:1])
     return work
 
 
 @pytest.fixture(scope="module")
-def client(work: Path) -> Iterator[TestClient]:
-    """The server over the pipelines, its input root ``work/root`` (also the command line's, by the variable)."""
+def fronts(work: Path) -> Iterator[FrontEnds]:
+    """The front ends over the pipelines, the input root ``work/root`` (also the command line's, by the variable)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(INPUT_ROOT_ENV, str(work / "root"))
-        app, served = build_app(work / "pipelines", input_root=work / "root", policy=ServerPolicy())
-        assert sorted(served.deployed) == sorted([*QUERY_PIPELINES, "index"]), served.skipped
-        yield TestClient(app, base_url="http://127.0.0.1:1416", raise_server_exceptions=False)
-
-
-@pytest.fixture(scope="module")
-def retrievers(work: Path) -> dict[str, HaystackRetriever]:
-    return {
-        name: HaystackRetriever.from_pipeline(work / "pipelines" / f"{name}.yml", output=output)
-        for name, output in QUERY_PIPELINES.items()
-    }
+        yield front_ends(work / "pipelines", [*QUERY_PIPELINES, "index"], QUERY_PIPELINES, input_root=work / "root")
 
 
 def _through_cli(path: Path, arguments: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -256,34 +209,29 @@ def _http_inputs(client: TestClient, name: str) -> list[str]:
 @pytest.mark.parametrize("case", list(SEARCHES))
 @pytest.mark.parametrize("name", list(QUERY_PIPELINES))
 def test_a_bad_search_reads_the_same_through_every_front_end(
-    name: str,
-    case: str,
-    work: Path,
-    client: TestClient,
-    retrievers: dict[str, HaystackRetriever],
-    capsys: pytest.CaptureFixture[str],
+    name: str, case: str, fronts: FrontEnds, capsys: pytest.CaptureFixture[str]
 ) -> None:
     request = SEARCHES[case]
-    path = work / "pipelines" / f"{name}.yml"
+    path = fronts.folder / f"{name}.yml"
     sockets = {socket for sockets in load_pipeline(path).inputs().values() for socket in sockets}
     words = {
         "cli": {"top_k": "top_k", "owner": "the pipeline", "inputs": str(sorted(sockets))},
-        "http": {"top_k": "top_k", "owner": "the pipeline", "inputs": str(_http_inputs(client, name))},
+        "http": {"top_k": "top_k", "owner": "the pipeline", "inputs": str(_http_inputs(fronts.client, name))},
         "langchain": {"top_k": "k", "owner": "HaystackRetriever.invoke", "inputs": str(sorted(CALL_INPUTS))},
     }
     assert request.langchain is not None
     query, keywords = request.langchain
     read = {
         "cli": _through_cli(path, request.cli, capsys),
-        "http": _through_http(client, name, request.http, request.status),
-        "langchain": _through_langchain(retrievers[name], query, keywords),
+        "http": _through_http(fronts.client, name, request.http, request.status),
+        "langchain": _through_langchain(fronts.retrievers[name], query, keywords),
     }
     assert read == {front: _in_words(request.line, words[front]) for front in read}
 
 
 @pytest.mark.parametrize("case", list(INDEX_REQUESTS))
 def test_a_bad_index_request_reads_the_same_through_the_command_line_and_http(
-    case: str, work: Path, client: TestClient, capsys: pytest.CaptureFixture[str]
+    case: str, work: Path, fronts: FrontEnds, capsys: pytest.CaptureFixture[str]
 ) -> None:
     request = INDEX_REQUESTS[case]
     places = {"outside": str(work / "outside.jsonl"), "root": str(work / "root"), "env": INPUT_ROOT_ENV}
@@ -291,7 +239,7 @@ def test_a_bad_index_request_reads_the_same_through_the_command_line_and_http(
         patch.setenv(INPUT_ROOT_ENV, str(work / "root"))
         cli = _through_cli(work / "pipelines" / "index.yml", [_in_words(a, places) for a in request.cli], capsys)
     body = {key: _in_words(value, places) if isinstance(value, str) else value for key, value in request.http.items()}
-    assert cli == _through_http(client, "index", body, request.status) == _in_words(request.line, places)
+    assert cli == _through_http(fronts.client, "index", body, request.status) == _in_words(request.line, places)
 
 
 # ---- the rule itself, on the chains Haystack and the components make ------------------------------

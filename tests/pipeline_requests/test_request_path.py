@@ -19,14 +19,9 @@ from starlette.testclient import TestClient
 from dpr_components.cli.main import main
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.inputs import request_inputs
-from dpr_components.serving.app import build_app
-from dpr_components.serving.security import ServerPolicy
-from tests.helpers.corpora import SMALL_CORPUS, write_jsonl
-from tests.helpers.serving import PIPELINES, write_pipelines
+from tests.helpers.front_ends import FrontEnds, front_ends, indexed_pipelines
 
 pytest.importorskip("langchain_core")
-
-from dpr_components.langchain import HaystackRetriever
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -45,39 +40,18 @@ REQUESTS = {
     "filter": {"filters": FILTER},
     "top_k+filter": {"top_k": 2, "filters": FILTER},
 }
+EACH_REQUEST = pytest.mark.parametrize("fields", [REQUESTS[name] for name in sorted(REQUESTS)], ids=sorted(REQUESTS))
 
 
 @pytest.fixture(scope="module")
-def folder(
+def fronts(
     tmp_path_factory: pytest.TempPathFactory, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path
-) -> Path:
-    """The query pipelines of pipelines/ on the tiny models and the small corpus, indexed once."""
+) -> FrontEnds:
+    """The query pipelines of pipelines/ on the tiny models and the small corpus, indexed once, and their front ends."""
+    names = (*DOCUMENT_PIPELINES, *ANSWER_PIPELINES)
     work = tmp_path_factory.mktemp("request_path")
-    corpus = write_jsonl(work / "corpus.jsonl", SMALL_CORPUS)
-    store = work / "index"
-    settings = [f"embedder.model={tiny_st_dir}", "embedder.cache_dir=null", "embedder.progress_bar=false"]
-    command = ["run", str(PIPELINES / "index.yml"), "--input", f"path={corpus}", "--store", str(store)]
-    assert main(command + [part for setting in settings for part in ("--set", setting)]) == 0
-    write_pipelines(work / "pipelines", store, tiny_st_dir, tiny_reader_dir, tiny_bert_dir, work / "run")
-    for path in (work / "pipelines").iterdir():
-        if path.stem not in (*DOCUMENT_PIPELINES, *ANSWER_PIPELINES):
-            path.unlink()
-    return work / "pipelines"
-
-
-@pytest.fixture(scope="module")
-def client(folder: Path) -> TestClient:
-    app, served = build_app(folder, policy=ServerPolicy())
-    assert sorted(served.deployed) == sorted((*DOCUMENT_PIPELINES, *ANSWER_PIPELINES)), served.skipped
-    return TestClient(app, base_url="http://127.0.0.1:1416", raise_server_exceptions=False)
-
-
-@pytest.fixture(scope="module")
-def retrievers(folder: Path) -> dict[str, HaystackRetriever]:
-    return {
-        name: HaystackRetriever.from_pipeline(folder / f"{name}.yml", output=ANSWER_PIPELINES.get(name))
-        for name in (*DOCUMENT_PIPELINES, *ANSWER_PIPELINES)
-    }
+    folder = indexed_pipelines(work, names, tiny_st_dir, tiny_reader_dir, tiny_bert_dir)
+    return front_ends(folder, names, {name: ANSWER_PIPELINES.get(name) for name in names})
 
 
 def _through_cli(path: Path, request: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -97,57 +71,45 @@ def _through_http(client: TestClient, name: str, request: dict[str, Any]) -> dic
     return response.json()["result"]
 
 
-@pytest.mark.parametrize("request_name", sorted(REQUESTS))
+@EACH_REQUEST
 @pytest.mark.parametrize("name", DOCUMENT_PIPELINES)
 def test_documents_are_the_same_through_every_front_end(
-    name: str,
-    request_name: str,
-    folder: Path,
-    client: TestClient,
-    retrievers: dict[str, HaystackRetriever],
-    capsys: pytest.CaptureFixture[str],
+    name: str, fields: dict[str, Any], fronts: FrontEnds, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    request = REQUESTS[request_name]
-    cli = _through_cli(folder / f"{name}.yml", request, capsys)
+    cli = _through_cli(fronts.folder / f"{name}.yml", fields, capsys)
     (documents,) = [out["documents"] for out in cli.values() if "documents" in out]
-    http = _through_http(client, name, request)["documents"]
-    found = retrievers[name].invoke(QUERY, k=request.get("top_k"), filters=request.get("filters"))
+    http = _through_http(fronts.client, name, fields)["documents"]
+    found = fronts.retrievers[name].invoke(QUERY, k=fields.get("top_k"), filters=fields.get("filters"))
     ids = [d["id"] for d in documents]
     assert ids, cli
     assert [d["id"] for d in http] == ids
     assert [d.id for d in found] == ids
     assert [d["score"] for d in http] == pytest.approx([d["score"] for d in documents])
-    if "top_k" in request:
-        assert len(ids) == request["top_k"]
-    if "filters" in request:
+    if "top_k" in fields:
+        assert len(ids) == fields["top_k"]
+    if "filters" in fields:
         assert {d["meta"]["title"] for d in documents} <= set(TITLES)
 
 
-@pytest.mark.parametrize("request_name", sorted(REQUESTS))
+@EACH_REQUEST
 @pytest.mark.parametrize("name", sorted(ANSWER_PIPELINES))
 def test_answers_are_the_same_through_the_command_line_and_http(
-    name: str,
-    request_name: str,
-    folder: Path,
-    client: TestClient,
-    retrievers: dict[str, HaystackRetriever],
-    capsys: pytest.CaptureFixture[str],
+    name: str, fields: dict[str, Any], fronts: FrontEnds, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    request = REQUESTS[request_name]
-    cli = _through_cli(folder / f"{name}.yml", request, capsys)["reader"]["answers"]
-    http = _through_http(client, name, request)["answers"]
+    cli = _through_cli(fronts.folder / f"{name}.yml", fields, capsys)["reader"]["answers"]
+    http = _through_http(fronts.client, name, fields)["answers"]
     assert cli
     assert [(a["data"], a["document_id"]) for a in http] == [(a["data"], (a["document"] or {}).get("id")) for a in cli]
     assert [a["score"] for a in http] == pytest.approx([a["score"] for a in cli])
     spans = [a for a in http if a["data"] is not None]  # besides the reader's "no answer"
-    if "top_k" in request:
-        assert len(spans) <= request["top_k"]
-    if "filters" in request:
+    if "top_k" in fields:
+        assert len(spans) <= fields["top_k"]
+    if "filters" in fields:
         assert {a["document_title"] for a in spans} <= set(TITLES)
     # LangChain: the same request, answered with the documents of the stage the reader reads.
-    found = retrievers[name].invoke(QUERY, k=request.get("top_k"), filters=request.get("filters"))
-    assert found and len(found) <= request.get("top_k", len(found))
-    if "filters" in request:
+    found = fronts.retrievers[name].invoke(QUERY, k=fields.get("top_k"), filters=fields.get("filters"))
+    assert found and len(found) <= fields.get("top_k", len(found))
+    if "filters" in fields:
         assert {d.metadata["title"] for d in found} <= set(TITLES)
 
 
@@ -164,15 +126,15 @@ PLACEMENT = {
 
 
 @pytest.mark.parametrize("name", sorted(PLACEMENT))
-def test_request_fields_go_where_the_rule_says(name: str, folder: Path) -> None:
-    pipeline = load_pipeline(folder / f"{name}.yml")
+def test_request_fields_go_where_the_rule_says(name: str, fronts: FrontEnds) -> None:
+    pipeline = load_pipeline(fronts.folder / f"{name}.yml")
     inputs = request_inputs(pipeline, query="q", top_k=3, filters=FILTER)
     for field, value in (("query", "q"), ("top_k", 3), ("filters", FILTER)):
         assert sorted(c for c, values in inputs.items() if values.get(field) == value) == sorted(PLACEMENT[name][field])
 
 
-def test_a_field_no_component_takes_is_refused_on_one_line(folder: Path) -> None:
-    pipeline = load_pipeline(folder / "bm25.yml")
+def test_a_field_no_component_takes_is_refused_on_one_line(fronts: FrontEnds) -> None:
+    pipeline = load_pipeline(fronts.folder / "bm25.yml")
     with pytest.raises(ValueError, match=r"^the pipeline has no input named 'nope'; its inputs are"):
         request_inputs(pipeline, other={"nope": 1})
     with pytest.raises(ValueError, match="top_k must be a positive integer, got 0"):

@@ -6,9 +6,11 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -324,38 +326,44 @@ def test_bundled_readers_are_reader_folders(model: str, is_reader: bool) -> None
     assert is_reader_folder(model) is is_reader
 
 
+def _train_reader_until(
+    stop: BaseException,
+    arguments: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mined: Callable[..., list[Any]] = lambda *args, **kwargs: [],
+) -> tuple[int, list[ReaderTrainingSettings]]:
+    """``train_reader``'s command on squad/train.jsonl mined with bm25 into ``tmp_path/run``, with
+    ``arguments``, no store opened, ``mined`` for the mined questions and training stopped by ``stop`` at
+    once: its exit code and the settings it started training with."""
+    from training.reader import train_reader as cli
+
+    monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
+    monkeypatch.setattr(cli, "mined_questions", mined)
+    trained: list[ReaderTrainingSettings] = []
+
+    def stopped_train(config: ReaderTrainingSettings, *rest: object) -> None:
+        trained.append(config)
+        raise stop
+
+    monkeypatch.setattr(cli, "train", stopped_train)
+    fixed = ["--output", str(tmp_path / "run"), "--train", "squad/train.jsonl", "--negatives-from", "bm25"]
+    return cli.main([*fixed, *arguments]), trained
+
+
 @pytest.mark.parametrize(("flags", "expected_draw_seed"), [([], 3), (["--data-seed", "0"], 0)])
 def test_train_reader_draws_questions_with_the_data_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected_draw_seed: int
 ) -> None:
     """--data-seed keeps the training sample (and its mining cache) and the dev draw while --seed changes the order."""
-    from training.reader import train_reader as cli
-
     draws: list[int] = []
-    monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
-    monkeypatch.setattr(cli, "mined_questions", lambda *args, **kwargs: draws.append(args[-1]) or [])
-    trained: list[ReaderTrainingSettings] = []
 
-    def fake_train(config: ReaderTrainingSettings, *rest: object) -> None:
-        trained.append(config)
-        raise KeyboardInterrupt
+    def mined(*args: Any, **kwargs: Any) -> list[Any]:
+        draws.append(args[-1])  # the seed of the draw
+        return []
 
-    monkeypatch.setattr(cli, "train", fake_train)
-    code = cli.main(
-        [
-            "--output",
-            str(tmp_path / "run"),
-            "--train",
-            "squad/train.jsonl",
-            "--negatives-from",
-            "bm25",
-            "--sample",
-            "10",
-            "--seed",
-            "3",
-            *flags,
-        ]
-    )
+    arguments = ["--sample", "10", "--seed", "3", *flags]
+    code, trained = _train_reader_until(KeyboardInterrupt(), arguments, tmp_path, monkeypatch, mined=mined)
     assert code == 130
     assert draws == [expected_draw_seed, expected_draw_seed]  # training file, dev file
     assert trained[0].seed == 3
@@ -365,31 +373,9 @@ def test_train_reader_passes_the_skip_budget_and_reports_errors_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dpr_components.runs.finite import TrainingDiverged
-    from training.reader import train_reader as cli
 
-    monkeypatch.setattr(cli, "_store", lambda path, encoder: None)
-    monkeypatch.setattr(cli, "mined_questions", lambda *args, **kwargs: [])
-    trained: list[ReaderTrainingSettings] = []
-
-    def diverging_train(config: ReaderTrainingSettings, *rest: object) -> None:
-        trained.append(config)
-        raise TrainingDiverged("training stopped at step 3: the loss is nan")
-
-    monkeypatch.setattr(cli, "train", diverging_train)
-    code = cli.main(
-        [
-            "--output",
-            str(tmp_path / "run"),
-            "--train",
-            "squad/train.jsonl",
-            "--negatives-from",
-            "bm25",
-            "--dev",
-            "",
-            "--skip-nonfinite-steps",
-            "4",
-        ]
-    )
+    diverged = TrainingDiverged("training stopped at step 3: the loss is nan")
+    code, trained = _train_reader_until(diverged, ["--dev", "", "--skip-nonfinite-steps", "4"], tmp_path, monkeypatch)
     assert code == 2 and trained[0].max_nonfinite_steps == 4
     assert capsys.readouterr().err == "error: training stopped at step 3: the loss is nan\n"
     with pytest.raises(ValueError, match="max_nonfinite_steps"):

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,6 +66,19 @@ class TargetReader(torch.nn.Module):
         return SimpleNamespace(start_logits=start, end_logits=end, relevance_logits=chosen)
 
 
+def _read(
+    fake: torch.nn.Module,
+    tokenizer: Any,
+    passages: list[tuple[str, str]],
+    scores: list[float] | None = None,
+    **settings: Any,
+) -> list[SpanPrediction]:
+    """``read`` of "who wrote it" over ``passages`` with the small input settings and the read ``settings``."""
+    return read(
+        fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(**settings), scores=scores
+    )
+
+
 def _id(tokenizer, word: str) -> int:
     ids = tokenizer(word, add_special_tokens=False)["input_ids"]
     assert len(ids) == 1, ids
@@ -112,10 +126,8 @@ def test_length_penalty_prefers_shorter_spans() -> None:
 def test_read_applies_the_length_prior_to_span_probability(tokenizer) -> None:
     fake = TargetReader(_id(tokenizer, "william"), _id(tokenizer, "shakespeare"))
     passages = [("Hamlet", "Hamlet was written by William Shakespeare.")]
-    plain = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL))[0]
-    penalised = read(
-        fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(length_penalty=0.5)
-    )[0]
+    plain = _read(fake, tokenizer, passages)[0]
+    penalised = _read(fake, tokenizer, passages, length_penalty=0.5)[0]
     assert plain.text == penalised.text == "William Shakespeare"
     tokens = penalised.span_score - plain.span_score  # −0.5 per extra token
     assert penalised.span_probability == pytest.approx(plain.span_probability * np.exp(tokens))
@@ -191,12 +203,12 @@ def test_passage_selection_picks_the_selected_passage_first(tokenizer) -> None:
         ("Hamlet", "Hamlet was written by William Shakespeare."),
         ("Other", "Nothing here at all."),
     ]
-    answers = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL))
+    answers = _read(fake, tokenizer, passages)
     assert answers[0].passage_index == 1
     scores = {a.passage_index: a.passage_score for a in answers}
     assert sum(scores.values()) == pytest.approx(1.0)
     assert [a.passage_index for a in answers] == [1, 0, 2]  # passage order, best first
-    combined = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(ranking="combined"))
+    combined = _read(fake, tokenizer, passages, ranking="combined")
     assert [a.score for a in combined] == sorted((a.score for a in combined), reverse=True)
     assert combined[0].passage_index == 1
 
@@ -210,28 +222,14 @@ def test_rank_prior_weighs_passages_by_their_retrieval_rank(tokenizer) -> None:
         ("Plays", "Many plays are by William Shakespeare."),
     ]
     for ranking in ("passage", "combined"):
-        plain = read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(ranking=ranking))
+        plain = _read(fake, tokenizer, passages, ranking=ranking)
         assert plain[0].passage_index == 1 and {a.rank_weight for a in plain} == {1.0}
         # The selected passage has e^5 ≈ 148 times the probability of the others: a prior of 1 keeps it
         # first (148 / 2 > 1), a prior of 8 gives the first passage the lead (2^8 = 256 > 148).
-        mild = read(
-            fake,
-            tokenizer,
-            "who wrote it",
-            passages,
-            InputSettings(**SMALL),
-            ReadSettings(ranking=ranking, rank_prior=1.0),
-        )
+        mild = _read(fake, tokenizer, passages, ranking=ranking, rank_prior=1.0)
         assert mild[0].passage_index == 1
         assert {a.passage_index: a.rank_weight for a in mild} == pytest.approx({0: 1.0, 1: 0.5, 2: 1 / 3})
-        strong = read(
-            fake,
-            tokenizer,
-            "who wrote it",
-            passages,
-            InputSettings(**SMALL),
-            ReadSettings(ranking=ranking, rank_prior=8.0),
-        )
+        strong = _read(fake, tokenizer, passages, ranking=ranking, rank_prior=8.0)
         assert strong[0].passage_index == 0
         key = (lambda a: a.passage_rank_score) if ranking == "passage" else (lambda a: a.score)
         assert [key(a) for a in strong] == sorted((key(a) for a in strong), reverse=True)
@@ -249,18 +247,16 @@ def test_score_prior_and_selection_weight_let_incoming_scores_choose(tokenizer) 
     for ranking in ("passage", "combined"):
 
         def best(ranking: str = ranking, **settings: float) -> SpanPrediction:
-            options = ReadSettings(ranking=ranking, **settings)  # type: ignore[arg-type]
-            return read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), options, scores=scores)[0]
+            return _read(fake, tokenizer, passages, scores, ranking=ranking, **settings)[0]
 
         assert best().passage_index == 1 and best().score_weight == 1.0
         assert best(score_prior=0.5).passage_index == 1  # e^3 < e^5
         assert best(score_prior=1.0).passage_index == 0  # e^6 > e^5
         assert best(score_prior=0.5, selection_weight=0.5).passage_index == 0  # e^3 > e^2.5
-        weights = {a.passage_index: a.score_weight for a in read(fake, tokenizer, "who wrote it", passages,
-                   InputSettings(**SMALL), ReadSettings(score_prior=0.5), scores=scores)}  # fmt: skip
+        weights = {a.passage_index: a.score_weight for a in _read(fake, tokenizer, passages, scores, score_prior=0.5)}
         assert weights == pytest.approx({0: 1.0, 1: math.exp(-3.0)})
     with pytest.raises(ValueError, match=r"score_prior 0.5 needs each passage's incoming score"):
-        read(fake, tokenizer, "who wrote it", passages, InputSettings(**SMALL), ReadSettings(score_prior=0.5))
+        _read(fake, tokenizer, passages, score_prior=0.5)
     for name in ("score_prior", "selection_weight"):
         for bad in (-0.5, 11.0, float("nan"), "1", True):
             with pytest.raises(ValueError, match=name):

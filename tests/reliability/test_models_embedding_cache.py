@@ -5,6 +5,7 @@ aside and its passages encoded again, never read as wrong vectors."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,41 +84,50 @@ def test_indexing_killed_mid_encoding(
     record_property("store equals an uninterrupted run's", True)
 
 
+@pytest.fixture()
+def filled_cache(tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path) -> Path:
+    """The vector cache (``tmp_path/cache``) of a finished indexing run of the small corpus."""
+    assert_success(cli(*_index_args(small_corpus_file, tmp_path / "first", tiny_st_dir, tmp_path / "cache")))
+    return tmp_path / "cache"
+
+
+@pytest.fixture()
+def index_again(
+    filled_cache: Path, tmp_path: Path, tiny_st_dir: Path, small_corpus_file: Path, count_encoded: list[int]
+) -> Callable[[], tuple[int, dict]]:
+    """Index the small corpus again, into a new store over ``filled_cache``: the passages encoded by that run
+    and its store's snapshot."""
+
+    def run() -> tuple[int, dict]:
+        count_encoded.clear()
+        assert_success(cli(*_index_args(small_corpus_file, tmp_path / "store", tiny_st_dir, filled_cache)))
+        return sum(count_encoded), store_snapshot(tmp_path / "store")
+
+    return run
+
+
 @pytest.mark.reliability(category="embedding cache", expect="correct result")
 def test_cache_file_is_not_sqlite(
-    tmp_path: Path,
-    tiny_st_dir: Path,
-    small_corpus_file: Path,
-    reference: dict,
-    count_encoded: list[int],
+    filled_cache: Path, index_again: Callable[[], tuple[int, dict]], reference: dict
 ) -> None:
     """Indexing with a vector cache file overwritten by random bytes"""
-    args = _index_args(small_corpus_file, tmp_path / "first", tiny_st_dir, tmp_path / "cache")
-    assert_success(cli(*args))
-    cache_file = _cache_file(tmp_path / "cache")
+    cache_file = _cache_file(filled_cache)
     with sqlite3.connect(cache_file) as db:  # as a finished process leaves it: everything in the main file
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     cache_file.write_bytes(b"not a database" * 500)
-    count_encoded.clear()
-    assert_success(cli(*_index_args(small_corpus_file, tmp_path / "store", tiny_st_dir, tmp_path / "cache")))
-    assert sum(count_encoded) == PASSAGES
+    encoded, snapshot = index_again()
+    assert encoded == PASSAGES
     assert cache_file.with_name(cache_file.name + ".damaged").is_file()
-    assert store_snapshot(tmp_path / "store") == reference
+    assert snapshot == reference
 
 
 @pytest.mark.reliability(category="embedding cache", expect="correct result")
 def test_cache_vectors_of_wrong_size(
-    tmp_path: Path,
-    tiny_st_dir: Path,
-    small_corpus_file: Path,
-    reference: dict,
-    count_encoded: list[int],
+    filled_cache: Path, index_again: Callable[[], tuple[int, dict]], reference: dict
 ) -> None:
     """Indexing with a vector cache whose vectors were replaced by vectors of another size"""
-    assert_success(cli(*_index_args(small_corpus_file, tmp_path / "first", tiny_st_dir, tmp_path / "cache")))
-    with sqlite3.connect(_cache_file(tmp_path / "cache")) as db:
+    with sqlite3.connect(_cache_file(filled_cache)) as db:
         db.execute("UPDATE vectors SET vector = zeroblob(12)")
-    count_encoded.clear()
-    assert_success(cli(*_index_args(small_corpus_file, tmp_path / "store", tiny_st_dir, tmp_path / "cache")))
-    assert sum(count_encoded) == PASSAGES
-    assert store_snapshot(tmp_path / "store") == reference
+    encoded, snapshot = index_again()
+    assert encoded == PASSAGES
+    assert snapshot == reference

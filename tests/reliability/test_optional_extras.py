@@ -65,14 +65,19 @@ def test_packaged_elasticsearch_pipeline_loaded_in_python_without_its_extra(monk
     )
 
 
+def _parquet_without_datasets(path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``path`` written with the bytes a parquet file starts with, on an install where datasets cannot be imported."""
+    path.write_bytes(b"PAR1")
+    hide_modules(monkeypatch, "datasets")
+    return path
+
+
 @MISSING_EXTRA
 def test_eval_on_a_parquet_question_file_without_datasets(
     indexed_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """haystack eval --questions dev.parquet on an install without the datasets extra"""
-    questions = tmp_path / "dev.parquet"
-    questions.write_bytes(b"PAR1")
-    hide_modules(monkeypatch, "datasets")
+    questions = _parquet_without_datasets(tmp_path / "dev.parquet", monkeypatch)
     result = cli("eval", PIPELINES / "bm25.yml", "--questions", questions, "--store", indexed_store)
     assert_clear_error(
         result,
@@ -86,9 +91,7 @@ def test_training_on_a_parquet_file_without_datasets(
     tiny_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """haystack run train_dpr --input data=train.parquet on an install without the datasets extra"""
-    data = tmp_path / "train.parquet"
-    data.write_bytes(b"PAR1")
-    hide_modules(monkeypatch, "datasets")
+    data = _parquet_without_datasets(tmp_path / "train.parquet", monkeypatch)
     result = cli(
         *("run", PIPELINES / "train_dpr.yml", "--input", f"data={data}"),
         *("--set", f"trainer.model={tiny_bert_dir}", "--set", f"trainer.output_dir={tmp_path / 'run'}"),

@@ -52,6 +52,12 @@ def shards(_shard_runs: dict[str, Path], tmp_path: Path) -> Path:
     return Path(shutil.copytree(_shard_runs["small"], tmp_path / "shards"))
 
 
+@pytest.fixture(params=["new store", "existing store"])
+def target_store(request: pytest.FixtureRequest, indexed_store: Path, tmp_path: Path) -> Path:
+    """The store a merge writes into: a new folder, or the small corpus's store (the ``existing store`` case)."""
+    return indexed_store if request.param == "existing store" else tmp_path / "store"
+
+
 @pytest.fixture()
 def more_shards(_shard_runs: dict[str, Path], tmp_path: Path) -> Path:
     """A private copy of the two shards of three documents the small store lacks."""
@@ -155,14 +161,8 @@ def test_passage_edited_to_the_same_length(shards: Path, tmp_path: Path, tiny_st
 
 
 @SHARDS
-@pytest.mark.parametrize("target", ["new store", "existing store"])
 def test_non_finite_vector_refused_before_any_write(
-    more_shards: Path,
-    indexed_store: Path,
-    tmp_path: Path,
-    tiny_st_dir: Path,
-    target: str,
-    record_property: pytest.RecordProperty,
+    more_shards: Path, target_store: Path, tiny_st_dir: Path, record_property: pytest.RecordProperty
 ) -> None:
     """Merging shards whose last vector holds NaN, its manifest's digests matching (a faulty shard run)"""
     folder = shard_folder(more_shards, 2, 2)
@@ -170,7 +170,7 @@ def test_non_finite_vector_refused_before_any_write(
     data[-4:] = struct.pack("<f", float("nan"))
     (folder / "vectors.f32").write_bytes(bytes(data))
     rehash(folder)
-    store = indexed_store if target == "existing store" else tmp_path / "store"
+    store = target_store
     before = store_snapshot(store) if store.exists() else None
     result = cli(*merge_args(more_shards, store, tiny_st_dir))
     assert_clear_error(result, "shard 2/2", "vectors.f32 row", "NaN or infinite values")
@@ -179,21 +179,15 @@ def test_non_finite_vector_refused_before_any_write(
 
 
 @pytest.mark.reliability(category="shards", expect="nothing lost")
-@pytest.mark.parametrize("target", ["new store", "existing store"])
 def test_zeroed_vectors_with_a_rewritten_digest(
-    more_shards: Path,
-    indexed_store: Path,
-    tmp_path: Path,
-    tiny_st_dir: Path,
-    target: str,
-    record_property: pytest.RecordProperty,
+    more_shards: Path, target_store: Path, tiny_st_dir: Path, record_property: pytest.RecordProperty
 ) -> None:
     """Merging shards one of whose vector files was overwritten with zeros and its manifest's digest rewritten to match"""
     folder = shard_folder(more_shards, 2, 2)
     vectors = folder / "vectors.f32"
     vectors.write_bytes(bytes(vectors.stat().st_size))
     rehash(folder)
-    store = indexed_store if target == "existing store" else tmp_path / "store"
+    store = target_store
     before = (store_snapshot(store), searches(store)) if store.exists() else None
     result = cli(*merge_args(more_shards, store, tiny_st_dir))
     assert_clear_error(result, "shard 2/2", "vectors.f32 row 1", "is all zeros", "run the shard again")

@@ -70,6 +70,17 @@ def _saved_dense_count(folder: Path) -> tuple[int, int]:
     return len(index), index.generation
 
 
+def _write_in_another_process(folder: Path, documents: str) -> None:
+    """The store at ``folder`` opened in a new Python process, which writes ``documents`` (the source of a list
+    of ``Document``, with ``np`` imported) and exits."""
+    code = (
+        "import numpy as np; from haystack import Document;"
+        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
+        f"S(path={str(folder)!r}).write_documents({documents})"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
 def _doc(doc_id: str, text: str, seed: int) -> Document:
     return Document(id=doc_id, content=text, embedding=np.random.default_rng(seed).normal(size=DIM).tolist())
 
@@ -100,13 +111,10 @@ def test_long_lived_searcher_sees_another_process_writes(tmp_path: Path) -> None
     searcher.write_documents([_doc("first", "an ordinary first document", 1)])
     assert [d.id for d in searcher.bm25_retrieval("ordinary")] == ["first"]
     assert len(searcher.embedding_retrieval([1.0] * DIM, top_k=10)) == 1
-    code = (
-        "import numpy as np; from haystack import Document;"
-        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
-        f"S(path={str(folder)!r}).write_documents([Document(id='zebra', content='a zebra gallops',"
-        " embedding=np.random.default_rng(2).normal(size=8).tolist())])"
+    _write_in_another_process(
+        folder,
+        "[Document(id='zebra', content='a zebra gallops', embedding=np.random.default_rng(2).normal(size=8).tolist())]",
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     zebra = _doc("zebra", "", 2).embedding
     assert [d.id for d in searcher.bm25_retrieval("zebra")] == ["zebra"]
     assert searcher.embedding_retrieval(zebra, top_k=1)[0].id == "zebra"
@@ -120,13 +128,11 @@ def test_long_lived_writer_and_another_process(tmp_path: Path, record_property: 
     folder = tmp_path / "store"
     writer = open_store(folder)
     writer.write_documents([_doc(f"mine-{i}", f"mine {i}", i) for i in range(5)])
-    code = (
-        "import numpy as np; from haystack import Document;"
-        "from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore as S;"
-        f"S(path={str(folder)!r}).write_documents([Document(id=f'theirs-{{i}}', content='theirs',"
-        " embedding=np.random.default_rng(50 + i).normal(size=8).tolist()) for i in range(5)])"
+    _write_in_another_process(
+        folder,
+        "[Document(id=f'theirs-{i}', content='theirs', embedding=np.random.default_rng(50 + i).normal(size=8).tolist())"
+        " for i in range(5)]",
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     writer.write_documents([_doc(f"mine-late-{i}", f"mine late {i}", 100 + i) for i in range(5)])
     assert len(writer.embedding_retrieval([1.0] * DIM, top_k=100)) == 15
     assert _saved_dense_count(folder) == (15, writer._backend.table.generation)
