@@ -1,6 +1,6 @@
-"""The pipelines that ship with the package, by name: ``index``, ``bm25``, ``dense``, ``search``
-(the hybrid), ``search_rerank``, ``qa``, ``qa_fast``, ``qa_rerank``, ``eval_nq``, ``eval_squad``, ``train_dpr`` and the
-Elasticsearch variants.
+"""The pipelines that ship with the package, by name: ``index``, ``index_files`` (a folder of documents),
+``bm25``, ``dense``, ``search`` (the hybrid), ``search_rerank``, ``qa``, ``qa_fast``, ``qa_rerank``, ``eval_nq``,
+``eval_squad``, ``train_dpr`` and the Elasticsearch variants.
 
 They name their models as ``bundled:`` references (installed with the package) and their store
 folder relative to the working directory (``indexes/example``); ``store`` replaces it.

@@ -73,6 +73,11 @@ def _add_run_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--batch", help="JSONL file: one query per line (text or an inputs object); one result per line")
     run.add_argument("--top-k", type=option_number, help="results to return (top_k of the pipeline's last components)")
     run.add_argument("--json", action="store_true", help="print JSON (one line per query) instead of tables")
+    run.add_argument(
+        "--keep-removed",
+        action="store_true",
+        help="index_files: keep the passages of files gone from the folder (the input keep_removed=true)",
+    )
     add_shard_options(run)
     _add_pipeline_options(run)
 

@@ -8,6 +8,7 @@ from typing import Any
 from dpr_components.cli.batch_lines import batch_queries
 from dpr_components.cli.output_format import printable, report_line, result_text, to_json_line
 from dpr_components.cli.run_inputs import base_inputs, merge_inputs
+from dpr_components.index_runs.folder_run import folder_to_index, run_folder, summary_lines
 from dpr_components.index_runs.streamed_run import run_streamed, streamable_corpus
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.errors import user_error
@@ -42,6 +43,13 @@ def command_run(args: argparse.Namespace) -> int:
     inputs = request_inputs(pipeline, query=args.query, top_k=args.top_k, other=base)
     if not inputs:
         raise ValueError("no inputs: give --query, --input NAME=VALUE, --inputs-file or --batch")
+    folder = folder_to_index(pipeline, inputs)
+    if folder is not None:  # a folder of documents: its new and changed files, a few at a time, then a summary
+        done = run_folder(pipeline, folder, inputs, lambda data, **o: run_pipeline(pipeline, data, **o), report_line)
+        print(to_json_line(done.to_dict()) if args.json else "\n".join(summary_lines(done)), flush=True)
+        if done.nothing_indexed:
+            raise ValueError(f"no file of {folder} could be indexed (see the lines above)")
+        return 0
     corpus = streamable_corpus(pipeline, inputs)
     if corpus is not None:  # an indexing run on a corpus file: a chunk at a time, whatever the corpus's size
         outcome: dict[str, Any] = run_streamed(

@@ -47,6 +47,8 @@ def base_inputs(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"--input expects NAME=VALUE, got {item!r}")
         name, raw = item.split("=", 1)
         _set_input(data, name, parse_value(raw, f"--input {name}"))
+    if getattr(args, "keep_removed", False):
+        data["keep_removed"] = True
     return data
 
 

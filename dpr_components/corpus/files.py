@@ -10,6 +10,7 @@ is an error too: indexing nothing and reporting success hides a wrong path or an
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from dpr_components.corpus.record_ids import record_id_problem
-from dpr_components.utils.line_files import MAX_LINE_BYTES, numbered_lines
+from dpr_components.utils.line_files import MAX_LINE_BYTES, lines_of, numbered_lines
 from dpr_components.utils.validation import (
     describe_lone_surrogate,
     describe_long_word,
@@ -63,11 +64,14 @@ def detect_format(path: Path) -> Literal["jsonl", "tsv"]:
     raise CorpusError(f"{path}: cannot tell the corpus format from the extension; use .jsonl or .tsv")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+Lines = Iterator[tuple[int, str]]
+
+
+def _lines(path: Path) -> Lines:
     return numbered_lines(path, "corpus file", MAX_LINE_BYTES, CorpusError)
 
 
-def _field(record: dict, name: str, path: Path, line: int, required: bool = True) -> str:
+def _field(record: dict, name: str, path: str | Path, line: int, required: bool = True) -> str:
     value = record.get(name)
     if value is None:
         if required:
@@ -80,8 +84,8 @@ def _field(record: dict, name: str, path: Path, line: int, required: bool = True
     return value
 
 
-def _read_jsonl(path: Path) -> Iterator[CorpusRecord]:
-    for line, text in _lines(path):
+def _read_jsonl(path: str | Path, lines: Lines) -> Iterator[CorpusRecord]:
+    for line, text in lines:
         if not text.strip():
             continue
         try:
@@ -100,9 +104,8 @@ def _read_jsonl(path: Path) -> Iterator[CorpusRecord]:
         )
 
 
-def _read_tsv(path: Path) -> Iterator[CorpusRecord]:
+def _read_tsv(path: str | Path, lines: Lines) -> Iterator[CorpusRecord]:
     csv.field_size_limit(sys.maxsize)
-    lines = _lines(path)
     header_line = next(lines, None)
     if header_line is None:
         raise CorpusError(f"{path}: the file is empty")
@@ -129,10 +132,25 @@ def read_corpus(
     path = Path(path)
     if path.is_dir():
         raise CorpusError(f"corpus file {path} is a directory, not a file")
-    reader = _read_jsonl if (fmt if fmt != "auto" else detect_format(path)) == "jsonl" else _read_tsv
+    yield from _checked_records(path, fmt, _lines(path), on_empty)
+
+
+def read_corpus_bytes(
+    data: bytes, name: str, fmt: CorpusFormat = "auto", on_empty: Literal["error", "skip"] = "error"
+) -> Iterator[CorpusRecord]:
+    """Yield the records of a corpus file's bytes (a file of a folder being indexed), checked as
+    :func:`read_corpus` checks them; ``name`` (the file's path in its folder) starts every error."""
+    yield from _checked_records(name, fmt, lines_of(io.BytesIO(data), name, MAX_LINE_BYTES, CorpusError), on_empty)
+
+
+def _checked_records(
+    path: str | Path, fmt: CorpusFormat, lines: Lines, on_empty: Literal["error", "skip"]
+) -> Iterator[CorpusRecord]:
+    """The records of ``lines`` in format ``fmt``, with ids and texts checked (see the module docstring)."""
+    reader = _read_jsonl if (fmt if fmt != "auto" else detect_format(Path(path))) == "jsonl" else _read_tsv
     seen: dict[str, int] = {}
     skipped = 0
-    for record in reader(path):
+    for record in reader(path, lines):
         id_problem = record_id_problem(record.id)
         if id_problem:
             raise CorpusError(f"{path}:{record.line}: field 'id' {id_problem}")

@@ -72,13 +72,13 @@ def run_streamed(
     other = {name: values for name, values in (inputs or {}).items() if name != reader_name}
     reader_inputs = {k: v for k, v in (inputs or {}).get(reader_name, {}).items() if k != "path"}
     with (
-        _component_bars_off(pipeline),
+        component_bars_off(pipeline),
         tqdm(total=documents, desc="Indexing", unit="doc", disable=not show_progress, smoothing=0.1) as bar,
     ):
         counted = _CountedRuns(run or pipeline.run, reader_name, bar)
         for chunk in record_chunks(read_corpus(corpus, reader.format, reader.on_empty), chunk_chars):
             counted({**other, reader_name: {**reader_inputs, "records": chunk}})
-    _save_stores(pipeline, report)
+    save_stores(pipeline, report)
     return {name: {WRITTEN: count} for name, count in counted.written.items()}
 
 
@@ -109,7 +109,7 @@ def _checked_documents(corpus: str, reader: CorpusReader, show_progress: bool) -
 
 
 @contextmanager
-def _component_bars_off(pipeline: Pipeline) -> Iterator[None]:
+def component_bars_off(pipeline: Pipeline) -> Iterator[None]:
     """Silence the components' own progress bars (one per chunk) while the run's bar covers the corpus."""
     silenced = [instance for _, instance in pipeline.walk() if getattr(instance, "progress_bar", None) is True]
     for instance in silenced:
@@ -121,12 +121,14 @@ def _component_bars_off(pipeline: Pipeline) -> Iterator[None]:
             setattr(instance, "progress_bar", True)  # noqa: B010
 
 
-def _save_stores(pipeline: Pipeline, report: Callable[[str], None] | None) -> None:
+def save_stores(pipeline: Pipeline, report: Callable[[str], None] | None) -> None:
     """Build and save the indexes of each store that keeps them (the embedded store); errors (a
-    full disk) surface here, not in a finaliser at exit."""
+    full disk) surface here, not in a finaliser at exit. A folder named by several components is saved once."""
+    saved = set()
     for name, instance in pipeline.walk():
         store = getattr(instance, "document_store", None)
-        if isinstance(store, EmbeddedDocumentStore):
+        if isinstance(store, EmbeddedDocumentStore) and (store.path is None or store.path not in saved):
+            saved.add(store.path)
             if report:
                 report(f"{name}: building and saving the indexes of {store.path}")
             store.save()

@@ -29,6 +29,14 @@ LOCAL_HAYSTACK_TYPES = frozenset(
         "haystack.components.joiners.answer_joiner.AnswerJoiner",
         "haystack.components.joiners.list_joiner.ListJoiner",
         "haystack.components.joiners.string_joiner.StringJoiner",
+        # a folder's files into documents (pipelines/index_files.yml): routing, converting and cleaning, all in memory
+        "haystack.components.routers.file_type_router.FileTypeRouter",
+        "haystack.components.converters.txt.TextFileToDocument",
+        "haystack.components.converters.markdown.MarkdownToDocument",
+        "haystack.components.converters.html.HTMLToDocument",
+        "haystack.components.converters.pypdf.PyPDFToDocument",
+        "haystack.components.converters.docx.DOCXToDocument",
+        "haystack.components.preprocessors.document_cleaner.DocumentCleaner",
     }
 )
 SECRET_TYPES = ("env_var", "token")

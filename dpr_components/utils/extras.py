@@ -33,6 +33,17 @@ PIPELINE_TYPE_EXTRAS = (
     ELASTICSEARCH,
     Extra("haystack_integrations.components.retrievers.elasticsearch", "elasticsearch-haystack", "elasticsearch"),
 )
+# Haystack's converters of a folder's files (pipelines/index_files.yml) ship with Haystack but import their
+# libraries when built: each type path with the modules it needs, all installed by the [files] extra
+CONVERTER_EXTRAS = {
+    "haystack.components.converters.pypdf.PyPDFToDocument": (Extra("pypdf", "pypdf", "files"),),
+    "haystack.components.converters.docx.DOCXToDocument": (Extra("docx", "python-docx", "files"),),
+    "haystack.components.converters.html.HTMLToDocument": (Extra("trafilatura", "trafilatura", "files"),),
+    "haystack.components.converters.markdown.MarkdownToDocument": (
+        Extra("markdown_it", "markdown-it-py", "files"),
+        Extra("mdit_plain", "mdit_plain", "files"),
+    ),
+}
 
 
 class MissingExtraError(ImportError, ValueError):
@@ -79,8 +90,9 @@ def check_pipeline_extras(components: dict[str, Any], source: str) -> None:
     extra that is not installed, naming the component, the class and the ``pip install`` that adds it."""
     for name, data in components.items():
         for where, type_name in _typed_entries(data, str(name)):
-            for extra in PIPELINE_TYPE_EXTRAS:
-                if (type_name == extra.module or type_name.startswith(f"{extra.module}.")) and not is_installed(extra):
+            needed = [e for e in PIPELINE_TYPE_EXTRAS if type_name == e.module or type_name.startswith(f"{e.module}.")]
+            for extra in [*needed, *CONVERTER_EXTRAS.get(type_name, ())]:
+                if not is_installed(extra):
                     parameter = where.replace(".init_parameters.", ".")
                     purpose = f"{source}: {parameter} ({type_name.rsplit('.', 1)[-1]})"
                     raise MissingExtraError(missing_extra_message(extra, purpose))

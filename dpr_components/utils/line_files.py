@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from dpr_components.utils.input_files import open_input_file
 
@@ -35,12 +36,19 @@ def numbered_lines(
     except OSError as failure:
         raise error(f"{what} {path}: cannot read it ({(failure.strerror or str(failure)).lower()})") from None
     with handle:
-        number = 0
-        while raw := handle.readline(max_line_bytes + 1):
-            number += 1
-            if len(raw) > max_line_bytes:
-                raise error(f"{path}:{number}: the line is longer than {max_line_bytes:,} bytes")
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as failure:
-                raise error(f"{path}:{number}: not valid UTF-8 ({failure.reason} at byte {failure.start})") from None
+        yield from lines_of(handle, path, max_line_bytes, error)
+
+
+def lines_of(
+    handle: BinaryIO, name: str | Path, max_line_bytes: int = MAX_LINE_BYTES, error: type[ValueError] = ValueError
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` of an open binary file; raise ``error`` naming ``name:line``."""
+    number = 0
+    while raw := handle.readline(max_line_bytes + 1):
+        number += 1
+        if len(raw) > max_line_bytes:
+            raise error(f"{name}:{number}: the line is longer than {max_line_bytes:,} bytes")
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as failure:
+            raise error(f"{name}:{number}: not valid UTF-8 ({failure.reason} at byte {failure.start})") from None

@@ -73,3 +73,20 @@ def eval_args(
     """``haystack eval`` arguments: the packaged ``pipelines`` (file names) on ``questions`` over ``store``."""
     files = [str(PIPELINES / name) for name in pipelines]
     return ["eval", *files, "--questions", str(questions), "--store", str(store), *extra, "--out", str(out)]
+
+
+def index_files_args(
+    folder: Path | str, store: Path | str, encoder: Path | str | None, *extra: str, cache_dir: Path | str = "null"
+) -> list[str]:
+    """``haystack run pipelines/index_files.yml`` arguments: the documents of ``folder`` into ``store`` with the
+    passage ``encoder`` (the file's own when None)."""
+    return [
+        "run",
+        str(PIPELINES / "index_files.yml"),
+        "--input",
+        f"path={folder}",
+        "--store",
+        str(store),
+        *embedder_sets(encoder, cache_dir),
+        *extra,
+    ]

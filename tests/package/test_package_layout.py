@@ -22,7 +22,7 @@ from tests.helpers.paths import PIPELINES, REPO
 
 FACES = REPO / "haystack_integrations"
 STORE_TYPE = "haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore"
-NEEDS_STORE = {"DenseRetriever", "BM25Retriever", "HybridRetriever", "HybridRanker", "PassageWriter"}
+NEEDS_STORE = {"DenseRetriever", "BM25Retriever", "HybridRetriever", "HybridRanker", "PassageWriter", "FolderSync"}
 
 
 def _module_name(path: Path) -> str:
@@ -88,11 +88,15 @@ def test_the_published_package_defines_every_component() -> None:
         [
             "AnswerExactMatchF1Evaluator",
             "BM25Retriever",
+            "CorpusFileToDocument",
             "CorpusReader",
             "DPRPassageSplitter",
             "DPRTrainer",
             "DenseRetriever",
             "EmbeddedDocumentStore",
+            "FileDocumentChecker",
+            "FolderFetcher",
+            "FolderSync",
             "HybridRanker",
             "HybridRetriever",
             "PassageEmbedder",

@@ -25,13 +25,15 @@ import pytest
 import yaml
 
 from tests.helpers.browser import headless_chromium
+from tests.helpers.folder_documents import write_broken_pdf, write_mixed_folder
 from tests.helpers.page_driver import walk_ask_page
 from tests.helpers.paths import PIPELINES, REPO
 from tests.helpers.serving import served_command, server_environment
 
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dpr_components", "haystack_integrations", "packaging")
-# what the package needs only for its extras (datasets brings pyarrow and pandas) or its tests (bm25s)
-NOT_REQUIRED = ("bm25s", "matplotlib", "datasets", "pyarrow", "pandas")
+# what the package needs only for its extras (datasets brings pyarrow and pandas; files the converters' pypdf
+# and trafilatura) or its tests (bm25s)
+NOT_REQUIRED = ("bm25s", "matplotlib", "datasets", "pyarrow", "pandas", "pypdf", "trafilatura")
 MAX_FILE_BYTES = 100 * 1000 * 1000  # a package index's default limit per file (PyPI's)
 CORPUS = [
     {"id": "hamlet", "title": "Hamlet", "text": "Hamlet is a tragedy written by William Shakespeare around 1600."},
@@ -239,6 +241,39 @@ def test_installed_wheel_answers_from_an_empty_folder(archives: dict[str, Path],
         [haystack, "run", "bm25", "-q", "x"], cwd=app, capture_output=True, text=True, check=False
     )
     assert no_store.returncode == 2 and "does not exist" in no_store.stderr and "haystack run index" in no_store.stderr
+
+
+def test_installed_wheel_indexes_a_folder_of_documents(archives: dict[str, Path], tmp_path: Path) -> None:
+    """From an empty folder: a folder with a file of each kind and a broken PDF indexed in one command (the
+    [files] extra's libraries present), found by content and by meta.path; a second run after editing one
+    file and deleting another re-indexes the one and removes the other's passages."""
+    _install(tmp_path, archives["wheel"], archives["models"])
+    app = tmp_path / "app"
+    (app / "docs").mkdir(parents=True)
+    write_mixed_folder(app / "docs")
+    write_broken_pdf(app / "docs" / "broken.pdf")
+    haystack = str(tmp_path / "venv" / "bin" / "haystack")
+    first = _run([haystack, "run", "index_files", "--input", "path=docs", "--store", "store"], cwd=app)
+    lines = first.stdout.strip().splitlines()
+    assert [line for line in (first.stdout + first.stderr).splitlines() if "broken.pdf" in line] == [lines[0]]
+    assert lines[0].startswith("skipped broken.pdf: the PDF converter could not read it")
+    assert lines[-1] == "docs: files 7 indexed, 0 unchanged, 0 removed, 1 skipped; 7 passages written"
+
+    def search(query: str, *extra: str) -> list[str]:
+        found = _run([haystack, "run", "bm25", "--store", "store", "-q", query, "--json", *extra], cwd=app)
+        return [document["id"] for document in json.loads(found.stdout)["bm25"]["documents"]]
+
+    assert search("saffron crocus")[0] == "spice.docx#0" and search("comet astronomers")[0] == "comet.pdf#0"
+    by_path = json.dumps({"field": "meta.path", "operator": "==", "value": "pages/river.html"})
+    assert search("Danube koala comet", "--input", f"filters={by_path}") == ["pages/river.html#0"]
+    (app / "docs" / "notes.txt").write_text("Ophelia drowns in a brook.", encoding="utf-8")
+    (app / "docs" / "faq.jsonl").unlink()
+    second = _run([haystack, "run", "index_files", "--input", "path=docs", "--store", "store"], cwd=app)
+    assert (
+        second.stdout.strip().splitlines()[-1]
+        == "docs: files 1 indexed, 5 unchanged, 1 removed, 1 skipped; 1 passage written"
+    )
+    assert search("Ophelia brook")[0] == "notes.txt#0" and "faq.jsonl/q1#0" not in search("Etna volcano Sicily")
 
 
 def test_installed_sdist_has_the_packaged_pipelines_and_models(archives: dict[str, Path], tmp_path: Path) -> None:

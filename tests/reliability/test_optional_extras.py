@@ -20,7 +20,7 @@ WITHOUT_EXTRA = pytest.mark.reliability(category="optional extras", expect="corr
 ELASTICSEARCH_MODULE = "haystack_integrations.document_stores.elasticsearch"
 ELASTICSEARCH_HINT = "pip install 'dpr-components[elasticsearch]'"
 # what the package's own requirements no longer bring: only the extras (or the tests) need them
-NOT_REQUIRED = ("bm25s", "matplotlib", "datasets", "pyarrow", "pandas")
+NOT_REQUIRED = ("bm25s", "matplotlib", "datasets", "pyarrow", "pandas", "pypdf", "docx", "trafilatura", "mdit_plain")
 
 
 def _questions(folder: Path) -> Path:
@@ -70,6 +70,42 @@ def _parquet_without_datasets(path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     path.write_bytes(b"PAR1")
     hide_modules(monkeypatch, "datasets")
     return path
+
+
+FILES_HINT = "pip install 'dpr-components[files]'"
+# the converters of index_files.yml and the module each needs, as an install without the files extra lacks them
+FILES_CONVERTERS = {
+    "pypdf": "pdf (PyPDFToDocument) needs pypdf",
+    "docx": "docx (DOCXToDocument) needs python-docx",
+    "trafilatura": "html (HTMLToDocument) needs trafilatura",
+    "mdit_plain": "markdown (MarkdownToDocument) needs mdit_plain",
+}
+
+
+@MISSING_EXTRA
+@pytest.mark.parametrize(("module", "named"), list(FILES_CONVERTERS.items()), ids=list(FILES_CONVERTERS))
+def test_index_files_without_the_files_extra(
+    module: str, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """haystack run index_files on an install without the files extra (one converter's library missing)"""
+    hide_modules(monkeypatch, module)
+    (tmp_path / "docs").mkdir()
+    result = cli("run", "index_files", "--input", f"path={tmp_path / 'docs'}", "--store", tmp_path / "store")
+    assert_clear_error(result, named, FILES_HINT)
+    assert not (tmp_path / "store").exists()
+
+
+@MISSING_EXTRA
+def test_packaged_index_files_loaded_in_python_without_the_files_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dpr_components.packaged.load_pipeline("index_files") on an install without the files extra"""
+    from dpr_components.packaged import load_pipeline
+
+    hide_modules(monkeypatch, "pypdf")
+    with pytest.raises(MissingExtraError) as raised:
+        load_pipeline("index_files")
+    assert str(raised.value) == (
+        f"the packaged pipeline 'index_files': pdf (PyPDFToDocument) needs pypdf: {FILES_HINT}"
+    )
 
 
 @MISSING_EXTRA

@@ -262,6 +262,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
         "eval_nq",
         "eval_squad",
         "index",
+        "index_files",
         "qa",
         "qa_fast",
         "qa_rerank",
