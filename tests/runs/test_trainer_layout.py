@@ -1,4 +1,5 @@
-"""The two trainers are laid out alike: one module per shared role, in both packages."""
+"""The two trainers are laid out alike: one module per shared role, in both packages; the files both read are
+one package of their own, ``dpr_data``, which the reader's ``data`` (its mined passages) builds on."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from tests.helpers.paths import REPO
 
 PACKAGE = REPO / "dpr_components"
-SHARED_ROLES = ("settings", "data", "model", "task", "checkpoints", "export", "train")
+SHARED_ROLES = ("settings", "model", "task", "checkpoints", "export", "train", "model_card")
 
 
 def _modules(package: str) -> set[str]:
@@ -19,6 +20,7 @@ def test_both_trainers_have_a_module_for_each_shared_role() -> None:
         missing = [role for role in SHARED_ROLES if role not in _modules(package)]
         assert missing == [], f"{package} lacks {missing}"
     assert {"loss", "losses"} & _modules("encoder_training") and {"loss", "losses"} & _modules("reader_training")
+    assert {"loading", "examples", "records", "squad", "selection_split"} <= _modules("dpr_data")
 
 
 def test_both_tasks_and_states_share_the_loop_names() -> None:
