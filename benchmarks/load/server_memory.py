@@ -38,11 +38,12 @@ from benchmarks.load.served_clients import server_process
 from dpr_components.document_stores.bm25_index import CACHE_POSTINGS
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.evaluation.templates import fill_template, sibling_template
-from dpr_components.serving.allocator import DEFAULT_RELEASE_SECONDS, RELEASE_SECONDS_ENV
+from dpr_components.serving.allocator import DEFAULT_RELEASE_SECONDS, HOLD_THRESHOLDS_ENV, RELEASE_SECONDS_ENV
 
 MODULE = "benchmarks.load.server_memory"
 TEMPLATE = sibling_template(__file__, "server_memory.md.template")
 MIXES = ("all", "searches", "index", "documents")
+THRESHOLDS = ("held", "dynamic")
 STATUS_FIELDS = {
     "VmRSS": "rss_mb",
     "RssAnon": "anon_mb",
@@ -226,6 +227,12 @@ def render(summary: dict[str, Any], command: str) -> str:
     values["load_average"] = " → ".join(str(x) for x in summary["load_average"])
     every = summary.get("release_seconds", 0)
     values["release"] = f"every {every} s" if every else "never (0)"
+    held = summary.get("thresholds", "dynamic") == "held"  # runs before the setting had glibc's own
+    values["thresholds"] = (
+        "held at 128 KiB (`DPR_HOLD_MALLOC_THRESHOLDS=1`, the default)"
+        if held
+        else "glibc's dynamic ones (`DPR_HOLD_MALLOC_THRESHOLDS=0`)"
+    )
     return fill_template(TEMPLATE, values)
 
 
@@ -253,6 +260,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the servers' {RELEASE_SECONDS_ENV}: seconds between releases of freed memory, 0 never "
         f"(default: {DEFAULT_RELEASE_SECONDS}, the server's own)",
     )
+    parser.add_argument(
+        "--thresholds",
+        choices=THRESHOLDS,
+        default="held",
+        help=f"glibc's malloc thresholds in the servers ({HOLD_THRESHOLDS_ENV}): held at 128 KiB, the server's "
+        "own (default), or glibc's dynamic ones",
+    )
     parser.add_argument("--out", default="docs/benchmarks/load/server_memory", help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     return parser
@@ -261,11 +275,12 @@ def _parser() -> argparse.ArgumentParser:
 def main() -> None:
     args = _parser().parse_args()
     keys = ["minutes", "mix", "clients", "rate", "batch", "words", "documents_pause", "base_records"]
-    keys += ["sample_seconds", "fresh_seconds", "query_threads", "release_seconds"]
+    keys += ["sample_seconds", "fresh_seconds", "query_threads", "release_seconds", "thresholds"]
     settings = {key: getattr(args, key) for key in keys}
 
     def measured(work: Path, base: Path) -> dict[str, Any]:
-        os.environ[RELEASE_SECONDS_ENV] = str(args.release_seconds)  # the servers started here inherit it
+        os.environ[RELEASE_SECONDS_ENV] = str(args.release_seconds)  # the servers started here inherit them
+        os.environ[HOLD_THRESHOLDS_ENV] = str(int(args.thresholds == "held"))
         log(f"mixed load ({args.mix}) for {args.minutes:g} min")
         return measure(work, base, args)
 

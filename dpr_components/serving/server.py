@@ -56,9 +56,10 @@ def serve(
     """Build the app, say what is served, then run it with uvicorn on ``policy.host`` until interrupted."""
     import uvicorn
 
-    from dpr_components.serving.allocator import start_memory_release
+    from dpr_components.serving.allocator import hold_malloc_thresholds, start_memory_release
     from dpr_components.serving.app import build_app
 
+    hold_malloc_thresholds()  # before the models load: their freed buffers would raise the thresholds
     folder = default_pipelines_dir(pipelines_dir)
     print(f"pipelines from {folder}", file=sys.stderr)
     app, served = build_app(

@@ -103,8 +103,12 @@ def test_the_memory_report_tells_data_from_what_the_run_kept() -> None:
     assert "950 MB with 10,000 passages (peak 950 MB): 50 MB more, 10.0 MB per 1,000 passages written" in report
     assert "holds 940 MB with 10,010 passages" in report
     assert "hand the memory they freed back to the system never (0)" in report  # a run from before the release
-    report = render_memory({**summary, "release_seconds": 10}, "python -m benchmarks.load.server_memory")
+    assert "thresholds: glibc's dynamic ones" in report  # a run from before the thresholds were held
+    report = render_memory(
+        {**summary, "release_seconds": 10, "thresholds": "held"}, "python -m benchmarks.load.server_memory"
+    )
     assert "back to the system every 10 s" in report
+    assert "thresholds: held at 128 KiB" in report
 
 
 def test_the_store_memory_report_splits_freed_memory_from_what_is_kept() -> None:

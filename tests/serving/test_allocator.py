@@ -47,3 +47,36 @@ def test_glibc_trim_is_found_and_runs() -> None:
     trim = allocator.malloc_trim()
     assert trim is not None
     assert trim() in (0, 1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_the_thresholds_are_held_where_the_user_set_none() -> None:
+    assert allocator.hold_malloc_thresholds(environ={}) is True
+
+
+@pytest.mark.parametrize("name", allocator.GLIBC_MALLOC_SETTINGS)
+def test_the_users_own_glibc_settings_win(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def mallopt(parameter: int, value: int) -> int:
+        calls.append((parameter, value))
+        return 1
+
+    monkeypatch.setattr(allocator, "_libc_function", lambda _name: mallopt)
+    assert allocator.hold_malloc_thresholds(environ={}) is True
+    assert len(calls) == 2
+    calls.clear()
+    assert allocator.hold_malloc_thresholds(environ={name: "65536"}) is False
+    assert calls == []
+
+
+def test_no_mallopt_leaves_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_libc_function", lambda _name: None)
+    assert allocator.hold_malloc_thresholds(environ={}) is False
+
+
+def test_zero_leaves_the_thresholds_to_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_libc_function", lambda _name: pytest.fail("mallopt looked up"))
+    assert allocator.hold_malloc_thresholds(environ={allocator.HOLD_THRESHOLDS_ENV: "0"}) is False
+    with pytest.raises(ValueError, match=r"^DPR_HOLD_MALLOC_THRESHOLDS=2.*from 0 to 1"):
+        allocator.hold_malloc_thresholds(environ={allocator.HOLD_THRESHOLDS_ENV: "2"})
