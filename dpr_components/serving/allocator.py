@@ -14,9 +14,9 @@ load/server_memory.md). Two things keep it down:
 - **The release** (:func:`start_memory_release`): ``malloc_trim(0)`` hands the free pages of every heap back,
   every ``DPR_RELEASE_MEMORY_SECONDS`` seconds; one call costs nothing a request would notice.
 
-``DPR_HOLD_MALLOC_THRESHOLDS=0`` leaves glibc's dynamic thresholds. A user's own glibc settings win: with ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or
-``GLIBC_TUNABLES`` in the environment the thresholds are left as they say. On a C library without these
-calls (musl, macOS) both are off."""
+``DPR_HOLD_MALLOC_THRESHOLDS=0`` leaves glibc's dynamic thresholds. A user's own glibc settings win: with
+``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or a ``glibc.malloc.`` tunable in ``GLIBC_TUNABLES``
+the thresholds are left as they say. On a C library without these calls (musl, macOS) both are off."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ RELEASE_SECONDS = Bound(0, 86_400, "0 turns it off")
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 HELD_THRESHOLD_BYTES = 128 * 1024
-GLIBC_MALLOC_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+GLIBC_MALLOC_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+GLIBC_TUNABLES_ENV = "GLIBC_TUNABLES"
 HOLD_THRESHOLDS_ENV = "DPR_HOLD_MALLOC_THRESHOLDS"
 HOLD_THRESHOLDS = Bound(0, 1, "1 holds them, 0 leaves glibc's dynamic thresholds")
 
@@ -72,6 +73,8 @@ def hold_malloc_thresholds(environ: Mapping[str, str] = os.environ) -> bool:
         logger.info("malloc thresholds left to glibc (%s=0)", HOLD_THRESHOLDS_ENV)
         return False
     given = [name for name in GLIBC_MALLOC_SETTINGS if environ.get(name)]
+    if "glibc.malloc." in environ.get(GLIBC_TUNABLES_ENV, ""):
+        given.append(GLIBC_TUNABLES_ENV)
     mallopt = _libc_function("mallopt")
     if given or mallopt is None:
         logger.info("malloc thresholds left as they are (%s)", ", ".join(given) or "no mallopt")

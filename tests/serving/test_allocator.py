@@ -54,8 +54,15 @@ def test_the_thresholds_are_held_where_the_user_set_none() -> None:
     assert allocator.hold_malloc_thresholds(environ={}) is True
 
 
-@pytest.mark.parametrize("name", allocator.GLIBC_MALLOC_SETTINGS)
-def test_the_users_own_glibc_settings_win(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MALLOC_MMAP_THRESHOLD_", "65536"),
+        ("MALLOC_TRIM_THRESHOLD_", "65536"),
+        ("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=512:glibc.malloc.mmap_threshold=65536"),
+    ],
+)
+def test_the_users_own_glibc_settings_win(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
     calls: list[tuple[int, int]] = []
 
     def mallopt(parameter: int, value: int) -> int:
@@ -66,8 +73,9 @@ def test_the_users_own_glibc_settings_win(monkeypatch: pytest.MonkeyPatch, name:
     assert allocator.hold_malloc_thresholds(environ={}) is True
     assert len(calls) == 2
     calls.clear()
-    assert allocator.hold_malloc_thresholds(environ={name: "65536"}) is False
+    assert allocator.hold_malloc_thresholds(environ={name: value}) is False
     assert calls == []
+    assert allocator.hold_malloc_thresholds(environ={"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=512"}) is True
 
 
 def test_no_mallopt_leaves_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
