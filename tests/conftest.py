@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from dpr_components.utils.settings import data_dir  # noqa: E402
 from tests.helpers.commands import index_args  # noqa: E402
-from tests.helpers.corpora import SMALL_CORPUS, write_jsonl  # noqa: E402
+from tests.helpers.corpora import ADAPT_CORPUS, SMALL_CORPUS, write_jsonl  # noqa: E402
 from tests.helpers.models import (  # noqa: E402
     bundled_tokenizer,
     one_torch_thread,
@@ -174,4 +174,14 @@ def indexed_store(tmp_path: Path, small_corpus_file: Path, tiny_st_dir: Path) ->
 
     store = tmp_path / "index"
     assert main(index_args(small_corpus_file, store, tiny_st_dir)) == 0
+    return store
+
+
+@pytest.fixture()
+def adapt_store(tmp_path: Path, tiny_st_dir: Path) -> Path:
+    """ADAPT_CORPUS indexed by pipelines/index.yml with the tiny encoder (12 passages of 28 words)."""
+    from dpr_components.cli.main import main
+
+    store = tmp_path / "adapt_store"
+    assert main(index_args(write_jsonl(tmp_path / "adapt.jsonl", ADAPT_CORPUS), store, tiny_st_dir)) == 0
     return store

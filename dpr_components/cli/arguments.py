@@ -78,8 +78,26 @@ def _add_run_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="index_files: keep the passages of files gone from the folder (the input keep_removed=true)",
     )
+    _add_adapt_options(run)
     add_shard_options(run)
     _add_pipeline_options(run)
+
+
+def _add_adapt_options(run: argparse.ArgumentParser) -> None:
+    """``--out``, ``--max-minutes`` and ``--max-passages`` of ``haystack run`` (adapt, train_dpr)."""
+    run.add_argument("--out", metavar="DIR", help="the run folder of a training pipeline (the input output_dir)")
+    run.add_argument(
+        "--max-minutes",
+        type=float,
+        metavar="M",
+        help="adapt: stop after M minutes with a checkpoint and the encoder so far (the input max_minutes)",
+    )
+    run.add_argument(
+        "--max-passages",
+        type=option_number,
+        metavar="N",
+        help="adapt: at most N passages give a pseudo-query (the input max_passages)",
+    )
 
 
 def _add_eval_parser(commands: argparse._SubParsersAction) -> None:

@@ -42,6 +42,7 @@ OPTION_BOUNDS: dict[str, tuple[str, Callable[[argparse.Namespace], Bound]]] = {
     "limit": ("--limit", lambda _: Bound(1, MAX_QUESTIONS)),
     "port": ("--port", lambda _: PORT_BOUND),
     "max_body_bytes": ("--max-body-bytes", lambda _: BODY_BOUND),
+    "max_upload_bytes": ("--max-upload-bytes", lambda _: BODY_BOUND),
     "query_threads": ("--query-threads", lambda _: thread_bound()),
     "concurrent_runs": ("--concurrent-runs", lambda _: concurrent_runs_bound()),
     "batch_size": ("--batch-size", lambda _: Bound(1, MAX_BATCH_PASSAGES)),
@@ -49,6 +50,7 @@ OPTION_BOUNDS: dict[str, tuple[str, Callable[[argparse.Namespace], Bound]]] = {
     "workers": ("--workers", _ray_bound(thread_bound, Bound(1, MAX_SHARDS))),
     "threads": ("--threads", _ray_bound(thread_bound, Bound(1, 1_024, "CPUs per task"))),
     "max_retries": ("--max-retries", lambda _: Bound(0, MAX_RETRIES_LIMIT)),
+    "max_passages": ("--max-passages", lambda _: Bound(1, MAX_QUESTIONS)),
 }
 # options that stand for a thread variable: the variable is checked as the option sets it
 THREAD_OPTIONS = {"query_threads": QUERY_THREADS_ENV}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,21 @@ def base_inputs(args: argparse.Namespace) -> dict[str, Any]:
         _set_input(data, name, parse_value(raw, f"--input {name}"))
     if getattr(args, "keep_removed", False):
         data["keep_removed"] = True
+    return {**data, **_run_folder_inputs(args)}
+
+
+def _run_folder_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """The inputs ``--out``, ``--max-minutes`` and ``--max-passages`` give (those given)."""
+    data: dict[str, Any] = {}
+    if getattr(args, "out", None):
+        data["output_dir"] = args.out
+    minutes = getattr(args, "max_minutes", None)
+    if minutes is not None:
+        if not math.isfinite(minutes) or minutes <= 0:
+            raise ValueError(f"--max-minutes must be a positive number of minutes, got {minutes}")
+        data["max_minutes"] = minutes
+    if getattr(args, "max_passages", None) is not None:
+        data["max_passages"] = args.max_passages
     return data
 
 

@@ -15,6 +15,7 @@ from dpr_components.cli.option_bounds import BODY_BOUND, PORT_BOUND, RUNS_PER_CO
 from dpr_components.serving.run_queues import WRITE_QUEUES
 from dpr_components.serving.security import (
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_UPLOAD_BYTES,
     ServerPolicy,
     check_bind_address,
     normalize_host_name,
@@ -133,6 +134,13 @@ def _add_security_options(serve: argparse.ArgumentParser) -> None:
         help=f"largest request body accepted, in bytes (default: {DEFAULT_MAX_BODY_BYTES:,}; at most 1 GiB); "
         "larger ones get 413",
     )
+    serve.add_argument(
+        "--max-upload-bytes",
+        type=option_number,
+        default=DEFAULT_MAX_UPLOAD_BYTES,
+        help=f"largest file upload accepted by the index routes (POST /index/run, multipart/form-data), in bytes "
+        f"(default: {DEFAULT_MAX_UPLOAD_BYTES:,}; at most 1 GiB); larger ones get 413",
+    )
 
 
 def apply_thread_settings(args: argparse.Namespace) -> int:
@@ -149,6 +157,7 @@ def server_policy(args: argparse.Namespace) -> ServerPolicy:
     """The ``ServerPolicy`` the options ask for; ``ValueError`` names the option that is wrong."""
     args.port = check_option("--port", args.port, PORT_BOUND)
     args.max_body_bytes = check_option("--max-body-bytes", args.max_body_bytes, BODY_BOUND)
+    args.max_upload_bytes = check_option("--max-upload-bytes", args.max_upload_bytes, BODY_BOUND)
     api_key = read_api_key(args.api_key_env) if args.api_key_env else None
     check_bind_address(args.host, api_key is not None, args.insecure_no_auth)
     return ServerPolicy(
@@ -157,6 +166,7 @@ def server_policy(args: argparse.Namespace) -> ServerPolicy:
         allowed_hosts=tuple(normalize_host_name(name) for name in args.allowed_host),
         api_key=api_key,
         max_body_bytes=args.max_body_bytes,
+        max_upload_bytes=args.max_upload_bytes,
         log_queries=args.log_queries,
         enable_training=args.enable_training,
     )

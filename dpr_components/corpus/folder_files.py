@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,8 +24,11 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from haystack.dataclasses import ByteStream
+
 from dpr_components.corpus.file_types import (
     MAX_FILE_BYTES,
+    SUFFIXES,
     ContentRefused,
     FileType,
     checked_content,
@@ -71,6 +75,19 @@ class FolderListing:
     refused: list[Refusal] = field(default_factory=list)
     other_types: Counter[str] = field(default_factory=Counter)
 
+    def add(self, examined: FolderFile | Refusal) -> None:
+        """A file examined: to index, or refused."""
+        if isinstance(examined, Refusal):
+            self.refused.append(examined)
+        else:
+            self.files.append(examined)
+
+    def in_order(self) -> FolderListing:
+        """The listing with its files and refusals in path order."""
+        self.files.sort(key=lambda f: f.path)
+        self.refused.sort(key=lambda r: r.path)
+        return self
+
     @property
     def present(self) -> list[str]:
         """Every file of an indexed kind that is in the folder, indexed or refused."""
@@ -80,6 +97,21 @@ class FolderListing:
 def refusal_entries(refusals: Iterable[Refusal]) -> list[dict[str, str]]:
     """Refusals as the ``{"path", "reason"}`` objects components output."""
     return [{"path": r.path, "reason": r.reason} for r in refusals]
+
+
+def uploaded_files(uploads: Iterable[ByteStream]) -> FolderListing:
+    """The listing of files sent to a server, each checked by :func:`uploaded_file` (its name from
+    ``meta["file_name"]``, received now); a name sent twice is refused (neither copy is indexed)."""
+    received = time.time()
+    listing = FolderListing()
+    examined = [uploaded_file(str((u.meta or {}).get("file_name") or ""), u.data, received) for u in uploads]
+    names = Counter(f.path for f in examined)
+    for found in examined:
+        if names[found.path] == 1:
+            listing.add(found)
+        elif all(r.path != found.path for r in listing.refused):
+            listing.add(Refusal(found.path, "sent more than once in one request: send each file once"))
+    return listing.in_order()
 
 
 def open_folder(path: str) -> str:
@@ -108,14 +140,8 @@ def list_folder(path: str, only: list[str] | None = None, keep_data: bool = True
         if kind is None:
             listing.other_types[suffix_of(relative.rsplit("/", 1)[-1])] += 1
             continue
-        examined = _examine(relative, real, kind, keep_data)
-        if isinstance(examined, Refusal):
-            listing.refused.append(examined)
-        else:
-            listing.files.append(examined)
-    listing.files.sort(key=lambda f: f.path)
-    listing.refused.sort(key=lambda r: r.path)
-    return listing
+        listing.add(_examine(relative, real, kind, keep_data))
+    return listing.in_order()
 
 
 def _inside(real: str, root: str) -> bool:
@@ -196,13 +222,44 @@ def _examine(relative: str, real: str, kind: FileType, keep_data: bool) -> Folde
         return Refusal(relative, str(error))
     except OSError as error:
         return Refusal(relative, f"cannot be read ({_os_reason(error)})")
+    return _checked(relative, kind, raw, found.st_mtime, keep_data)
+
+
+def _checked(relative: str, kind: FileType, raw: bytes, mtime: float, keep_data: bool) -> FolderFile | Refusal:
+    """``raw`` checked by content as a file of ``kind``, or why it is refused."""
     try:
         data = checked_content(kind, raw)
     except ContentRefused as refused:
         return Refusal(relative, str(refused))
-    modified = datetime.fromtimestamp(found.st_mtime, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    modified = datetime.fromtimestamp(mtime, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = hashlib.sha256(raw).hexdigest()
     return FolderFile(relative, kind, len(raw), modified, digest, data if keep_data else None)
+
+
+def upload_name_problem(name: str) -> str | None:
+    """Why an uploaded file's name cannot be its path in the store, or ``None``: a bare file name of a kind
+    indexed (a client's folders are not kept: ``notes/plan.md`` is refused, not flattened)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        return "is not a file name (no folders, not empty)"
+    if name.startswith("."):
+        return "is a hidden file's name (it starts with '.')"
+    if file_type_of(name) is None:
+        return f"is not of a kind indexed ({suffix_of(name)}; the kinds indexed: {' '.join(SUFFIXES)})"
+    problem = record_id_problem(name)
+    return f"cannot be a document id: it {problem}" if problem else None
+
+
+def uploaded_file(name: str, raw: bytes, received: float) -> FolderFile | Refusal:
+    """A file sent to the server (``name`` as the client gave it, ``received`` its time as a timestamp),
+    checked as a folder's file is: by its name's kind, its size and its content."""
+    problem = upload_name_problem(name)
+    if problem:
+        return Refusal(name or "(no name)", f"its name {problem}")
+    if len(raw) > MAX_FILE_BYTES:
+        return Refusal(name, f"{len(raw):,} bytes, over the limit of {MAX_FILE_BYTES:,} bytes a file")
+    kind = file_type_of(name)
+    assert kind is not None  # upload_name_problem refuses other kinds
+    return _checked(name, kind, raw, received, keep_data=True)
 
 
 def _read(real: str) -> tuple[bytes, os.stat_result]:

@@ -39,6 +39,7 @@ from dpr_components.encoder_training.losses.distillation import ListwiseDistilla
 from dpr_components.encoder_training.model import BiEncoder
 from dpr_components.encoders.pairing import write_question_pair_file
 from dpr_components.runs import run_folder
+from dpr_components.runs.deadline import Deadline
 from dpr_components.runs.optimizer import adamw_with_decay_groups
 from dpr_components.runs.rng import seed_everything
 from dpr_components.runs.schedule import linear_warmup_decay
@@ -153,22 +154,22 @@ def export_question_encoder(model: BiEncoder, out: Path, passage_model: str) -> 
     return out
 
 
-def train_distillation(settings: DistillationSettings, out: str | Path, show_progress: bool = True) -> Path:
-    """Run (or resume) the distillation into ``out``; returns the exported question encoder's folder."""
-    out = Path(out)
-    records = usable_records(settings)
-    if not records:
-        raise ValueError(f"{settings.teacher_file}: no question with candidates to learn from")
-    _start(out, settings, records)
+def _run_steps(
+    objects: _Objects,
+    records: list[TeacherRecord],
+    settings: DistillationSettings,
+    state: EncoderTrainingState,
+    out: Path,
+    deadline: Deadline | None,
+    show_progress: bool,
+) -> bool:
+    """The steps from ``state`` to the end of the last epoch, or to the first step after ``deadline``
+    passed (checkpointed there); whether the run is complete."""
     per_epoch = -(-len(records) // settings.batch_size)
     total = per_epoch * settings.epochs
-    objects = _build(settings, records, total)
-    resumed = latest_checkpoint(out / CHECKPOINTS)
-    state = EncoderTrainingState()
-    if resumed is not None:
-        state = load_checkpoint(resumed, objects.model, objects.optimizer, objects.scheduler)
-    log = run_folder.resume_log(out, state.step if resumed is not None else None)
-    objects.model.train()
+    if deadline is not None and deadline.passed():
+        return state.step >= total
+    log = run_folder.resume_log(out, state.step if state.step else None)
     bar = tqdm(
         total=total, initial=state.step, desc=f"distilling -> {out.name}", unit="step", disable=not show_progress
     )
@@ -183,10 +184,39 @@ def train_distillation(settings: DistillationSettings, out: str | Path, show_pro
             bar.update(1)
             if state.step % settings.log_every == 0:
                 log.write({"step": state.step, "loss": loss, "lr": objects.scheduler.get_last_lr()[0]})
-            if state.step % settings.checkpoint_every == 0 or state.step == total:
+            stopping = deadline is not None and deadline.passed()
+            if state.step % settings.checkpoint_every == 0 or state.step == total or stopping:
                 save_checkpoint(out / CHECKPOINTS, objects.model, objects.optimizer, objects.scheduler, state)
                 prune_checkpoints(out / CHECKPOINTS, settings.keep_checkpoints)
+            if stopping and state.step < total:
+                bar.close()
+                return False
         state.epoch, state.batch_in_epoch = state.epoch + 1, 0
     bar.close()
-    atomic_write_text(out / "result.json", json.dumps({"steps": state.step, "seconds": state.elapsed_seconds}) + "\n")
+    return True
+
+
+def train_distillation(
+    settings: DistillationSettings, out: str | Path, show_progress: bool = True, deadline: Deadline | None = None
+) -> Path:
+    """Run (or resume) the distillation into ``out``; returns the exported question encoder's folder.
+
+    With ``deadline``, the run stops at the first step after it passed, with a checkpoint there, and
+    exports the encoder it has; ``result.json`` says whether the run is ``complete`` (the same call again
+    resumes it)."""
+    out = Path(out)
+    records = usable_records(settings)
+    if not records:
+        raise ValueError(f"{settings.teacher_file}: no question with candidates to learn from")
+    _start(out, settings, records)
+    total = -(-len(records) // settings.batch_size) * settings.epochs
+    objects = _build(settings, records, total)
+    resumed = latest_checkpoint(out / CHECKPOINTS)
+    state = EncoderTrainingState()
+    if resumed is not None:
+        state = load_checkpoint(resumed, objects.model, objects.optimizer, objects.scheduler)
+    objects.model.train()
+    complete = _run_steps(objects, records, settings, state, out, deadline, show_progress)
+    result = {"steps": state.step, "seconds": state.elapsed_seconds, "total_steps": total, "complete": complete}
+    atomic_write_text(out / "result.json", json.dumps(result) + "\n")
     return export_question_encoder(objects.model, out / QUESTION_ENCODER, settings.passage_model)

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from dpr_components.dpr_data.teacher_file import TeacherRecord, TeacherWriter, iter_batches, resume_ids
 from dpr_components.evaluation.answer_matching import answer_matcher
+from dpr_components.runs.deadline import Deadline
 
 
 @dataclass
@@ -73,10 +74,13 @@ def score_to_file(
     top_k: int = 20,
     batch_size: int = 8,
     show_progress: bool = True,
+    deadline: Deadline | None = None,
+    desc: str | None = None,
 ) -> tuple[int, int]:
     """Score every question of ``questions`` not yet in ``out`` and append it; returns (resumed, written).
 
-    Question ids must be unique."""
+    Question ids must be unique. With ``deadline``, scoring stops before the first batch after it passed
+    (the questions left are scored when the same call is made again)."""
     ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
@@ -84,9 +88,11 @@ def score_to_file(
     done = resume_ids(out)
     todo = [q for q in questions if q.id not in done]
     written = 0
-    bar = tqdm(total=len(todo), desc=f"teacher scores -> {out.name}", unit="q", disable=not show_progress)
+    bar = tqdm(total=len(todo), desc=desc or f"teacher scores -> {out.name}", unit="q", disable=not show_progress)
     with TeacherWriter(out) as writer:
         for batch in iter_batches(todo, batch_size):
+            if deadline is not None and deadline.passed():
+                break
             writer.write([score_question(q, first_stage, teacher, top_k) for q in batch])
             written += len(batch)
             bar.update(len(batch))

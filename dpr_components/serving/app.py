@@ -4,7 +4,8 @@ and the ask page at ``/``.
 Which files are served and how each is built is deployment.py; each kind has a hayhooks wrapper
 with a typed ``run_api`` (wrappers.py) from which hayhooks derives the request and response models
 (search: query, top_k, filters, include_embeddings -> documents; qa: query, top_k, filters ->
-answers; index: path or records -> documents_written; evaluation; training, a background job: 202
+answers; index: path or records, or files uploaded (multipart/form-data, uploads.py) -> documents_written;
+evaluation; training, a background job: 202
 and ``GET /jobs/{id}``, jobs.py).
 
 The app serves a fixed set of routes and nothing else: ``POST /{name}/run``, ``GET /status``,
@@ -69,6 +70,7 @@ from dpr_components.serving.security import (
 )
 from dpr_components.serving.served_stores import served_stores
 from dpr_components.serving.store_folders import StoreFolders
+from dpr_components.serving.uploads import add_upload_routes, upload_targets
 from dpr_components.utils.input_files import INPUT_ROOT_ENV
 from dpr_components.utils.threads import default_concurrent_runs
 
@@ -116,12 +118,13 @@ def _keep_only(app: FastAPI, paths: set[str]) -> None:
     app.router.routes[:] = kept
 
 
-def _add_guards(app: FastAPI, policy: ServerPolicy) -> None:
-    """hayhooks' CORS middleware (any origin) replaced by the policy's guards, outermost last."""
+def _add_guards(app: FastAPI, policy: ServerPolicy, upload_paths: frozenset[str]) -> None:
+    """hayhooks' CORS middleware (any origin) replaced by the policy's guards, outermost last; the routes
+    ``upload_paths`` take file uploads."""
     from starlette.middleware.cors import CORSMiddleware
 
     app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not CORSMiddleware]
-    app.add_middleware(RequestGuard, policy=policy)
+    app.add_middleware(RequestGuard, policy=policy, upload_paths=upload_paths)
     if policy.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -236,7 +239,8 @@ def build_app(
         reasons = "; ".join(f"{name}: {why}" for name, why in served.skipped.items()) or "no YAML files"
         raise ServingError(f"no pipeline in {pipelines_dir} can be served ({reasons})")
     found_stores = served_stores(served_wrappers(app), stores)
-    add_status_route(app, served.deployed, found_stores, served.skipped, policy.api_key)
+    uploads = upload_targets(served_wrappers(app))
+    add_status_route(app, served.deployed, found_stores, served.skipped, policy.api_key, sorted(uploads))
     add_store_routes(app, found_stores, served.skipped)
     _add_left_out_routes(app, served, training_off)
     paths = {STATUS_PATH, OPENAPI_PATH, STORES_PATH, DOCUMENTS_PATH, *PAGE_PATHS}
@@ -250,5 +254,8 @@ def build_app(
     app.openapi_schema = None
     app.setup()  # the one /openapi.json, of the routes above
     _keep_only(app, paths)
-    _add_guards(app, policy)
+    upload_paths = add_upload_routes(
+        app, served_wrappers(app), uploads, queues
+    )  # after: _keep_only keeps one route a path
+    _add_guards(app, policy, frozenset(upload_paths))
     return app, served

@@ -3,7 +3,7 @@ wrapper of its kind.
 
 Each file is built the way the command line builds it (checked parameters, local components only,
 store folders that exist) and warmed up once. Its declared ``inputs:`` / ``outputs:`` say which kind
-it is (wrappers.py). A pipeline with a ``DPRTrainer`` is served only with ``enable_training``.
+it is (wrappers.py). A pipeline with a ``DPRTrainer`` or a ``QuestionEncoderAdapter`` is served only with ``enable_training``.
 Pipelines that need the network (Elasticsearch) are skipped unless ``ELASTICSEARCH_URL`` is set, which
 then replaces the ``hosts`` of their Elasticsearch stores, or ``DPR_ALLOW_NETWORK=1``."""
 
@@ -85,8 +85,15 @@ def network_overrides(spec: dict[str, Any]) -> list[str] | None:
 
 def _trains_a_model(pipeline: Pipeline) -> bool:
     from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
+    from haystack_integrations.components.trainers.dpr.question_encoder_adapter import QuestionEncoderAdapter
 
-    return any(isinstance(instance, DPRTrainer) for _, instance in pipeline.walk())
+    return any(isinstance(instance, (DPRTrainer, QuestionEncoderAdapter)) for _, instance in pipeline.walk())
+
+
+def _names_a_trainer(spec: dict[str, Any]) -> bool:
+    """Whether the file names a training component (``DPRTrainer``, ``QuestionEncoderAdapter``) by its type."""
+    kinds = {str(data.get("type", "")).rsplit(".", 1)[-1] for data in spec["components"].values()}
+    return bool(kinds & {"DPRTrainer", "QuestionEncoderAdapter"})
 
 
 def _built(path: Path, store: str | None, overrides: list[str]) -> Pipeline:
@@ -109,6 +116,8 @@ def prepare_pipeline(
         raise ServingError(f"{path}: it uses components that reach the network; {hint} to serve it")
     if not spec.get("inputs") or not spec.get("outputs"):
         raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so it cannot be served")
+    if not enable_training and _names_a_trainer(spec):  # before the store: a training pipeline is off whatever it reads
+        raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))
     store = (stores or StoreFolders()).folder_for(path.stem) if embedded_store_folders(spec["components"]) else None
     try:
         pipeline = load_pipeline(path, store, overrides=overrides, allow_network=bool(overrides), require_stores=True)
@@ -118,6 +127,7 @@ def prepare_pipeline(
             raise
         wrapper = kind(None, spec, builder=lambda: _built(path, store, overrides))
         wrapper.setup()
+        wrapper.store_folder = _store_folder(spec, store)
         return wrapper
     trains = _trains_a_model(pipeline)
     if trains and not enable_training:
@@ -128,4 +138,10 @@ def prepare_pipeline(
     pipeline.warm_up()  # once, before concurrent requests could race to load the models
     wrapper = TrainWrapper(pipeline, spec, path.stem, jobs or TrainingJobs()) if trains else kind(pipeline, spec)  # type: ignore[misc]
     wrapper.setup()
+    wrapper.store_folder = _store_folder(spec, store)
     return wrapper
+
+
+def _store_folder(spec: dict[str, Any], store: str | None) -> str | None:
+    """The folder of the embedded store a served pipeline uses: ``--store``'s, else its file's first."""
+    return store or next(iter(embedded_store_folders(spec["components"])), None)

@@ -136,13 +136,20 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-class RequestGuard:
-    """Inside CORS: the API key, a JSON content type on POST, the body's size and content."""
+def _is_multipart(content_type: str | None) -> bool:
+    return content_type is not None and content_type.split(";", 1)[0].strip().lower() == "multipart/form-data"
 
-    def __init__(self, app: ASGIApp, policy: ServerPolicy) -> None:
+
+class RequestGuard:
+    """Inside CORS: the API key, a JSON content type on POST (or a file upload to one of ``upload_paths``),
+    the body's size and content."""
+
+    def __init__(self, app: ASGIApp, policy: ServerPolicy, upload_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.key = policy.api_key.encode("ascii") if policy.api_key else None
         self.max_body_bytes = policy.max_body_bytes
+        self.max_upload_bytes = policy.max_upload_bytes
+        self.upload_paths = upload_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -157,32 +164,43 @@ class RequestGuard:
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        if not _is_json(headers.get("content-type")):
-            shown = (headers.get("content-type") or "none")[:100]
+        content_type = headers.get("content-type")
+        if _is_multipart(content_type) and scope["path"] in self.upload_paths:
+            await self._with_checked_body(scope, receive, send, headers, upload=True)
+            return
+        if not _is_json(content_type):
+            shown = (content_type or "none")[:100]
+            uploads = " (or multipart/form-data, a file upload)" if scope["path"] in self.upload_paths else ""
             await _refuse(
                 scope,
                 receive,
                 send,
                 415,
-                f"the request body must be JSON: send the header 'Content-Type: application/json' (got {shown!r})",
+                f"the request body must be JSON{uploads}: send the header 'Content-Type: application/json' "
+                f"(got {shown!r})",
             )
             return
         await self._with_checked_body(scope, receive, send, headers)
 
-    async def _with_checked_body(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
-        too_large = f"the request body is larger than {self.max_body_bytes:,} bytes (--max-body-bytes)"
+    async def _with_checked_body(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers, upload: bool = False
+    ) -> None:
+        limit, option = (
+            (self.max_upload_bytes, "--max-upload-bytes") if upload else (self.max_body_bytes, "--max-body-bytes")
+        )
+        too_large = f"the request body is larger than {limit:,} bytes ({option})"
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_body_bytes:
+        if length.isdigit() and int(length) > limit:
             await _refuse(scope, receive, send, 413, too_large)
             return
         try:
-            body = await read_body(receive, self.max_body_bytes)
+            body = await read_body(receive, limit)
         except ConnectionAbortedError:
             return  # nobody to answer
         if body is None:
             await _refuse(scope, receive, send, 413, too_large)
             return
-        problem = json_body_problem(body) if body else None
+        problem = json_body_problem(body) if body and not upload else None
         if problem:
             await _refuse(scope, receive, send, 400, problem)
             return

@@ -130,10 +130,20 @@ class AnswerResult(BaseModel):
     answers: list[AnswerOut]
 
 
+class FileIndexed(BaseModel):
+    """What became of one uploaded file: ``indexed`` (new or changed: its passages written), ``unchanged``
+    (the store holds this content already) or ``skipped`` (with the reason)."""
+
+    path: str
+    status: Literal["indexed", "unchanged", "skipped"]
+    reason: str | None = _left_out_when_empty("why a skipped file was not indexed")
+
+
 class IndexResult(BaseModel):
-    """How many passages were written to the store."""
+    """How many passages were written to the store; for a file upload, what became of each file."""
 
     documents_written: int
+    files: list[FileIndexed] | None = _left_out_when_empty("for a file upload: what became of each file, by name")
 
 
 class EvalResult(BaseModel):
@@ -175,6 +185,10 @@ class ServerStatus(BaseModel):
         default_factory=dict,
         description="each pipeline that cannot be served, by name: why (given with the API key when the "
         "server has one); its route answers 503 with that reason (403 for training while it is off)",
+    )
+    uploads: list[str] = Field(
+        default_factory=list,
+        description="the index pipelines whose route also takes files (multipart/form-data, fields named 'file')",
     )
 
 

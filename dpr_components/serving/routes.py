@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import docstring_parser
@@ -72,6 +73,24 @@ def run_models(name: str, wrapper: BasePipelineWrapper) -> tuple[type[BaseModel]
     return strict_request(create_request_model_from_callable(run, f"{name}Run", docstring)), response
 
 
+async def run_in_worker(name: str, call: Callable[[], Any], limiter: anyio.CapacityLimiter) -> Any:
+    """``call()`` in a worker thread, at most ``limiter``'s count at once; a failure as an ``HTTPException``
+    (see :func:`_endpoint`)."""
+    try:
+        return await anyio.to_thread.run_sync(call, limiter=limiter)
+    except HTTPException:
+        raise
+    except Exception as error:  # noqa: BLE001 - every failure becomes an HTTP status with its one line
+        if isinstance(error, StoreUnavailableError):  # not indexed yet, or its folder removed or replaced
+            raise HTTPException(status_code=503, detail=one_line(error)) from None
+        found = user_error(error)
+        if found is not None and found.blame in STATUS_OF:
+            raise HTTPException(status_code=STATUS_OF[found.blame], detail=found.line) from None
+        log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
+        line = found.line if found is not None else one_line(error)  # a local file's, without the wrappers
+        raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {line}") from None
+
+
 def _endpoint(
     name: str,
     wrapper: BasePipelineWrapper,
@@ -89,20 +108,7 @@ def _endpoint(
     async def run(body: BaseModel) -> BaseModel:
         log.bind(params=body.model_dump()).info("Running pipeline '{}'", name)
         call = functools.partial(wrapper.run_api, **{field: getattr(body, field) for field in fields})
-        try:
-            result = await anyio.to_thread.run_sync(call, limiter=limiter)
-        except HTTPException:
-            raise
-        except Exception as error:  # noqa: BLE001 - every failure becomes an HTTP status with its one line
-            if isinstance(error, StoreUnavailableError):  # not indexed yet, or its folder removed or replaced
-                raise HTTPException(status_code=503, detail=one_line(error)) from None
-            found = user_error(error)
-            if found is not None and found.blame in STATUS_OF:
-                raise HTTPException(status_code=STATUS_OF[found.blame], detail=found.line) from None
-            log.opt(exception=True).error("Pipeline '{}' failed: {}", name, type(error).__name__)
-            line = found.line if found is not None else one_line(error)  # a local file's, without the wrappers
-            raise HTTPException(status_code=500, detail=f"pipeline {name} failed: {line}") from None
-        return response_model(result=result)
+        return response_model(result=await run_in_worker(name, call, limiter))
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=request_model)],
@@ -168,9 +174,11 @@ def add_status_route(
     stores: dict[str, ServedStore] | None = None,
     unavailable: dict[str, str] | None = None,
     api_key: str | None = None,
+    uploads: list[str] | None = None,
 ) -> None:
     """``GET /status``: whether the server is up, the pipelines it serves, whether their stores are ready,
-    and why each pipeline it cannot serve answers 503 (``unavailable``: the pipelines left out at start,
+    which index routes take file uploads (``uploads``), and why each pipeline it cannot serve answers 503
+    (``unavailable``: the pipelines left out at start,
     and those whose store folder was removed or replaced since). Public, so no passage counts, no data, and
     with an API key the reasons (which name folders) only to a request that sends it."""
 
@@ -186,6 +194,7 @@ def add_status_route(
             pipelines=list(deployed),
             stores={name: StoreReady(ready=store.ready()) for name, store in found.items()},
             unavailable=reasons,
+            uploads=list(uploads or []),
         )
 
     app.add_api_route(STATUS_PATH, status, methods=["GET"], response_model=ServerStatus, tags=["status"])

@@ -7,7 +7,10 @@ address, and DNS rebinding names it with the page's own host), so, without confi
 - a request from a web page (an ``Origin`` header, or ``Sec-Fetch-Site`` cross-site/same-site) is
   refused (403) unless its origin was given with ``--cors-origin``; only those origins get CORS headers;
 - a POST must be ``application/json`` (415): a page can send a form or text without asking the
-  server first, never JSON;
+  server first, never JSON. The one exception is a file upload to an index route
+  (``multipart/form-data``, which a form can send): the origin checks above refuse another site's
+  page, an API key (a header no form can set) stops the rest, and its size is capped by
+  ``--max-upload-bytes`` instead;
 - with an API key (``--api-key-env NAME``) every route but ``GET /status`` needs
   ``Authorization: Bearer KEY`` (401); listening on a non-loopback address needs a key, or
   ``--insecure-no-auth``;
@@ -31,6 +34,7 @@ from urllib.parse import urlsplit
 from dpr_components.utils.validation import describe_lone_surrogate
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = 32 * 1024 * 1024
 MIN_API_KEY_CHARS = 16
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_ADDRESSES = ("0.0.0.0", "::")
@@ -50,6 +54,7 @@ class ServerPolicy:
     allowed_hosts: tuple[str, ...] = ()
     api_key: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     log_queries: bool = False
     enable_training: bool = False
 

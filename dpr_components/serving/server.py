@@ -19,7 +19,7 @@ def describe_policy(policy: ServerPolicy) -> str:
         parts.append("INSECURE: open to anyone who reaches the port")
     parts.append(f"web origins: {', '.join(policy.cors_origins) or 'none'}")
     parts.append(f"Host names: {', '.join(sorted(policy.host_names()))}")
-    parts.append(f"bodies up to {policy.max_body_bytes:,} bytes")
+    parts.append(f"bodies up to {policy.max_body_bytes:,} bytes, uploads up to {policy.max_upload_bytes:,}")
     parts.append("training on" if policy.enable_training else "training off")
     return "; ".join(parts)
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any
 
 from hayhooks import BasePipelineWrapper
 from haystack import Document, Pipeline
-from haystack.dataclasses import ExtractedAnswer
+from haystack.dataclasses import ByteStream, ExtractedAnswer
 from pydantic import BeforeValidator, Field
 
 from dpr_components.document_stores.folder_identity import StoreFolderMovedError
@@ -30,6 +30,7 @@ from dpr_components.serving.models import (
     DocumentIn,
     DocumentOut,
     EvalResult,
+    FileIndexed,
     IndexResult,
     Offsets,
     SearchResult,
@@ -82,6 +83,8 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         self.spec = spec
         self._builder = builder
         self._building = threading.Lock()
+        # The folder of the embedded store it reads or writes, as served (``--store`` or the file's own).
+        self.store_folder: str | None = None
         # Why the store the server opened for this pipeline cannot be used now (served_stores.py), if any.
         self.store_problem: Callable[[], str | None] = lambda: None
 
@@ -140,14 +143,16 @@ class DeclaredPipelineWrapper(BasePipelineWrapper):
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         per_component: Mapping[str, dict[str, Any]] | None = None,
+        also_from: Collection[str] = (),
     ) -> dict[str, Any]:
         """Run with the request's fields placed by :func:`request_inputs` (``values``: other inputs by
         declared name, ``None`` left out; ``per_component``: inputs of one component each); the outputs by
-        declared name, plus the raw result."""
+        declared name, plus the raw result (with the outputs of the components ``also_from``)."""
         other = {name: value for name, value in (values or {}).items() if value is not None}
         declared = {name: str(path).split(".", 1) for name, path in self.spec["outputs"].items()}
-        returning = [component for component, _ in declared.values()]
         pipeline = self.ready()
+        returning = [component for component, _ in declared.values()]
+        returning += [name for name in also_from if name not in returning]
         data = request_inputs(
             pipeline,
             query=query,
@@ -261,6 +266,44 @@ class IndexWrapper(DeclaredPipelineWrapper):
         """
         ran = self.run_declared({"path": path, "records": records})
         return IndexResult(documents_written=int(ran["outputs"]["documents_written"] or 0))
+
+    def run_files(self, uploads: list[ByteStream]) -> IndexResult:
+        """Index files sent to the server (each a ByteStream with ``meta["file_name"]``) through this
+        pipeline's ``FolderFetcher`` and ``FolderSync``: each file, by its name, new or changed is indexed
+        (a changed one's old passages removed first), unchanged is left, refused is skipped with its reason;
+        no other file of the store is touched. ``ValueError`` when not one file could be indexed."""
+        pipeline = self.ready()
+        fetcher, sync = (_component_named(pipeline, kind) for kind in ("FolderFetcher", "FolderSync"))
+        names = [str((upload.meta or {}).get("file_name") or "") for upload in uploads]
+        everything = [name for name, _ in pipeline.walk()]
+        ran = self.run_declared(
+            per_component={fetcher: {"uploads": uploads}, sync: {"files": names}}, also_from=everything
+        )
+        raw = ran["raw"]
+        skipped = {s["path"]: s["reason"] for outputs in raw.values() for s in outputs.get("skipped", [])}
+        files = [FileIndexed(path=path, status="skipped", reason=reason) for path, reason in sorted(skipped.items())]
+        files += [
+            FileIndexed(path=source.meta["path"], status="indexed")
+            for source in raw.get(sync, {}).get("sources", [])
+            if source.meta["path"] not in skipped
+        ]
+        files += [FileIndexed(path=path, status="unchanged") for path in raw.get(sync, {}).get("unchanged", [])]
+        if all(f.status == "skipped" for f in files):
+            reasons = "; ".join(f"{f.path}: {f.reason}" for f in files) or "no file was sent"
+            raise ValueError(f"nothing was indexed: {reasons}")
+        written = int(ran["outputs"]["documents_written"] or 0)
+        return IndexResult(documents_written=written, files=sorted(files, key=lambda f: f.path))
+
+
+def _component_named(pipeline: Pipeline, kind: str) -> str:
+    """The name of ``pipeline``'s one component of the class called ``kind``."""
+    return next(name for name, instance in pipeline.walk() if type(instance).__name__ == kind)
+
+
+def takes_uploads(spec: dict[str, Any]) -> bool:
+    """Whether a pipeline file indexes files sent to it: it has a ``FolderFetcher`` and a ``FolderSync``."""
+    kinds = [str(data.get("type", "")).rsplit(".", 1)[-1] for data in spec.get("components", {}).values()]
+    return kinds.count("FolderFetcher") == 1 and kinds.count("FolderSync") == 1
 
 
 def _document(document: DocumentIn | dict[str, Any]) -> Document:

@@ -90,3 +90,27 @@ def index_files_args(
         *embedder_sets(encoder, cache_dir),
         *extra,
     ]
+
+
+def adapt_args(store: Path | str, out: Path | str, encoder: Path | str, teacher: Path | str, *extra: str) -> list[str]:
+    """``haystack run adapt`` arguments: adapt question ``encoder`` to ``store`` into ``out``, ``teacher`` scoring
+    the top 5 candidates, batches of 4, no progress bar."""
+    return [
+        "run",
+        "adapt",
+        "--store",
+        str(store),
+        "--out",
+        str(out),
+        "--set",
+        f"adapter.model={encoder}",
+        "--set",
+        f"adapter.teacher_model={teacher}",
+        "--set",
+        "adapter.top_k=5",
+        "--set",
+        "adapter.settings.batch_size=4",
+        "--set",
+        "adapter.progress_bar=false",
+        *extra,
+    ]

@@ -73,3 +73,17 @@ def write_two_training_examples(path: Path) -> Path:
             for i in range(2)
         ),
     )
+
+
+# 12 documents of three sentences and 28 words each: every one gives a pseudo-query by either method.
+ADAPT_CORPUS = [
+    {
+        "id": f"topic{n}",
+        "title": f"Topic {n}",
+        "text": (
+            f"Topic {n} is a subject of study number {n} in the old catalogue. It was first described in "
+            f"{1900 + n} by a travelling scholar. Many readers ask about topic {n} in the library."
+        ),
+    }
+    for n in range(12)
+]

@@ -41,6 +41,10 @@ def write_pipelines(folder: Path, store: Path, encoder: Path, reader: Path, bert
         "trainer.epochs": 1,
         "trainer.batch_size": 2,
         "trainer.progress_bar": False,
+        "adapter.model": str(encoder),
+        "adapter.teacher_model": str(reader),
+        "adapter.output_dir": str(run_dir.with_name(run_dir.name + "-adapt")),
+        "adapter.progress_bar": False,
     }
     for path in pipeline_files(PIPELINES):
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))

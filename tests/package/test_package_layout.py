@@ -22,7 +22,15 @@ from tests.helpers.paths import PIPELINES, REPO
 
 FACES = REPO / "haystack_integrations"
 STORE_TYPE = "haystack_integrations.document_stores.dpr.document_store.EmbeddedDocumentStore"
-NEEDS_STORE = {"DenseRetriever", "BM25Retriever", "HybridRetriever", "HybridRanker", "PassageWriter", "FolderSync"}
+NEEDS_STORE = {
+    "DenseRetriever",
+    "BM25Retriever",
+    "HybridRetriever",
+    "HybridRanker",
+    "PassageWriter",
+    "FolderSync",
+    "QuestionEncoderAdapter",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -103,6 +111,7 @@ def test_the_published_package_defines_every_component() -> None:
             "PassageRanker",
             "PassageWriter",
             "QuestionEmbedder",
+            "QuestionEncoderAdapter",
             "RetrievalAccuracyEvaluator",
             "SpanReader",
         ]

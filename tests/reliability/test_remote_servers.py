@@ -121,7 +121,7 @@ def test_packaged_load_pipeline_without_a_name(name: Any) -> None:
         load_pipeline(name)
     message = str(raised.value)
     assert message.startswith(f"name must be the name of a packaged pipeline, got {name!r}"), message
-    assert "the packaged pipelines are bm25, dense" in message and "\n" not in message, message
+    assert "the packaged pipelines are adapt, bm25, dense" in message and "\n" not in message, message
 
 
 @pytest.mark.reliability(category="command line", expect="clear error")

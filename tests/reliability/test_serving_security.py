@@ -343,6 +343,7 @@ def test_only_the_pipelines_are_mounted(client: TestClient) -> None:
         "pipelines": ["bm25", "index"],
         "stores": stores,
         "unavailable": {"train_dpr": training_off},
+        "uploads": [],
     }
     paths = set(client.get("/openapi.json").json()["paths"])
     assert paths == {"/status", "/stores", "/documents/{document_id}", "/bm25/run", "/index/run"}

@@ -257,6 +257,7 @@ def test_served_pipelines(server: tuple[str, Path, Path], tmp_path: Path) -> Non
     url, folder, root = server
     status = httpx.get(f"{url}/status").json()
     assert sorted(status["pipelines"]) == [
+        "adapt",
         "bm25",
         "dense",
         "eval_nq",

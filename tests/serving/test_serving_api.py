@@ -86,7 +86,7 @@ def test_openapi_has_the_typed_models(client: TestClient) -> None:
         _resolve(schema, answers)["properties"]
     )
     assert set(_body_model(schema, "/index/run")["properties"]) == {"path", "records"}
-    assert set(_result_model(schema, "/index/run")["properties"]) == {"documents_written"}
+    assert set(_result_model(schema, "/index/run")["properties"]) == {"documents_written", "files"}
     assert set(_body_model(schema, "/train_dpr/run")["properties"]) == {"data", "dev_data", "corpus", "output"}
     job = _result_model(schema, "/train_dpr/run", status="202")
     assert {"id", "status", "checkpoint", "metrics"} <= set(job["properties"])

@@ -284,3 +284,42 @@ def test_page_over_a_store_of_ones_own(
         assert walk.all("#answers li.answer mark"), "the spans are listed"
         assert_no_ranked_no_answer(walk)
         assert_no_match(walk, question, "No such title")
+
+
+@pytest.mark.integration
+def test_the_page_uploads_a_pdf_and_finds_it(
+    tmp_path: Path, tiny_st_dir: Path, tiny_reader_dir: Path, tiny_bert_dir: Path, browser: Any
+) -> None:
+    """A server over an empty store of one's own, with the folder pipeline: the page offers documents, sends a
+    PDF as it is, says what was written, and the next question finds the PDF's passage without a restart."""
+    from tests.helpers.folder_documents import write_pdf
+
+    folder = tmp_path / "pipelines"
+    write_pipelines(folder, tmp_path / "their_store", tiny_st_dir, tiny_reader_dir, tiny_bert_dir, tmp_path / "run")
+    for path in folder.iterdir():
+        if path.stem not in ("bm25", "dense", "search", "qa", "index", "index_files"):
+            path.unlink()
+    (tmp_path / "upload").mkdir()
+    pdf = write_pdf(
+        tmp_path / "upload" / "quokka.pdf", ["Quokkas are small marsupials on Rottnest Island near Perth."] * 3
+    )
+    options = ["--input-root", str(tmp_path / "served"), "--store", str(tmp_path / "own")]
+    with served(folder, tmp_path, *options, env=server_environment(), timeout=180) as url:
+        assert httpx.get(f"{url}/status").json()["uploads"] == ["index", "index_files"]
+        walk = PageWalk(browser, url, api_key=None)
+        browser.get(url + "/")
+        walk.wait(lambda d: walk.visible("#upload") and walk.visible("#upload-kinds"))
+        assert ".pdf" in walk.find("#upload-file").get_attribute("accept")
+        walk.find("#upload-file").send_keys(str(pdf.resolve()))
+        walk.find("#upload-button").click()
+        walk.wait(lambda d: walk.text("#upload-status").startswith("Indexed") or walk.text("#upload-error"))
+        assert not walk.text("#upload-error"), walk.text("#upload-error")
+        assert walk.text("#upload-status").startswith("Indexed quokka.pdf: "), walk.text("#upload-status")
+        walk.wait(lambda d: "in the store" in walk.text("#store-count"))
+        ask_question(walk, "where do quokkas live")
+        walk.wait(lambda d: walk.all("#list-bm25 li.result"))
+        assert "Rottnest" in walk.text("#list-bm25"), walk.text("#list-bm25")
+        walk.find("#upload-file").send_keys(str(pdf.resolve()))
+        walk.find("#upload-button").click()
+        walk.wait(lambda d: "unchanged" in walk.text("#upload-status") or walk.text("#upload-error"))
+        assert walk.text("#upload-status") == "quokka.pdf is in the store already, unchanged."

@@ -28,10 +28,20 @@ function headers(json) {
 
 // One call: { ok, status, data, error (one line), ms }. A POST sends `body` as JSON.
 async function api(path, body) {
-  const started = performance.now();
-  const init = body === undefined
+  return send(path, body === undefined
     ? { method: "GET", headers: headers(false) }
-    : { method: "POST", headers: headers(true), body: JSON.stringify(body) };
+    : { method: "POST", headers: headers(true), body: JSON.stringify(body) });
+}
+
+// POST a file as multipart/form-data (the browser sets its Content-Type, with the boundary).
+async function apiUpload(path, file) {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  return send(path, { method: "POST", headers: headers(false), body: form });
+}
+
+async function send(path, init) {
+  const started = performance.now();
   let response;
   try {
     response = await fetch(path, init);

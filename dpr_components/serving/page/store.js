@@ -1,9 +1,12 @@
 // The served store on the ask page: which pipelines are served, whether their store was indexed and how
-// many passages it holds, the empty-store state, and a corpus file uploaded to POST /index/run.
+// many passages it holds, the empty-store state, and a file uploaded to POST /index/run: a corpus file read
+// here into records, or a document (PDF, Word, HTML, Markdown, text) sent as it is when the server takes files.
 "use strict";
 
 const RECORD_FIELDS = ["id", "title", "text"];
-const store = { served: null, ready: false, passages: null, problem: null };
+const store = { served: null, ready: false, passages: null, problem: null, files: false };
+// Sent as they are, converted by the server's folder pipeline (GET /status lists "index" in `uploads`).
+const DOCUMENT_KINDS = ["pdf", "docx", "html", "htm", "md", "markdown", "txt", "text"];
 
 // GET /status (public): the pipelines, whether their stores were indexed, and why those the server cannot
 // serve answer 503 (`unavailable`): they are shown with that reason and not asked.
@@ -28,6 +31,11 @@ async function loadStatus() {
   const left = READING.filter((name) => name in unavailable);
   store.problem = left.length && !READING.some((name) => store.served.has(name)) ? oneLine(unavailable[left[0]]) : null;
   $("upload").hidden = !store.served.has("index");
+  store.files = (outcome.data.uploads || []).includes("index");
+  $("upload-file").accept = store.files
+    ? ".jsonl,.json," + DOCUMENT_KINDS.map((kind) => "." + kind).join(",")
+    : ".jsonl,.json,.txt,application/json,text/plain";
+  $("upload-kinds").hidden = !store.files;
   return true;
 }
 
@@ -114,7 +122,7 @@ function jsonRecords(text, name) {
 
 // The records of a corpus file; an Error naming the line (or record) that is wrong.
 function parseCorpus(name, text) {
-  const kind = name.toLowerCase().split(".").pop();
+  const kind = kindOf(name);
   let records;
   if (kind === "jsonl") records = jsonlRecords(text, name);
   else if (kind === "json") records = jsonRecords(text, name);
@@ -129,10 +137,35 @@ function parseCorpus(name, text) {
   return records.map(({ id, title, text: body }) => ({ id, title, text: body }));
 }
 
+function kindOf(name) { return name.toLowerCase().split(".").pop(); }
+
+// A document sent as it is: the server checks its kind by content, converts, splits and indexes it; the
+// same file again is left alone, a changed one replaces its passages.
+async function uploadDocument(file) {
+  $("upload-button").disabled = true;
+  $("upload-status").textContent = "indexing " + file.name + "…";
+  const outcome = await apiUpload("/index/run", file);
+  $("upload-button").disabled = false;
+  if (!outcome.ok) {
+    $("upload-status").textContent = "";
+    const hint = outcome.status === 413 ? " — index it on the command line (haystack run index_files)" : "";
+    $("upload-error").textContent = outcome.error + hint;
+    return;
+  }
+  const result = outcome.data.result;
+  const state = (result.files || [])[0] || { status: "indexed" };
+  const written = result.documents_written;
+  $("upload-status").textContent = state.status === "unchanged"
+    ? file.name + " is in the store already, unchanged."
+    : "Indexed " + file.name + ": " + written + (written === 1 ? " passage" : " passages") + " written.";
+  await refreshStore();
+}
+
 async function upload() {
   const file = $("upload-file").files[0];
   $("upload-error").textContent = "";
   if (!file) { $("upload-error").textContent = "choose a file first"; return; }
+  if (store.files && DOCUMENT_KINDS.includes(kindOf(file.name))) { await uploadDocument(file); return; }
   let records;
   try {
     records = parseCorpus(file.name, await file.text());
