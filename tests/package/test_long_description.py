@@ -22,6 +22,7 @@ NOT_RUN_BECAUSE = {
     "pip install": "installs from the network",
     "haystack serve": "serves until stopped (tests/package/test_wheel.py serves the installed package)",
     "train_dpr": "trains for minutes on data of the user's",
+    "haystack run adapt": "trains for minutes on a store of the user's (tests/pipelines/test_adapt_pipeline.py)",
     "./run.sh": "sets up the clone's environment",
     "python -m training": "a recipe of the clone, on its data",
 }
