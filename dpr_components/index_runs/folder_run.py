@@ -101,7 +101,7 @@ def run_folder(
     :param run: runs the pipeline on one step's inputs, with keyword options (default :func:`run_pipeline`).
     :param report: receives a line when the stores' indexes are saved.
     :returns: what was indexed, left, removed and skipped."""
-    (fetcher_name, _), (sync_name, sync) = _the(pipeline, FolderFetcher), _the(pipeline, FolderSync)
+    (fetcher_name, _), (sync_name, sync) = component_of(pipeline, FolderFetcher), component_of(pipeline, FolderSync)
     listing = list_folder(folder, keep_data=False)
     if not listing.present:
         others = ", ".join(f"{suffix} {count}" for suffix, count in sorted(listing.other_types.items()))
@@ -135,7 +135,8 @@ def run_folder(
     return outcome
 
 
-def _the(pipeline: Pipeline, cls: type) -> tuple[str, Any]:
+def component_of(pipeline: Pipeline, cls: type) -> tuple[str, Any]:
+    """The name and instance of ``pipeline``'s (first) component of class ``cls``."""
     return next((name, instance) for name, instance in pipeline.walk() if isinstance(instance, cls))
 
 
@@ -188,22 +189,26 @@ class _Steps:
             self.fetcher: {**self.inputs.get(self.fetcher, {}), "path": self.folder, "files": step},
             self.sync: {**self.inputs.get(self.sync, {}), "files": step},
         }
-        result = self.run(data, include_outputs_from={self.sync})
-        synced = result.get(self.sync, {})
-        skipped = [
-            Refusal(s["path"], s["reason"])
-            for name, outputs in result.items()
-            if name != self.sync
-            for s in outputs.get("skipped", [])
-        ]
-        refused = {s.path for s in skipped}
-        outcome = self.outcome
-        outcome.skipped.extend(skipped)
-        outcome.indexed.extend(s.meta["path"] for s in synced.get("sources", []) if s.meta["path"] not in refused)
-        outcome.unchanged.extend(synced.get("unchanged", []))
-        outcome.removed.extend(synced.get("removed", []))
-        outcome.kept.extend(synced.get("kept", []))
-        outcome.documents_written += sum(outputs.get(WRITTEN, 0) for outputs in result.values())
+        add_step_result(self.outcome, self.run(data, include_outputs_from={self.sync}), self.sync)
+
+
+def add_step_result(outcome: FolderRunOutcome, result: dict[str, Any], sync: str) -> None:
+    """What one run of the pipeline did (its result, with the outputs of the ``FolderSync`` called ``sync``),
+    added to ``outcome``: the files refused by any component, indexed, unchanged, removed, kept; passages written."""
+    synced = result.get(sync, {})
+    skipped = [
+        Refusal(s["path"], s["reason"])
+        for name, outputs in result.items()
+        if name != sync
+        for s in outputs.get("skipped", [])
+    ]
+    refused = {s.path for s in skipped}
+    outcome.skipped.extend(skipped)
+    outcome.indexed.extend(s.meta["path"] for s in synced.get("sources", []) if s.meta["path"] not in refused)
+    outcome.unchanged.extend(synced.get("unchanged", []))
+    outcome.removed.extend(synced.get("removed", []))
+    outcome.kept.extend(synced.get("kept", []))
+    outcome.documents_written += sum(outputs.get(WRITTEN, 0) for outputs in result.values())
 
 
 def summary_lines(outcome: FolderRunOutcome) -> list[str]:

@@ -83,13 +83,6 @@ def network_overrides(spec: dict[str, Any]) -> list[str] | None:
     return [] if network_allowed_by_environment() else None
 
 
-def _trains_a_model(pipeline: Pipeline) -> bool:
-    from haystack_integrations.components.trainers.dpr.dpr_trainer import DPRTrainer
-    from haystack_integrations.components.trainers.dpr.question_encoder_adapter import QuestionEncoderAdapter
-
-    return any(isinstance(instance, (DPRTrainer, QuestionEncoderAdapter)) for _, instance in pipeline.walk())
-
-
 def _names_a_trainer(spec: dict[str, Any]) -> bool:
     """Whether the file names a training component (``DPRTrainer``, ``QuestionEncoderAdapter``) by its type."""
     kinds = {str(data.get("type", "")).rsplit(".", 1)[-1] for data in spec["components"].values()}
@@ -116,7 +109,8 @@ def prepare_pipeline(
         raise ServingError(f"{path}: it uses components that reach the network; {hint} to serve it")
     if not spec.get("inputs") or not spec.get("outputs"):
         raise ServingError(f"{path}: no 'inputs:'/'outputs:' sections, so it cannot be served")
-    if not enable_training and _names_a_trainer(spec):  # before the store: a training pipeline is off whatever it reads
+    trains = _names_a_trainer(spec)
+    if trains and not enable_training:  # before the store: a training pipeline is off whatever it reads
         raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))
     store = (stores or StoreFolders()).folder_for(path.stem) if embedded_store_folders(spec["components"]) else None
     try:
@@ -129,9 +123,6 @@ def prepare_pipeline(
         wrapper.setup()
         wrapper.store_folder = _store_folder(spec, store)
         return wrapper
-    trains = _trains_a_model(pipeline)
-    if trains and not enable_training:
-        raise TrainingNotEnabledError(TRAINING_OFF.format(name=path.stem))
     kind = None if trains else wrapper_kind(spec)
     if not trains and kind is None:
         raise ServingError(f"{path}: its inputs/outputs fit no served kind ({KINDS})")

@@ -42,10 +42,13 @@ class _UploadRoute(Route):
     keeps every other request (and its typed model in the OpenAPI schema)."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)  # the path and method first: most requests stop there
+        if match is Match.NONE:
+            return match, child
         content_type = dict(scope.get("headers") or []).get(b"content-type", b"")
         if content_type.split(b";", 1)[0].strip().lower() != b"multipart/form-data":
             return Match.NONE, {}
-        return super().matches(scope)
+        return match, child
 
 
 def _same_folder(one: str | None, other: str | None) -> bool:

@@ -272,32 +272,23 @@ class IndexWrapper(DeclaredPipelineWrapper):
         pipeline's ``FolderFetcher`` and ``FolderSync``: each file, by its name, new or changed is indexed
         (a changed one's old passages removed first), unchanged is left, refused is skipped with its reason;
         no other file of the store is touched. ``ValueError`` when not one file could be indexed."""
+        from dpr_components.index_runs.folder_run import FolderRunOutcome, add_step_result, component_of
+        from haystack_integrations.components.fetchers.dpr.folder_fetcher import FolderFetcher
+        from haystack_integrations.components.writers.dpr.folder_sync import FolderSync
+
         pipeline = self.ready()
-        fetcher, sync = (_component_named(pipeline, kind) for kind in ("FolderFetcher", "FolderSync"))
+        (fetcher, _), (sync, _) = component_of(pipeline, FolderFetcher), component_of(pipeline, FolderSync)
         names = [str((upload.meta or {}).get("file_name") or "") for upload in uploads]
-        everything = [name for name, _ in pipeline.walk()]
-        ran = self.run_declared(
-            per_component={fetcher: {"uploads": uploads}, sync: {"files": names}}, also_from=everything
-        )
-        raw = ran["raw"]
-        skipped = {s["path"]: s["reason"] for outputs in raw.values() for s in outputs.get("skipped", [])}
-        files = [FileIndexed(path=path, status="skipped", reason=reason) for path, reason in sorted(skipped.items())]
-        files += [
-            FileIndexed(path=source.meta["path"], status="indexed")
-            for source in raw.get(sync, {}).get("sources", [])
-            if source.meta["path"] not in skipped
-        ]
-        files += [FileIndexed(path=path, status="unchanged") for path in raw.get(sync, {}).get("unchanged", [])]
-        if all(f.status == "skipped" for f in files):
+        ran = self.run_declared(per_component={fetcher: {"uploads": uploads}, sync: {"files": names}}, also_from=[sync])
+        outcome = FolderRunOutcome("uploads")
+        add_step_result(outcome, ran["raw"], sync)
+        files = [FileIndexed(path=s.path, status="skipped", reason=s.reason) for s in outcome.skipped]
+        files += [FileIndexed(path=path, status="indexed") for path in outcome.indexed]
+        files += [FileIndexed(path=path, status="unchanged") for path in outcome.unchanged]
+        if not outcome.indexed and not outcome.unchanged:
             reasons = "; ".join(f"{f.path}: {f.reason}" for f in files) or "no file was sent"
             raise ValueError(f"nothing was indexed: {reasons}")
-        written = int(ran["outputs"]["documents_written"] or 0)
-        return IndexResult(documents_written=written, files=sorted(files, key=lambda f: f.path))
-
-
-def _component_named(pipeline: Pipeline, kind: str) -> str:
-    """The name of ``pipeline``'s one component of the class called ``kind``."""
-    return next(name for name, instance in pipeline.walk() if type(instance).__name__ == kind)
+        return IndexResult(documents_written=outcome.documents_written, files=sorted(files, key=lambda f: f.path))
 
 
 def takes_uploads(spec: dict[str, Any]) -> bool:
