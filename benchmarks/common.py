@@ -3,10 +3,14 @@ thread settings, the command line a report names, and writing a report's JSON an
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import importlib.metadata
 import json
 import platform
 import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -74,3 +78,37 @@ def write_report(out: Path, summary: dict[str, Any], markdown: str) -> None:
     """``out``.json (``summary``, indented) and ``out``.md, each written atomically."""
     atomic_write_text(out.with_suffix(".json"), json.dumps(summary, indent=1) + "\n")
     atomic_write_text(out.with_suffix(".md"), markdown)
+
+
+def installed_versions(names: Sequence[str]) -> dict[str, str]:
+    """The installed version of each distribution in ``names`` (those not installed left out)."""
+    found = {}
+    for name in names:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found[name] = importlib.metadata.version(name)
+    return found
+
+
+def report_main(
+    module: str,
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    measure: Callable[[argparse.Namespace], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    at_least_one: Sequence[str] = (),
+) -> None:
+    """The ``main`` of a benchmark writing one page at ``--out``: the options named in ``at_least_one`` checked,
+    then ``measure`` (or, with ``--from-json``, the page's JSON read back), the command added, the page written
+    and printed."""
+    arguments = list(argv) if argv is not None else sys.argv[1:]
+    args = parser.parse_args(arguments)
+    for option in at_least_one:
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1")
+    if args.from_json:
+        summary = json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8"))
+    else:
+        summary = {**measure(args), "command": command_line(module, arguments)}
+    markdown = render(summary)
+    write_report(args.out, summary, markdown)
+    print(markdown)

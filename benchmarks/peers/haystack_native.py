@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import importlib.metadata
 import json
 import os
 import shutil
@@ -34,7 +33,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from benchmarks.common import REPO_ROOT, command_line, cpu_name, log, set_threads, write_report
+from benchmarks.common import REPO_ROOT, cpu_name, installed_versions, log, report_main, set_threads
 from benchmarks.peers.native_checkpoints import Checkpoints
 from benchmarks.peers.native_report import KS, THREAD_COUNTS, render
 from benchmarks.peers.native_systems import (
@@ -321,14 +320,21 @@ def first_answers(answers: list[Any]) -> dict[str, str | None]:
     }
 
 
+def timed_questions(asked: list[Any], threads: str, latency_limit: int) -> list[Any]:
+    """The questions asked on ``threads``: all on the last thread count (exact match and F1 are read there),
+    the first ``latency_limit`` on the others, which give milliseconds only."""
+    return asked if threads == THREAD_COUNTS[-1] else asked[:latency_limit]
+
+
 def measure_end_to_end(
     askers: dict[str, Callable[[str], list[Any]]],
     asked: list[tuple[str, str, list[str]]],
     warmup: int,
     checkpoints: Checkpoints,
+    latency_limit: int,
 ) -> dict[str, Any]:
-    """Every pipeline asked every question on each thread count, taking turns: seconds, and (on the last
-    thread count) exact match and F1 with the no-answer on and off."""
+    """Every pipeline asked the questions on each thread count (:func:`timed_questions`), taking turns: seconds,
+    and (on the last thread count) exact match and F1 with the no-answer on and off."""
     labels = list(askers)
     state = checkpoints.progress("end_to_end") or {
         "done": {t: 0 for t in THREAD_COUNTS},
@@ -339,14 +345,15 @@ def measure_end_to_end(
     }
     runs = state["runs"]
     for threads in THREAD_COUNTS:
-        if state["done"][threads] == len(asked):
+        questions = timed_questions(asked, threads, latency_limit)
+        if state["done"][threads] == len(questions):
             continue
         use_threads(int(threads))
         for _, question, _ in asked[:warmup]:
             for label in labels:
                 askers[label](question)
-        bar = tqdm(asked, desc=f"{threads} thread(s)", unit="question", initial=state["done"][threads])
-        for turn, (_, question, golds) in enumerate(asked):
+        bar = tqdm(questions, desc=f"{threads} thread(s)", unit="question", initial=state["done"][threads])
+        for turn, (_, question, golds) in enumerate(questions):
             if turn < state["done"][threads]:
                 continue
             for label in rotated(labels, turn):
@@ -365,7 +372,8 @@ def measure_end_to_end(
 
 def checkpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
     """What shapes the numbers: a checkpoint written with other values is not reused."""
-    names = ("store", "questions", "limit", "pipelines", "fusion", "st_backend", "warmup", "index_repeats")
+    names = ("store", "questions", "limit", "latency_limit", "pipelines", "fusion", "st_backend", "warmup")
+    names += ("index_repeats",)
     return {name: getattr(args, name) for name in (*names, "index_threads", "cold_repeats")}
 
 
@@ -373,14 +381,6 @@ def measure_indexing_from(ours: dict[str, Any], run: Path, work: Path, args: arg
     """Our store's passages written out, then both systems indexing them (:func:`measure_indexing`)."""
     write_passages(ours["qa"].get_component("hybrid").document_store, work / "passages.jsonl")
     return measure_indexing(run, work / "passages.jsonl", work, args.index_repeats, args.index_threads)
-
-
-def versions() -> dict[str, str]:
-    found = {}
-    for name in VERSIONS:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            found[name] = importlib.metadata.version(name)
-    return found
 
 
 def shared_settings(settings: NativeSettings, files: RunFiles) -> dict[str, Any]:
@@ -431,7 +431,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "haystack_qa_fast": haystack_asker(haystack_qa(files, store, fast=True, fusion=args.fusion)),
         }
         end_to_end = checkpoints.phase(
-            "end_to_end", lambda: measure_end_to_end(askers, asked, args.warmup, checkpoints)
+            "end_to_end", lambda: measure_end_to_end(askers, asked, args.warmup, checkpoints, args.latency_limit)
         )
         cold = checkpoints.phase(
             "cold", lambda: measure_cold(run, asked[0][1], work, args.cold_repeats, int(THREAD_COUNTS[-1]))
@@ -446,7 +446,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "reranking": reranking,
         "end_to_end": end_to_end,
         "cold": cold,
-        "versions": versions(),
+        "versions": installed_versions(VERSIONS),
         "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
     }
 
@@ -461,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--fusion", choices=FUSIONS, default=FUSIONS[0], help="Haystack's joiner end to end")
     parser.add_argument("--st-backend", choices=("torch", "onnx", "openvino"), default="torch")
+    parser.add_argument(
+        "--latency-limit",
+        type=int,
+        default=100,
+        help="questions timed end to end on 1 thread (all are asked on 2, where exact match is read)",
+    )
     parser.add_argument("--warmup", type=int, default=5, help="questions asked untimed on each thread count")
     parser.add_argument("--index-repeats", type=int, default=1)
     parser.add_argument("--index-threads", type=int, default=2)
@@ -472,19 +478,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    arguments = list(argv) if argv is not None else sys.argv[1:]
-    parser = build_parser()
-    args = parser.parse_args(arguments)
-    for option in ("limit", "index_repeats", "cold_repeats", "index_threads"):
-        if getattr(args, option) < 1:
-            parser.error(f"--{option.replace('_', '-')} must be at least 1")
-    if args.from_json:
-        summary = json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8"))
-    else:
-        summary = {**measure(args), "command": command_line(MODULE, arguments)}
-    markdown = render(summary)
-    write_report(args.out, summary, markdown)
-    print(markdown)
+    report_main(
+        MODULE,
+        build_parser(),
+        argv,
+        measure,
+        render,
+        at_least_one=("limit", "latency_limit", "index_repeats", "cold_repeats", "index_threads"),
+    )
 
 
 if __name__ == "__main__":

@@ -232,6 +232,7 @@ def render(summary: dict[str, Any]) -> str:
         "cold_table": "\n".join(
             markdown_table(["pipeline", "s to first answer", "resident MiB", "peak MiB", "runs"], cold_rows(summary["cold"]), "lrrrr")
         ),
+        "latency_questions": len(next(iter(summary["end_to_end"]["runs"].values()))["seconds"][THREAD_COUNTS[0]]),
         "goals": goal_lines(summary),
         "command": summary["command"],
     }  # fmt: skip

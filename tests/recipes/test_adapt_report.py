@@ -75,3 +75,36 @@ def test_the_store_is_searched_as_it_is(indexed_store: Path, tiny_st_dir: Path, 
     result = store_evaluation(str(indexed_store))(str(tiny_st_dir), [str(questions)], str(tiny_st_dir), True)
     found = result["datasets"][str(questions)]
     assert found["n_questions"] == 1 and isinstance(found["first_hit_ranks"][0], int)
+
+
+def test_answer_matching_is_asked_of_the_evaluation_and_named_in_the_report(tmp_path: Path) -> None:
+    """--match answer (the dev files): the evaluation is asked for answer matching, its kept result is not reused
+    for gold hits, and the report says how a hit was counted."""
+    run = _run(tmp_path / "adapted")
+    asked: list[bool] = []
+
+    def evaluate(system: str, questions: list[str], passage_model: str, gold: bool) -> dict[str, Any]:
+        asked.append(gold)
+        ranks = RANKS["adapted" if system == str(run / "question_encoder") else "baseline"]
+        return {"system": system, "datasets": {q: {"n_questions": 100, "first_hit_ranks": ranks} for q in questions}}
+
+    argv = ["--run", str(run), "--questions", "nq/dev.jsonl", "--eval-dir", str(tmp_path / "eval")]
+    argv += ["--out", str(tmp_path / "dev")]
+    assert main([*argv, "--match", "answer"], evaluate=evaluate) == 0
+    assert asked == [False, False]
+    assert json.loads((tmp_path / "dev.json").read_text())["match"] == "answer"
+    assert (
+        "(100 questions, a passage holding an answer (the paper's top-k accuracy))" in (tmp_path / "dev.md").read_text()
+    )
+    assert main(argv, evaluate=evaluate) == 0 and asked == [False, False, True, True]  # gold: evaluated again
+
+
+def test_the_store_is_searched_by_answer_matching(indexed_store: Path, tiny_st_dir: Path, tmp_path: Path) -> None:
+    """--store with answer matching: questions need no gold_ids; a passage holding the answer is a hit."""
+    from training.retriever.adapt_report import store_evaluation
+
+    questions = tmp_path / "dev.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "who wrote hamlet", "answers": ["Shakespeare"]}) + "\n")
+    result = store_evaluation(str(indexed_store))(str(tiny_st_dir), [str(questions)], str(tiny_st_dir), False)
+    found = result["datasets"][str(questions)]
+    assert found["match"] == "answer" and isinstance(found["first_hit_ranks"][0], int)

@@ -11,8 +11,13 @@ baseline with its paired-bootstrap interval and McNemar's exact p::
 With ``--store``, each encoder searches that store as it is (``DenseRetriever``: its index and passage
 vectors, as a served pipeline does); without it, each is scored by ``training.retriever.evaluate``, which
 encodes the pool again (its vectors cached). Each result is kept in ``--eval-dir`` and read back when the
-same command is run again; the comparison is ``training.retriever.compare``'s. Writes
-``<out>.json`` (the numbers, the run's report, the command) and ``<out>.md``."""
+same command is run again; the comparison is ``training.retriever.compare``'s. ``--match answer`` counts a
+passage holding an answer instead (the paper's top-k accuracy), for the dev files, which name no gold id::
+
+    python -m training.retriever.adapt_report --run runs/adapted --store indexes/pool --match answer \\
+        --questions nq/dev.jsonl,squad/dev.jsonl --eval-dir runs/adapt-eval-dev --out docs/training/adaptation_dev
+
+Writes ``<out>.json`` (the numbers, the run's report, the command) and ``<out>.md``."""
 
 from __future__ import annotations
 
@@ -34,15 +39,23 @@ Evaluate = Callable[..., dict[str, Any]]
 
 
 def scored(
-    name: str, system: str, questions: Sequence[str], passage_model: str, folder: Path, evaluate: Evaluate
+    name: str,
+    system: str,
+    questions: Sequence[str],
+    passage_model: str,
+    folder: Path,
+    evaluate: Evaluate,
+    gold: bool = True,
 ) -> dict[str, Any]:
-    """``training.retriever.evaluate``'s result for ``system`` (gold hits), kept as ``folder/<name>.json``."""
+    """``training.retriever.evaluate``'s result for ``system`` (gold hits, or answer matching when not ``gold``),
+    kept as ``folder/<name>.json``."""
     path = folder / f"{name}.json"
     if path.is_file():
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("system") == system and list(kept.get("datasets", {})) == list(questions):
+        same_questions = list(kept.get("datasets", {})) == list(questions)
+        if kept.get("system") == system and same_questions and kept.get("gold", True) == gold:
             return kept
-    result = evaluate(system, list(questions), passage_model=passage_model, gold=True)
+    result = {**evaluate(system, list(questions), passage_model=passage_model, gold=gold), "gold": gold}
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(result, indent=1))
     return result
@@ -76,8 +89,10 @@ def cost_per_10k(adaptation: dict[str, Any]) -> float:
     return round(float(adaptation["minutes"]["total"]) * 10_000 / queries, 1)
 
 
-def report(run: Path, evaluations: dict[str, dict[str, Any]], command: str) -> tuple[dict[str, Any], str]:
-    """The JSON data and the markdown of the comparison."""
+def report(
+    run: Path, evaluations: dict[str, dict[str, Any]], command: str, gold: bool = True
+) -> tuple[dict[str, Any], str]:
+    """The JSON data and the markdown of the comparison (by gold-passage hits, or by answer matching)."""
     adaptation = json.loads((run / "adaptation.json").read_text(encoding="utf-8"))
     queries = adaptation["passages"]["pseudo_queries"]
     cost = cost_per_10k(adaptation)
@@ -85,6 +100,7 @@ def report(run: Path, evaluations: dict[str, dict[str, Any]], command: str) -> t
         "command": command,
         "adaptation": adaptation,
         "minutes_per_10k_passages": cost,
+        "match": "gold passage" if gold else "answer",
         "datasets": {},
     }
     lines = [
@@ -103,22 +119,24 @@ def report(run: Path, evaluations: dict[str, dict[str, Any]], command: str) -> t
     for dataset, result in evaluations["baseline"]["datasets"].items():
         ranks = [evaluations[name]["datasets"][dataset]["first_hit_ranks"] for name in ("baseline", "adapted")]
         data["datasets"][dataset] = dataset_numbers(ranks[0], ranks[1])
-        lines += [f"## {dataset} ({result['n_questions']} questions, gold passage hits)", ""]
+        match = "gold passage hits" if gold else "a passage holding an answer (the paper's top-k accuracy)"
+        lines += [f"## {dataset} ({result['n_questions']} questions, {match})", ""]
         lines += [*dataset_table(["baseline", "adapted"], ranks, KS), ""]
     return data, "\n".join(lines)
 
 
 def store_evaluation(store: str) -> Evaluate:
     """An ``Evaluate`` that searches the store ``store`` as it is (``DenseRetriever``: its FAISS index, its
-    passage vectors, the pairing check) and ranks each question's top 20 by gold document, with the shape
-    of ``training.retriever.evaluate``'s result; ``passage_model`` is the store's own, so it is not used."""
+    passage vectors, the pairing check) and ranks each question's top 20 by gold document (``gold``) or by the
+    first passage holding an answer, with the shape of ``training.retriever.evaluate``'s result;
+    ``passage_model`` is the store's own, so it is not used."""
 
     def evaluate(system: str, questions: list[str], passage_model: str, gold: bool) -> dict[str, Any]:  # noqa: ARG001
         from tqdm.auto import tqdm
 
         from dpr_components.evaluation.pipeline_eval import with_gold_ids
         from dpr_components.evaluation.questions import load_questions
-        from dpr_components.evaluation.retrieval_metrics import gold_document_rank
+        from dpr_components.evaluation.retrieval_metrics import first_hit_rank_for, gold_document_rank
         from dpr_components.utils.sources import resolve_data_source
         from haystack_integrations.components.retrievers.dpr.dense_retriever import DenseRetriever
         from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
@@ -127,13 +145,19 @@ def store_evaluation(store: str) -> Evaluate:
         retriever.warm_up()
         datasets: dict[str, Any] = {}
         for name in questions:
-            loaded = with_gold_ids(load_questions(resolve_data_source(name)), lambda line: print(line, file=sys.stderr))
+            loaded = load_questions(resolve_data_source(name))
+            if gold:
+                loaded = with_gold_ids(loaded, lambda line: print(line, file=sys.stderr))
             ranks = []
             for question in tqdm(loaded, desc=f"{Path(system).name} on {Path(name).name}", unit="q"):
                 found = retriever.run(query=question.question)["documents"]
-                ids = [str(d.meta.get("document_id", d.id)) for d in found]
-                ranks.append(gold_document_rank(question.gold_ids, ids))
-            datasets[name] = {"n_questions": len(loaded), "match": "gold passage", "first_hit_ranks": ranks}
+                if gold:
+                    ids = [str(d.meta.get("document_id", d.id)) for d in found]
+                    ranks.append(gold_document_rank(question.gold_ids, ids))
+                else:
+                    ranks.append(first_hit_rank_for(question.answers, [d.content or "" for d in found]))
+            match = "gold passage" if gold else "answer"
+            datasets[name] = {"n_questions": len(loaded), "match": match, "first_hit_ranks": ranks}
         return {"system": system, "store": store, "datasets": datasets}
 
     return evaluate
@@ -148,6 +172,13 @@ def main(argv: list[str] | None = None, evaluate: Evaluate | None = None) -> int
         "--questions",
         default="data/selection/nq-train-selection.jsonl,data/selection/squad-train-selection.jsonl",
         help="comma-separated selection split files (training.common.selection_splits)",
+    )
+    parser.add_argument(
+        "--match",
+        choices=("gold", "answer"),
+        default="gold",
+        help="a hit is the question's gold passage (the selection splits name it) or any passage holding one of "
+        "its answers (the paper's top-k accuracy: nq/dev.jsonl, squad/dev.jsonl)",
     )
     parser.add_argument("--eval-dir", required=True, help="folder of each encoder's evaluation (kept)")
     parser.add_argument(
@@ -171,12 +202,13 @@ def main(argv: list[str] | None = None, evaluate: Evaluate | None = None) -> int
         evaluate = evaluate_encoder
     questions = args.questions.split(",")
     systems = {"baseline": args.baseline, "adapted": str(run / "question_encoder")}
+    gold = args.match == "gold"
     evaluations = {
-        name: scored(name, system, questions, args.passage_model, Path(args.eval_dir), evaluate)
+        name: scored(name, system, questions, args.passage_model, Path(args.eval_dir), evaluate, gold)
         for name, system in systems.items()
     }
     command = "python -m training.retriever.adapt_report " + shlex.join(sys.argv[1:] if argv is None else argv)
-    data, text = report(run, evaluations, command)
+    data, text = report(run, evaluations, command, gold)
     atomic_write_text(f"{args.out}.json", json.dumps(data, indent=1) + "\n")
     atomic_write_text(f"{args.out}.md", text + "\n")
     print(f"{args.out}.md, {args.out}.json")

@@ -1,0 +1,1 @@
+"""Indexing a folder of documents: our index_files pipeline against Haystack's own converters."""
