@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -274,6 +275,7 @@ def report_values(s: dict[str, Any], command: str) -> dict[str, object]:
         "latency_table": "\n".join(_latency_table(s)),
         "load_goal": f"{LOAD_GOAL:g}",
         "results_table": "\n".join(_results_table(s)),
+        "runs": _runs(s),
         "served": _served(s),
         "command": command,
     }
@@ -299,6 +301,29 @@ def _latency_table(s: dict[str, Any]) -> list[str]:
     ]
     columns = ["pipeline", "threads", "idle threads", "quiet p50", "quiet p95", "loaded p50", "loaded p95"]
     return markdown_table([*columns, "loaded / quiet p50", "asked"], table, "lllrrrrrr")
+
+
+def _runs(s: dict[str, Any]) -> str:
+    """The loaded / quiet p50 of every run, per pipeline, behaviour and idle-thread policy, its spread and
+    whether every run met the goal ("" for a single run: the table above is that run)."""
+    runs = s.get("runs") or []
+    if len(runs) < 2:
+        return ""
+    rows = []
+    for policy, pipelines in runs[0].items():
+        for name in pipelines:
+            for b in s["behaviours"]:
+                ratios = [run[policy][name][b]["loaded_over_quiet_p50"] for run in runs]
+                spread = f"{min(ratios):.2f}× / {statistics.median(ratios):.2f}× / {max(ratios):.2f}×"
+                met = "yes" if max(ratios) <= LOAD_GOAL else f"no ({sum(r > LOAD_GOAL for r in ratios)} of {len(runs)})"
+                rows.append([name, b, policy, *(f"{r:.2f}×" for r in ratios), spread, met])
+    columns = ["pipeline", "threads", "idle threads", *(f"run {i + 1}" for i in range(len(runs)))]
+    table = markdown_table([*columns, "min / median / max", f"≤ {LOAD_GOAL:g}× in every run"], rows,
+                           "lll" + "r" * (len(runs) + 1) + "l")  # fmt: skip
+    return (
+        f"\n### Across {len(runs)} runs\n\nThe loaded / quiet p50 of each run, (a) and (b) measured again in new "
+        "processes each time, one after the other in this run (the table above is run 1):\n\n" + "\n".join(table) + "\n"
+    )
 
 
 def _results_table(s: dict[str, Any]) -> list[str]:
@@ -430,6 +455,13 @@ def _parser() -> argparse.ArgumentParser:
         default=20.0,
         help="ask the questions again until each pipeline has run this long per condition (default: 20)",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="(a) and (b) measured this many times, each in new processes; the page gives every run's ratio "
+        "and their spread (default: 1)",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients of the server (default: 8)")
     parser.add_argument("--query-threads", type=int, default=1, help="the new behaviour's threads (default: 1)")
     parser.add_argument("--load-processes", type=int, default=1, help="background encoding processes (default: 1)")
@@ -445,6 +477,8 @@ def _parser() -> argparse.ArgumentParser:
 def main() -> None:
     parser = _parser()
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     if args.from_json:
         summary = json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8"))
         command = summary.get("command", command_line(MODULE, []))
@@ -469,7 +503,12 @@ def measure_all(args: argparse.Namespace, asked: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="load-benchmark-") as folder:
         work = Path(folder)
         store = build_store(args, work)
-        measured = {policy: in_child(args, store, policy) for policy in WAIT_POLICIES}
+        runs = []
+        for run in range(args.runs):
+            if args.runs > 1:
+                log(f"run {run + 1} of {args.runs}")
+            runs.append({policy: in_child(args, store, policy) for policy in WAIT_POLICIES})
+        measured = runs[0]
         first = next(iter(measured.values()))
         behaviours = first["behaviours"]
         served_rows = served(store, work, asked, behaviours, args.clients)
@@ -491,6 +530,7 @@ def measure_all(args: argparse.Namespace, asked: list[str]) -> dict[str, Any]:
         "load": {"processes": args.load_processes, "threads": args.load_threads},
         "clients": args.clients,
         "wait_policies": {policy: m["pipelines"] for policy, m in measured.items()},
+        "runs": [{policy: m["pipelines"] for policy, m in run.items()} for run in runs],
         "served": served_rows,
     }
 

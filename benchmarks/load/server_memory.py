@@ -23,6 +23,7 @@ import httpx
 from benchmarks.common import latency_ms, log
 from benchmarks.load.base_store import CORPUS, run_report
 from benchmarks.load.index_under_search import questions, write_pipelines
+from benchmarks.load.memory_maps import CATEGORIES, anonymous_breakdown
 from benchmarks.load.mixed_clients import (
     RECORD_WORDS,
     IndexPlan,
@@ -121,7 +122,7 @@ def _load(url: str, pid: int, args: argparse.Namespace, seconds: float, prefix: 
             rates[kind] = {"per_second": len(timings.seconds) / seconds, "errors": len(timings.errors)}
             rates[kind].update(latency_ms(timings.seconds) if timings.seconds else {})
     rates.get("index", {}).update(records=len(kinds["index"].ids), passages_written=kinds["index"].written)
-    return {"samples": samples, "rates": rates}
+    return {"samples": samples, "rates": rates, "maps": anonymous_breakdown(pid)}
 
 
 def measure(work: Path, base: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -196,6 +197,30 @@ def what_grows(split: dict[str, float]) -> str:
     )
 
 
+def maps_table(summary: dict[str, Any]) -> str:
+    """The anonymous memory of the long run's server and of the fresh one at their ends, by where it is
+    (``memory_maps.py``), and the difference ("" for a run made before this was read)."""
+    long_run, fresh = summary.get("maps"), summary["fresh"].get("maps")
+    if not long_run or not fresh:
+        return ""
+    rows = [
+        [name, f"{long_run[name]:.0f}", f"{fresh[name]:.0f}", f"{long_run[name] - fresh[name]:+.0f}"]
+        for name in CATEGORIES
+    ]
+    heaps = [long_run["thread heap count"], fresh["thread heap count"]]
+    rows.append(["thread heaps (count)", *(str(int(count)) for count in heaps), f"{heaps[0] - heaps[1]:+.0f}"])
+    table = markdown_table(
+        ["anonymous memory (`/proc/PID/smaps`)", "long run MB", "fresh MB", "difference"], rows, "lrrr"
+    )
+    return (
+        "Where the anonymous memory of each server was at its end: glibc's main heap, its per-thread heaps "
+        "(memory freed inside them and not handed back stays resident there) and the other anonymous mappings "
+        "(blocks above the mmap threshold: the vectors, tensors and score arrays; thread stacks):\n\n"
+        + "\n".join(table)
+        + "\n"
+    )
+
+
 def _rate_table(rates: dict[str, Any]) -> list[str]:
     rows = [
         [kind, f"{c['per_second']:.1f}", f"{c.get('p50_ms', 0):.0f}", f"{c.get('p95_ms', 0):.0f}", c["errors"]]
@@ -221,6 +246,7 @@ def render(summary: dict[str, Any], command: str) -> str:
             for key, value in split.items()
         },
         "what_grows": what_grows(split),
+        "maps": maps_table(summary),
         "cache_postings": f"{CACHE_POSTINGS:,}",
         "command": command,
     }

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from benchmarks.common import REPO_ROOT, cpu_name, installed_versions, log, report_main, set_threads
 from benchmarks.peers.native_checkpoints import Checkpoints
-from benchmarks.peers.native_report import KS, THREAD_COUNTS, render
+from benchmarks.peers.native_report import HAYSTACK_RANKER, KS, OUR_RANKER, THREAD_COUNTS, million_store, render
 from benchmarks.peers.native_systems import (
     FUSIONS,
     NativeSettings,
@@ -49,6 +49,7 @@ from benchmarks.peers.native_systems import (
     text_embedder,
 )
 from benchmarks.reader.qa_pipelines import SELECTION, answer_component, asked_questions, scores
+from benchmarks.scale.scale_benchmark import RESULTS as SCALE_RESULTS
 from dpr_components.evaluation.retrieval_metrics import first_hit_rank_for
 from dpr_components.pipeline_files.loading import load_pipeline
 from dpr_components.pipeline_requests.inputs import request_inputs
@@ -205,12 +206,7 @@ def haystack_searches(files: RunFiles, store: Any) -> list[Searches]:
 
 RETRIEVERS = ("ours BM25", "ours dense", "ours hybrid", "Haystack BM25", "Haystack embedding", "Haystack RRF")
 RETRIEVERS += ("Haystack DBSF",)
-HYBRID_ORDER, OUR_RANKER, HEAD_ALONE, HAYSTACK_RANKER = (
-    "no re-ranking (hybrid order)",
-    "ours",
-    "ours, head alone",
-    "Haystack",
-)
+HYBRID_ORDER, HEAD_ALONE = "no re-ranking (hybrid order)", "ours, head alone"
 Ranker = Callable[[str, list[Any]], list[Any]]
 
 
@@ -447,6 +443,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "end_to_end": end_to_end,
         "cold": cold,
         "versions": installed_versions(VERSIONS),
+        "million_store": million_store(json.loads(SCALE_RESULTS.read_text(encoding="utf-8")))
+        if SCALE_RESULTS.is_file()
+        else None,
         "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
     }
 

@@ -158,3 +158,35 @@ def test_spread_and_cold_rows() -> None:
         {"seconds": 2.5, "rss_mib": 420.0, "peak_mib": 510.0},
     ]
     assert cold_rows({"qa": runs}) == [["`qa`", "2.00 [1.50, 2.50]", "410 [400, 420]", "505 [500, 510]", "2"]]
+
+
+def test_a_haystack_row_that_does_better_is_named_and_the_million_store_goal_is_read_from_scale() -> None:
+    from benchmarks.peers.native_report import haystack_better, million_store, million_store_line
+
+    ranks = {"ours": [1] * 20 + [None] * 20, "theirs": [1] * 35 + [None] * 5}
+    retrieval = {name: {"ranks": ranks["ours"], "ms": [10.0]} for name in ("ours BM25", "ours dense", "ours hybrid")}
+    retrieval |= {name: {"ranks": ranks["ours"], "ms": [50.0]} for name in ("Haystack BM25", "Haystack RRF")}
+    retrieval |= {name: {"ranks": ranks["ours"], "ms": [50.0]} for name in ("Haystack embedding", "Haystack DBSF")}
+    reranking = {"top_k": 5, "systems": {name: {"ranks": ranks["ours"], "ms": [60.0]} for name in ("ours", "Haystack")}}
+    runs = {
+        name: {"em": {"on": _answers(20), "off": _answers(20)}, "seconds": _timed(0.1)}
+        for name in ("qa", "haystack_qa")
+    }
+    run = {"passages": 100, "write_seconds": 1.0, "save_seconds": 1.0, "peak_mib": 300, "disk_bytes": 2**21}
+    cold = {name: [{"seconds": 2.0, "rss_mib": 700.0, "peak_mib": 700.0}] for name in ("qa", "haystack_qa")}
+    summary = {"retrieval": retrieval, "reranking": reranking, "end_to_end": {"runs": runs},
+               "indexing": {"ours": [run], "haystack": [run]}, "cold": cold}  # fmt: skip
+    assert haystack_better(summary) == []
+    retrieval["Haystack DBSF"]["ranks"] = ranks["theirs"]
+    cold["haystack_qa"][0]["rss_mib"] = 600.0
+    assert haystack_better(summary) == [
+        *(f"Haystack DBSF top-{k} above ours hybrid" for k in (1, 5, 20)), "`haystack_qa` smaller in memory",
+    ]  # fmt: skip
+    scale = {"sizes": {"1000000": {"serve": {"open_s": 0.01, "first_bm25_s": 0.2, "first_dense_s": 0.1,
+                                             "memory_after_open": {"anon_mb": 300.0}}}}}  # fmt: skip
+    found = million_store(scale)
+    assert found is not None and found["open_seconds"] == pytest.approx(0.31) and round(found["vectors_mib"]) == 1465
+    assert "0.31 s to the first BM25 and dense answers, 300 MiB of heap against 1,465 MiB of vectors: **met**" in (
+        million_store_line({"million_store": found})
+    )
+    assert million_store({"sizes": {}}) is None and "not measured" in million_store_line({"million_store": None})

@@ -50,3 +50,23 @@ def test_the_report_shows_each_wait_policy_with_its_ratio() -> None:
     assert "| dense | new | passive | 4.0 | 6.0 | 5.0 | 7.5 | 1.25× | 30 / 24 |" in report
     assert "*passive*: `OMP_WAIT_POLICY=PASSIVE`" in report
     assert "until it has run for 20 s in each condition" in report
+
+
+def test_several_runs_give_each_ratio_its_spread_and_whether_every_run_met_the_goal() -> None:
+    from benchmarks.load.query_latency import render
+
+    runs = [
+        {"spin": {"dense": _pipeline_row(4.0, loaded)}, "passive": {"dense": _pipeline_row(4.0, 5.0)}}
+        for loaded in (6.0, 9.0, 7.0)
+    ]
+    summary = {
+        "cpu": "test CPU", "cores": 2, "torch_default_threads": 2, "faiss_default_threads": 2,
+        "load_average": [0.1, 2.0], "store": "examples/corpus.jsonl", "passages": 134, "questions": 3,
+        "min_seconds": 20.0, "behaviours": {"old": 2, "new": 1}, "load": {"processes": 1, "threads": 2},
+        "clients": 8, "wait_policies": runs[0], "runs": runs,
+    }  # fmt: skip
+    report = render(summary, "python -m benchmarks.load.query_latency --runs 3")
+    assert "### Across 3 runs" in report
+    assert "| dense | new | spin | 1.50× | 2.25× | 1.75× | 1.50× / 1.75× / 2.25× | no (1 of 3) |" in report
+    assert "| dense | new | passive | 1.25× | 1.25× | 1.25× | 1.25× / 1.25× / 1.25× | yes |" in report
+    assert "### Across" not in render({**summary, "runs": runs[:1]}, "python -m benchmarks.load.query_latency")

@@ -109,6 +109,27 @@ def test_the_memory_report_tells_data_from_what_the_run_kept() -> None:
     )
     assert "back to the system every 10 s" in report
     assert "thresholds: held at 128 KiB" in report
+    assert "Where the anonymous memory" not in report  # a run from before the maps were read
+    maps = {"main heap": 20.0, "thread heaps": 90.0, "other anonymous": 500.0, "thread heap count": 6}
+    fresh_maps = {"main heap": 18.0, "thread heaps": 50.0, "other anonymous": 498.0, "thread heap count": 4}
+    summary = {**summary, "maps": maps, "fresh": {**summary["fresh"], "maps": fresh_maps}}
+    report = render_memory(summary, "python -m benchmarks.load.server_memory")
+    assert "| thread heaps | 90 | 50 | +40 |" in report and "| thread heaps (count) | 6 | 4 | +2 |" in report
+
+
+def test_the_anonymous_memory_of_a_process_is_found_where_it_is() -> None:
+    """A large array of this process is in its other anonymous mappings, beside a main heap."""
+    import os
+
+    import numpy as np
+
+    from benchmarks.load.memory_maps import anonymous_breakdown
+
+    before = anonymous_breakdown(os.getpid())
+    array = np.ones(8_000_000)  # 64 MB, above any mmap threshold: a mapping of its own
+    after = anonymous_breakdown(os.getpid())
+    assert after["other anonymous"] - before["other anonymous"] > 55 and after["main heap"] > 0
+    del array
 
 
 def test_the_store_memory_report_splits_freed_memory_from_what_is_kept() -> None:
