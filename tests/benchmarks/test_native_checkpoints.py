@@ -48,10 +48,12 @@ def test_a_stopped_phase_goes_on_from_its_last_saved_question(tmp_path: Path, mo
     asked = [("q.jsonl", f"question {n}", ["Paris"]) for n in range(4)]
     checkpoints, calls = Checkpoints(tmp_path, SETTINGS), []
     with pytest.raises(KeyboardInterrupt):
-        measure_end_to_end({"qa": _asker(calls, stop_at="question 2")}, asked, 0, checkpoints)
+        measure_end_to_end({"qa": _asker(calls, stop_at="question 2")}, asked, 0, checkpoints, len(asked))
     assert calls == ["question 0", "question 1"]
     resumed: list[str] = []
-    result = checkpoints.phase("end_to_end", lambda: measure_end_to_end({"qa": _asker(resumed)}, asked, 0, checkpoints))
+    result = checkpoints.phase(
+        "end_to_end", lambda: measure_end_to_end({"qa": _asker(resumed)}, asked, 0, checkpoints, len(asked))
+    )
     assert resumed[:2] == ["question 2", "question 3"]  # the first pass went on at the third question
     assert resumed[2:] == [q for _, q, _ in asked]  # then the second thread count from the start
     run = result["runs"]["qa"]
