@@ -18,8 +18,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +26,8 @@ from typing import Any
 from benchmarks.common import REPO_ROOT, cpu_name, installed_versions, log, report_main
 from benchmarks.files.folder_worker import PIPELINE
 from benchmarks.files.mixed_folder import write_mixed_folder
-from benchmarks.peers.haystack_native import rotated, worker_environment
+from benchmarks.peers.haystack_native import rotated
+from benchmarks.peers.haystack_native import run_worker as run_fresh_worker
 from benchmarks.peers.native_systems import pipeline_path
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.utils.settings import cache_dir, data_dir
@@ -51,24 +50,7 @@ def pool_path() -> Path:
 
 def run_worker(arguments: list[str], log_file: Path, threads: int) -> dict[str, Any]:
     """``folder_worker ARGUMENTS`` in a fresh process on ``threads`` threads: its JSON line."""
-    command = [sys.executable, "-m", "benchmarks.files.folder_worker", *arguments]
-    with open(log_file, "w", encoding="utf-8") as errors:
-        done = subprocess.run(
-            command, stdout=subprocess.PIPE, stderr=errors, text=True, env=worker_environment(threads), check=False
-        )
-    lines = done.stdout.strip().splitlines()
-    try:
-        if done.returncode == 0 and lines:
-            result: dict[str, Any] = json.loads(lines[-1])
-            return result
-        problem = f"failed (exit {done.returncode})"
-    except json.JSONDecodeError:
-        problem = "printed no JSON line"
-    logged = [line.strip() for line in log_file.read_text(encoding="utf-8", errors="replace").splitlines()]
-    last = next((line for line in reversed(logged) if line), "")
-    raise SystemExit(
-        f"folder_worker {' '.join(arguments[:2])} {problem}; see {log_file}" + (f": {last}" if last else "")
-    )
+    return run_fresh_worker(arguments, log_file, threads, module="benchmarks.files.folder_worker")[0]
 
 
 def shared_settings(pipelines: str | None) -> dict[str, Any]:

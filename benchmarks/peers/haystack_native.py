@@ -92,9 +92,12 @@ def worker_environment(threads: int) -> dict[str, str]:
     return {**os.environ, **OFFLINE, **threads_env, "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": python_path}
 
 
-def run_worker(arguments: list[str], log_file: Path, threads: int) -> tuple[dict[str, Any], float]:
-    """``native_worker ARGUMENTS`` in a fresh process: its JSON line and the wall-clock time it was started."""
-    command = [sys.executable, "-m", "benchmarks.peers.native_worker", *arguments]
+def run_worker(
+    arguments: list[str], log_file: Path, threads: int, module: str = "benchmarks.peers.native_worker"
+) -> tuple[dict[str, Any], float]:
+    """``python -m module ARGUMENTS`` in a fresh process on ``threads`` threads, its standard error in
+    ``log_file``: its last line of output (JSON) and the wall-clock time it was started."""
+    command = [sys.executable, "-m", module, *arguments]
     with open(log_file, "w", encoding="utf-8") as errors:
         started = time.time()
         done = subprocess.run(
