@@ -375,7 +375,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sizes = model_sizes(resolve_model_path(BUNDLED_MINILM))
         gemm = measure_gemms(gemm_shapes(sizes["hidden"], sizes["intermediate"], 8192, 0)[:3], args.gemm_seconds)
         lengths = systems["torch fp32"].token_lengths(texts, titles)
-        padded = padded_lengths(lengths, args.batch_size, args.batch_size * BUCKET_BATCHES)
+        padded = padded_lengths(
+            lengths, args.batch_size, args.batch_size * BUCKET_BATCHES, systems["torch fp32"].max_length
+        )
         flops = encoder_flops(**sizes, sequence_lengths=padded)["total"]
         measured = measure(systems, texts, titles, args)
     summary = {

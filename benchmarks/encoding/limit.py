@@ -55,6 +55,7 @@ from dpr_components.encoders.openvino_model import OpenVINOEncoderModel, native_
 from dpr_components.encoders.text_encoder import BUCKET_BATCHES, TextEncoder
 from dpr_components.evaluation.pool import pool_passages
 from dpr_components.evaluation.tables import markdown_table, produced_by
+from dpr_components.utils.padding import padded_length
 from dpr_components.utils.threads import ENCODE_THREADS_ENV, QUERY_THREADS_ENV
 
 MODULE = "benchmarks.encoding.limit"
@@ -174,16 +175,17 @@ def model_sizes(folder: Path) -> dict[str, int]:
     }
 
 
-def padded_lengths(lengths: Sequence[int], batch_size: int, window: int) -> list[int]:
+def padded_lengths(lengths: Sequence[int], batch_size: int, window: int, max_length: int | None = None) -> list[int]:
     """The length each input runs at: as the encoder batches them, per window of ``window`` inputs
-    sorted longest first (stable) and cut into batches of ``batch_size``, each padded to its longest."""
+    sorted longest first (stable) and cut into batches of ``batch_size``, each padded to its longest,
+    rounded up within ``max_length`` as the encoder rounds it (:func:`padded_length`; None: not rounded)."""
     padded: list[int] = []
     for offset in range(0, len(lengths), window):
         part = lengths[offset : offset + window]
         ordered = sorted(part, key=lambda n: -n)
         for start in range(0, len(ordered), batch_size):
             batch = ordered[start : start + batch_size]
-            padded += [max(batch)] * len(batch)
+            padded += [padded_length(max(batch), max_length)] * len(batch)
     return padded
 
 
@@ -269,7 +271,7 @@ def group_rates(
 ) -> dict[str, Any]:
     """Passages/s, GFLOP/s (padded batches and real tokens) and fraction of ``attainable`` of one encode."""
     texts, titles = passages
-    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
+    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES, encoder.max_length)
     flops_padded = encoder_flops(**sizes, sequence_lengths=padded)["total"]
     flops_real = encoder_flops(**sizes, sequence_lengths=lengths)["total"]
     seconds = encode_seconds(encoder, texts, titles, repeats)
@@ -361,7 +363,7 @@ def time_breakdown(encoder: TextEncoder, passages: tuple[list[str], list[str | N
         wall = timed(lambda: encoder.encode_passages(texts, titles))[0]
     ops = op_seconds(profiler.events())
     lengths = token_lengths(encoder, texts, titles)
-    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
+    padded = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES, encoder.max_length)
     return {
         "precision": encoder.settings.precision,
         "compute": compute_precision(encoder.uses_bf16),
@@ -478,7 +480,9 @@ def counted_breakdown(
     nodes = category_seconds(by_type)
     # The streams compute at once, so the nodes' summed seconds over the streams is the model's wall time.
     model_s = min(sum(nodes.values()) / encoder.counted.streams, wall - tokenisation)
-    padded_each = padded_lengths(lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES)
+    padded_each = padded_lengths(
+        lengths, encoder.rows_per_batch, encoder.batch_size * BUCKET_BATCHES, encoder.max_length
+    )
     padded = sum(padded_each)
     flops = encoder_flops(**sizes, sequence_lengths=padded_each)
     gemm_s = nodes.get("gemm", 0.0) / encoder.counted.streams

@@ -10,6 +10,7 @@ heap and not yet handed back is resident in these categories, which is what tell
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 ARENA_ALIGNMENT = 64 * 1024 * 1024
 CATEGORIES = ("main heap", "thread heaps", "other anonymous")
@@ -24,18 +25,25 @@ def _category(name: str, start: int) -> str | None:
     return None
 
 
-def anonymous_breakdown(pid: int) -> dict[str, float]:
-    """Resident MB of each of :data:`CATEGORIES` in process ``pid``, and the number of thread heaps."""
+def anonymous_breakdown(pid: int, largest: int = 8) -> dict[str, Any]:
+    """Resident MB of each of :data:`CATEGORIES` in process ``pid``, the number of thread heaps, and the
+    ``largest`` mappings by resident size, anonymous or file-backed ([resident MB, size MB, what])."""
     found = dict.fromkeys(CATEGORIES, 0.0)
     heaps = 0
     category: str | None = None
+    mappings: list[list[Any]] = []
     for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         fields = line.split()
         if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
-            start = int(fields[0].split("-")[0], 16)
+            start, end = (int(bound, 16) for bound in fields[0].split("-"))
             name = " ".join(fields[5:]) if len(fields) > 5 else ""
             category = _category(name, start) if "w" in fields[1] else None
             heaps += category == "thread heaps"
-        elif category is not None and fields[:1] == ["Rss:"]:
-            found[category] += int(fields[1]) / 1024
-    return {**{key: round(value, 1) for key, value in found.items()}, "thread heap count": heaps}
+            what = category or (Path(name).name if name.startswith("/") else name) or "anonymous, read-only"
+            mappings.append([0.0, round((end - start) / 2**20, 1), what])
+        elif fields[:1] == ["Rss:"] and mappings:
+            mappings[-1][0] = round(int(fields[1]) / 1024, 1)
+            if category is not None:
+                found[category] += int(fields[1]) / 1024
+    top = sorted(mappings, key=lambda mapping: -mapping[0])[:largest]
+    return {**{key: round(value, 1) for key, value in found.items()}, "thread heap count": heaps, "largest": top}

@@ -47,6 +47,7 @@ CORPUS = REPO_ROOT / "examples" / "corpus.jsonl"
 QUESTIONS = REPO_ROOT / "examples" / "questions.jsonl"
 LOAD_GOAL, CLIENTS_GOAL = 2.0, 4.0
 MODULE = "benchmarks.load.query_latency"
+RESULTS = REPO_ROOT / "docs" / "benchmarks" / "load" / "load"
 TEMPLATE = sibling_template(__file__, "query_latency.md.template")
 SERVED_TEMPLATE = sibling_template(__file__, "query_latency_served.md.template")
 # OMP_WAIT_POLICY of the process measuring (a) and (b); None keeps OpenMP's default
@@ -468,7 +469,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--load-threads", type=int, default=2, help="torch threads of each (default: 2)")
     parser.add_argument("--store", help="an existing store indexed with pipelines/index.yml's passage encoder")
     parser.add_argument("--pool", action="store_true", help="the shared pool of $DPR_DATA_DIR (built on first use)")
-    parser.add_argument("--out", default="docs/benchmarks/load/load", help="report path without suffix")
+    parser.add_argument("--out", default=str(RESULTS.relative_to(REPO_ROOT)), help="report path without suffix")
     parser.add_argument("--from-json", action="store_true", help="re-render the report from its JSON, no measuring")
     parser.add_argument("--in-process-json", type=Path, help=argparse.SUPPRESS)  # a child's (a) and (b)
     return parser

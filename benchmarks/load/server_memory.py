@@ -218,6 +218,21 @@ def maps_table(summary: dict[str, Any]) -> str:
         "(blocks above the mmap threshold: the vectors, tensors and score arrays; thread stacks):\n\n"
         + "\n".join(table)
         + "\n"
+        + _largest_lines(long_run, fresh)
+    )
+
+
+def _largest_lines(long_run: dict[str, Any], fresh: dict[str, Any]) -> str:
+    """The largest mappings of each server by resident size ("" for a run made before they were read)."""
+    if "largest" not in long_run or "largest" not in fresh:
+        return ""
+
+    def listed(found: dict[str, Any]) -> str:
+        return "; ".join(f"{what} {resident:.0f} of {size:.0f}" for resident, size, what in found["largest"])
+
+    return (
+        "\nThe largest mappings of each (resident MB of mapped MB; a file's name for a file-backed one):\n\n"
+        f"- long run: {listed(long_run)};\n- fresh: {listed(fresh)}.\n"
     )
 
 

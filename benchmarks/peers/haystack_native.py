@@ -34,8 +34,17 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from benchmarks.common import REPO_ROOT, cpu_name, installed_versions, log, report_main, set_threads
+from benchmarks.load.query_latency import RESULTS as LOAD_RESULTS
 from benchmarks.peers.native_checkpoints import Checkpoints
-from benchmarks.peers.native_report import HAYSTACK_RANKER, KS, OUR_RANKER, THREAD_COUNTS, million_store, render
+from benchmarks.peers.native_report import (
+    HAYSTACK_RANKER,
+    KS,
+    OUR_RANKER,
+    THREAD_COUNTS,
+    million_store,
+    render,
+    under_load,
+)
 from benchmarks.peers.native_systems import (
     FUSIONS,
     NativeSettings,
@@ -448,6 +457,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "versions": installed_versions(VERSIONS),
         "million_store": million_store(json.loads(SCALE_RESULTS.read_text(encoding="utf-8")))
         if SCALE_RESULTS.is_file()
+        else None,
+        "under_load": under_load(json.loads(LOAD_RESULTS.with_suffix(".json").read_text(encoding="utf-8")))
+        if LOAD_RESULTS.with_suffix(".json").is_file()
         else None,
         "machine": {"cpu": cpu_name(), "cores": os.cpu_count()},
     }

@@ -23,6 +23,7 @@ import numpy as np
 
 from dpr_components.document_stores.dense_index import DenseIndex, DenseIndexError
 from dpr_components.document_stores.index_files import recorded_files, recorded_state
+from dpr_components.utils.read_write_lock import ReadWriteLock
 from dpr_components.utils.similarity import Similarity
 
 DELTA_FACTORY = "Flat"
@@ -38,7 +39,11 @@ def main_key(directory: Path) -> str | None:
 
 class LayeredDenseIndex:
     """A main :class:`DenseIndex` minus tombstoned rows plus an exact delta; the same search
-    interface as :class:`DenseIndex`."""
+    interface as :class:`DenseIndex`.
+
+    Searches may run in many threads while a write adds to the delta or folds it: FAISS gives no
+    such guarantee (an add may move the vectors a search is reading), so reads share a lock that
+    changes take alone."""
 
     def __init__(self, main: DenseIndex, main_key: str | None = None) -> None:
         self.main = main
@@ -47,6 +52,7 @@ class LayeredDenseIndex:
         self.removed = np.zeros(0, dtype=np.int64)  # sorted rowids of main's vectors no longer valid
         self.generation = main.generation
         self._main_ids: np.ndarray | None = None  # sorted rowids held by main, read when first needed
+        self._access = ReadWriteLock()
 
     # -- what DenseIndex offers -------------------------------------------------------------
     @property
@@ -79,8 +85,9 @@ class LayeredDenseIndex:
 
     def rebuild(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
         """Replace everything by a new main over these vectors (not saved yet)."""
-        self.main.rebuild(rowids, vectors)
-        self._reset_main(None)
+        with self._access.writing():
+            self.main.rebuild(rowids, vectors)
+            self._reset_main(None)
 
     def _reset_main(self, key: str | None) -> None:
         self.main_key = key
@@ -91,15 +98,17 @@ class LayeredDenseIndex:
     def add(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors of rowids not held (call :meth:`remove` first for rows being replaced)."""
         if len(rowids):
-            self.delta.add(rowids, vectors)
+            with self._access.writing():
+                self.delta.add(rowids, vectors)
 
     def remove(self, rowids: np.ndarray) -> None:
         """Forget the vectors of these rowids (those not held are ignored)."""
         rowids = np.unique(np.asarray(rowids, dtype=np.int64))
         if len(rowids) == 0:
             return
-        self.delta.remove(rowids[np.isin(rowids, self.delta.ids())])
-        self.removed = np.union1d(self.removed, rowids[self._in_main(rowids)])
+        with self._access.writing():
+            self.delta.remove(rowids[np.isin(rowids, self.delta.ids())])
+            self.removed = np.union1d(self.removed, rowids[self._in_main(rowids)])
 
     def _in_main(self, rowids: np.ndarray) -> np.ndarray:
         """Which of these rowids main holds (binary search: no pass over main's ids)."""
@@ -113,32 +122,38 @@ class LayeredDenseIndex:
         self, query: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Rowids and scores of the ``top_k`` nearest vectors (only ``allowed_rowids`` if given)."""
-        main = self.main.search(query, top_k, allowed_rowids, self.removed)
-        if len(self.delta) == 0:
-            return main
-        return _merge(main, self.delta.search(query, top_k, allowed_rowids), top_k)
+        with self._access.reading():
+            main = self.main.search(query, top_k, allowed_rowids, self.removed)
+            if len(self.delta) == 0:
+                return main
+            return _merge(main, self.delta.search(query, top_k, allowed_rowids), top_k)
 
     def search_many(
         self, queries: np.ndarray, top_k: int, allowed_rowids: np.ndarray | None = None
     ) -> list[np.ndarray]:
         """The rowids :meth:`search` finds for each row of ``queries``."""
-        main = self.main.search_many_scored(queries, top_k, allowed_rowids, self.removed)
-        if len(self.delta) == 0:
-            return [rowids for rowids, _ in main]
-        delta = self.delta.search_many_scored(queries, top_k, allowed_rowids)
+        with self._access.reading():
+            main = self.main.search_many_scored(queries, top_k, allowed_rowids, self.removed)
+            if len(self.delta) == 0:
+                return [rowids for rowids, _ in main]
+            delta = self.delta.search_many_scored(queries, top_k, allowed_rowids)
         return [_merge(m, d, top_k)[0] for m, d in zip(main, delta, strict=True)]
 
     def reconstruct(self, rowid: int) -> np.ndarray:
-        if rowid in self.delta.ids():
-            return self.delta.reconstruct(rowid)
-        if np.isin(rowid, self.removed):
-            raise RuntimeError(f"row {rowid} has no vector in the index")
-        return self.main.reconstruct(rowid)
+        with self._access.reading():
+            if rowid in self.delta.ids():
+                return self.delta.reconstruct(rowid)
+            if np.isin(rowid, self.removed):
+                raise RuntimeError(f"row {rowid} has no vector in the index")
+            return self.main.reconstruct(rowid)
 
     def stored_vectors(self, rowids: np.ndarray) -> np.ndarray | None:
         """The vectors of ``rowids`` (all indexed) as written, when both layers keep them exactly;
         else None (also when one of them is a tombstone: the table has the truth)."""
-        rowids = np.asarray(rowids, dtype=np.int64)
+        with self._access.reading():
+            return self._stored_vectors(np.asarray(rowids, dtype=np.int64))
+
+    def _stored_vectors(self, rowids: np.ndarray) -> np.ndarray | None:
         in_delta = np.isin(rowids, self.delta.ids()) if len(self.delta) else np.zeros(len(rowids), dtype=np.bool_)
         from_main = rowids[~in_delta]
         if len(self.removed) and np.isin(from_main, self.removed).any():
@@ -162,12 +177,13 @@ class LayeredDenseIndex:
 
         :raises DenseIndexError: when main cannot remove vectors (HNSW) and there are tombstones:
             rebuild it from the documents instead."""
-        self.main.remove(self.removed)
-        rowids, vectors = self.delta.contents()
-        if len(rowids):
-            self.main.add(rowids, vectors, prepared=True)
-        self.main.generation = self.generation
-        self._reset_main(None)
+        with self._access.writing():
+            self.main.remove(self.removed)
+            rowids, vectors = self.delta.contents()
+            if len(rowids):
+                self.main.add(rowids, vectors, prepared=True)
+            self.main.generation = self.generation
+            self._reset_main(None)
 
     def save_main(self, directory: Path, **state: Any) -> None:
         """Write main (call :meth:`fold` first if the delta is not empty) and bind to it."""

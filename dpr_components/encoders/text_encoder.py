@@ -47,6 +47,7 @@ from dpr_components.encoders.openvino_model import (
 from dpr_components.encoders.plain_bert import load_bert_tokenizer, load_plain_bert
 from dpr_components.encoders.pooling import pool
 from dpr_components.encoders.transformers_loading import load_tokenizer, load_transformer, transformer_body
+from dpr_components.utils.padding import padded_length
 from dpr_components.utils.threads import encoding_threads, torch_threads
 
 DEFAULT_MAX_LENGTH = 256  # tokens per input when neither the settings nor the folder say (DPR's length)
@@ -376,8 +377,9 @@ class TextEncoder:
         return _Tokens(ids, types)
 
     def _collate(self, tokens: _Tokens, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        """Pad the chosen rows to the longest among them (on the tokenizer's padding side)."""
-        length = max(len(tokens.ids[i]) for i in rows)
+        """Pad the chosen rows to the longest among them, rounded up (:func:`padded_length`), on the
+        tokenizer's padding side."""
+        length = padded_length(max(len(tokens.ids[i]) for i in rows), self.max_length)
         pad_id = self._tokenizer.pad_token_id or 0
         input_ids = np.full((len(rows), length), pad_id, dtype=np.int64)
         mask = np.zeros((len(rows), length), dtype=np.int64)

@@ -13,6 +13,7 @@ import torch
 from haystack import Document
 
 from dpr_components.readers.spans import windows
+from dpr_components.utils.padding import padded_length
 
 
 @dataclass(frozen=True)
@@ -114,9 +115,10 @@ def build_rows(
     return rows
 
 
-def collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``/``attention_mask`` and a ``passage_mask`` marking passage tokens."""
-    length = max(len(r.input_ids) for r in rows)
+def collate(rows: list[Row], pad_id: int, max_length: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``/``attention_mask`` and a ``passage_mask`` marking passage tokens; with
+    ``max_length`` (the rows' limit), padded to the longest row rounded up (:func:`padded_length`)."""
+    length = padded_length(max(len(r.input_ids) for r in rows), max_length)
     input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
     passage_mask = torch.zeros((len(rows), length), dtype=torch.bool)

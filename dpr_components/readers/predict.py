@@ -145,24 +145,37 @@ def length_batches(rows: Sequence[Row], batch_size: int | None) -> list[list[int
 
 @torch.inference_mode()
 def batched_forward(
-    rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool, forward: Callable[[Any, Any], Any]
+    rows: list[Row],
+    pad_id: int,
+    batch_size: int | None,
+    bf16: bool,
+    forward: Callable[[Any, Any], Any],
+    max_length: int | None = None,
 ) -> list[Any]:
     """``forward(input_ids, attention_mask)`` over ``rows`` in length-sorted batches: one result per batch,
     in the order of :func:`length_batches` (which gives each batch's rows)."""
     results = []
     for indices in length_batches(rows, batch_size):
-        batch = collate([rows[i] for i in indices], pad_id)
+        batch = collate([rows[i] for i in indices], pad_id, max_length)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             results.append(forward(batch["input_ids"], batch["attention_mask"]))
     return results
 
 
 def row_logits(
-    reader: torch.nn.Module, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool
+    reader: torch.nn.Module,
+    rows: list[Row],
+    pad_id: int,
+    batch_size: int | None,
+    bf16: bool,
+    max_length: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """(start logits, end logits) over each row's passage tokens, and its selection logit, in the order of ``rows``."""
+    """(start logits, end logits) over each row's passage tokens, and its selection logit, in the order of
+    ``rows``; ``max_length``: the rows' limit, within which batches are padded to a rounded length."""
     out: list[tuple[np.ndarray, np.ndarray, float] | None] = [None] * len(rows)
-    batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: reader_logits(reader, ids, mask))
+    batches = batched_forward(
+        rows, pad_id, batch_size, bf16, lambda ids, mask: reader_logits(reader, ids, mask), max_length
+    )
     for indices, (start_logits, end_logits, relevance_logits) in zip(
         length_batches(rows, batch_size), batches, strict=True
     ):
@@ -176,11 +189,15 @@ def row_logits(
     return cast(list[tuple[np.ndarray, np.ndarray, float]], out)  # every row belongs to one batch
 
 
-def row_relevance(reader: Any, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool) -> list[float]:
+def row_relevance(
+    reader: Any, rows: list[Row], pad_id: int, batch_size: int | None, bf16: bool, max_length: int | None = None
+) -> list[float]:
     """Each row's selection logit alone (:func:`~dpr_components.readers.selection.selection_logits`), in the
     order of ``rows``."""
     out = [0.0] * len(rows)
-    batches = batched_forward(rows, pad_id, batch_size, bf16, lambda ids, mask: selection_logits(reader, ids, mask))
+    batches = batched_forward(
+        rows, pad_id, batch_size, bf16, lambda ids, mask: selection_logits(reader, ids, mask), max_length
+    )
     for indices, logits in zip(length_batches(rows, batch_size), batches, strict=True):
         relevance = logits.numpy()
         if not np.isfinite(relevance).all():
@@ -230,6 +247,7 @@ class ReaderInput:
     tokenized: list[TokenizedPassage]
     rows: list[Row]
     pad_id: int
+    max_length: int | None = None  # the rows' limit: batches are padded up to a rounded length within it
 
 
 def reader_input(
@@ -248,7 +266,7 @@ def reader_input(
     rows = build_rows(
         tokenizer, question, [(title, tok) for (title, _), tok in zip(passages, tokenized, strict=True)], inputs
     )
-    return ReaderInput(len(passages), list(tokenized), rows, tokenizer.pad_token_id)
+    return ReaderInput(len(passages), list(tokenized), rows, tokenizer.pad_token_id, inputs.max_length)
 
 
 def input_relevance(
@@ -257,7 +275,9 @@ def input_relevance(
     """The selection head's logit for each passage of ``prepared`` (the best of its windows): how relevant
     the reader finds it read with the question, computed without the span logits (:func:`row_relevance`).
     A passage without tokens gets ``-inf``."""
-    return passage_relevance(prepared, row_relevance(reader, prepared.rows, prepared.pad_id, batch_size, bf16))
+    return passage_relevance(
+        prepared, row_relevance(reader, prepared.rows, prepared.pad_id, batch_size, bf16, prepared.max_length)
+    )
 
 
 def read(
@@ -291,7 +311,7 @@ def read_input(
     weights_by_score = score_weights(scores, settings.score_prior)
     if not rows:
         return []
-    logits = row_logits(reader, rows, prepared.pad_id, settings.batch_size, bf16)
+    logits = row_logits(reader, rows, prepared.pad_id, settings.batch_size, bf16, prepared.max_length)
     passage_probability = passage_probabilities(rows, logits)
     selection = best_relevance(rows, [relevance for _, _, relevance in logits])
     indices = sorted(passage_probability)

@@ -74,6 +74,7 @@ def test_length_buckets() -> None:
 def test_padded_lengths_sort_within_windows() -> None:
     assert padded_lengths([3, 5, 2, 7, 1], batch_size=2, window=4) == [7, 7, 3, 3, 1]
     assert padded_lengths([], batch_size=2, window=4) == []
+    assert padded_lengths([3, 5, 2, 7, 1, 9], batch_size=2, window=4, max_length=12) == [8, 8, 8, 8, 12, 12]
 
 
 def test_padded_lengths_match_the_batches_the_encoder_runs(tiny_st_dir: Path) -> None:
@@ -91,7 +92,7 @@ def test_padded_lengths_match_the_batches_the_encoder_runs(tiny_st_dir: Path) ->
     encoder.load()
     encoder._collate = recording  # type: ignore[method-assign]
     encoder.encode_passages(texts, titles)
-    padded = padded_lengths(token_lengths(encoder, texts, titles), 3, 3 * BUCKET_BATCHES)
+    padded = padded_lengths(token_lengths(encoder, texts, titles), 3, 3 * BUCKET_BATCHES, encoder.max_length)
     assert sorted(padded) == sorted(length for rows, length in shapes for _ in range(rows))
 
 

@@ -115,6 +115,12 @@ def test_the_memory_report_tells_data_from_what_the_run_kept() -> None:
     summary = {**summary, "maps": maps, "fresh": {**summary["fresh"], "maps": fresh_maps}}
     report = render_memory(summary, "python -m benchmarks.load.server_memory")
     assert "| thread heaps | 90 | 50 | +40 |" in report and "| thread heaps (count) | 6 | 4 | +2 |" in report
+    assert "The largest mappings" not in report  # a run from before they were read
+    maps["largest"] = [[300.0, 310.0, "other anonymous"], [87.0, 87.0, "model.safetensors"]]
+    fresh_maps["largest"] = [[42.0, 42.0, "index.faiss"]]
+    report = render_memory(summary, "python -m benchmarks.load.server_memory")
+    assert "- long run: other anonymous 300 of 310; model.safetensors 87 of 87;" in report
+    assert "- fresh: index.faiss 42 of 42." in report
 
 
 def test_the_anonymous_memory_of_a_process_is_found_where_it_is() -> None:

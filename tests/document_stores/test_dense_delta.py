@@ -357,3 +357,52 @@ def test_an_in_memory_store_folds_its_delta_past_the_threshold() -> None:
     store.write_documents([random_document(i, 3, prefix="m") for i in range(6)])
     store.embedding_retrieval([1.0] * DIM, top_k=1)
     assert store._backend.dense().delta_size == 0 and len(store._backend.dense()) == 211
+
+
+SEARCH_WHILE_WRITING = """
+import threading
+import numpy as np
+from dpr_components.document_stores.dense_index import DenseIndex
+from dpr_components.document_stores.dense_layers import LayeredDenseIndex
+
+rng = np.random.default_rng(0)
+main = DenseIndex(64, "dot", "Flat")
+main.rebuild(np.arange(2000, dtype=np.int64), rng.standard_normal((2000, 64), dtype=np.float32))
+index = LayeredDenseIndex(main)
+stop, failures = threading.Event(), []
+
+def search() -> None:
+    query = rng.standard_normal(64, dtype=np.float32)
+    while not stop.is_set():
+        try:
+            index.search(query, 10)
+            index.search_many(query[None, :], 10)
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(repr(error))
+
+threads = [threading.Thread(target=search) for _ in range(4)]
+for thread in threads:
+    thread.start()
+next_rowid = 2000
+for _ in range(300):  # the delta grows by 200 vectors a write: FAISS moves its vectors as it grows
+    rowids = np.arange(next_rowid, next_rowid + 200, dtype=np.int64)
+    index.add(rowids, rng.standard_normal((200, 64), dtype=np.float32))
+    index.remove(rowids[:5])
+    next_rowid += 200
+stop.set()
+for thread in threads:
+    thread.join()
+last = index.reconstruct(next_rowid - 1)
+assert index.search(last, 1)[0][0] == next_rowid - 1, "the last vector written is not found"
+print("failures", len(failures), failures[:3])
+raise SystemExit(1 if failures else 0)
+"""
+
+
+def test_searches_in_many_threads_while_writes_grow_the_delta() -> None:
+    """Without the index's read-write lock an add can move the vectors a search is reading: a
+    crash inside FAISS (a segfault in the server under load). Run apart, so a crash fails the test."""
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH_WHILE_WRITING], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stdout[-500:]} {done.stderr[-1500:]}"

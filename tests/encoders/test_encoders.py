@@ -109,6 +109,16 @@ def test_length_sorting_keeps_input_order(tiny_bert_dir: Path) -> None:
     np.testing.assert_allclose(together, one_by_one, atol=1e-5)
 
 
+def test_batches_are_padded_to_a_multiple_of_eight_within_max_length(tiny_bert_dir: Path) -> None:
+    encoder = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), precision="fp32", max_length=30), batch_size=2)
+    texts = ["short", "a much much longer text with many words in it", "mid length text", "x " * 40]
+    encoder.load()
+    shapes = [batch["input_ids"].shape for _, batch in encoder._batches(texts, None, 2)]
+    assert [length for _, length in shapes] == [30, 8]  # 40 words truncated to 30; 5 tokens rounded up to 8
+    single = np.stack([encoder.encode_questions([t])[0] for t in texts])
+    np.testing.assert_allclose(encoder.encode_questions(texts), single, atol=1e-5)  # the pads are masked
+
+
 def test_bf16_vectors_stay_close_to_fp32(tiny_st_dir: Path) -> None:
     texts = ["the quick brown fox", "jumps over the lazy dog", "Hamlet is a tragedy"]
     fp32 = TextEncoder(EncoderSettings(model=str(tiny_st_dir), precision="fp32")).encode_questions(texts)

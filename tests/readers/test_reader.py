@@ -303,6 +303,16 @@ def test_length_batches_sort_by_length_and_split_evenly() -> None:
     assert length_batches([], None) == []
 
 
+def test_collate_pads_to_a_rounded_length_within_max_length() -> None:
+    rows = _rows_of_lengths([5, 11])
+    assert collate(rows, 0)["input_ids"].shape == (2, 11)
+    batch = collate(rows, 0, max_length=128)
+    assert batch["input_ids"].shape == (2, 16)
+    assert batch["attention_mask"].sum(dim=1).tolist() == [5, 11]
+    assert batch["passage_mask"][:, 11:].sum() == 0
+    assert collate(_rows_of_lengths([126]), 0, max_length=127)["input_ids"].shape == (1, 127)
+
+
 # ---- the real (tiny) model ---------------------------------------------------------------------
 
 
@@ -311,7 +321,7 @@ def test_batched_forward_equals_one_by_one(tiny_reader_dir: Path) -> None:
     texts = ["Short one.", "A much longer passage with many more words than the first one has, " * 3, "Middle length."]
     passages = [(f"T{i}", tokenize_passage(tokenizer, t)) for i, t in enumerate(texts)]
     rows = build_rows(tokenizer, "what is it", passages, InputSettings(max_length=128, stride=16))
-    batched = row_logits(reader, rows, tokenizer.pad_token_id, 100, bf16=False)
+    batched = row_logits(reader, rows, tokenizer.pad_token_id, 100, bf16=False, max_length=128)
     single = row_logits(reader, rows, tokenizer.pad_token_id, 1, bf16=False)
     assert len(set(len(r.input_ids) for r in rows)) > 1  # padding really happens
     for (s1, e1, r1), (s2, e2, r2) in zip(batched, single, strict=True):
