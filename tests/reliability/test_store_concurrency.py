@@ -166,3 +166,59 @@ def test_two_indexing_commands_at_once(
     assert len(store.embedding_retrieval([1.0] * 32, top_k=100)) == 9
     assert _saved_dense_count(folder) == (9, store._backend.table.generation)
     record_property("passages indexed/in dense search", "9/9")
+
+
+_SEARCH_WHILE_INDEXING = """
+import sys, threading
+import numpy as np
+from haystack import Document
+from haystack_integrations.document_stores.dpr.document_store import EmbeddedDocumentStore
+store = EmbeddedDocumentStore(path=sys.argv[1], embedding_dim=64, dense_delta_fraction=0.02)
+rng = np.random.default_rng(0)
+def docs(start, count):
+    return [Document(id=f"d{i}", content=f"passage {i}", embedding=rng.normal(size=64).tolist())
+            for i in range(start, start + count)]
+store.write_documents(docs(0, 2000))
+store.save()
+stop, failures = threading.Event(), []
+def search():
+    query = rng.normal(size=64).tolist()
+    while not stop.is_set():
+        try:
+            store.embedding_retrieval(query, top_k=10)
+        except Exception as error:
+            failures.append(repr(error))
+threads = [threading.Thread(target=search) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for batch in range(300):
+    written = docs(2000 + 50 * batch, 50)
+    store.write_documents(written)
+    store.embedding_retrieval(rng.normal(size=64).tolist(), top_k=1)  # catches the index up
+    if batch % 10 == 9:
+        store.save()  # folds the delta into the main index once it is 2% of it
+stop.set()
+for thread in threads:
+    thread.join()
+assert store.count_documents() == 17000, store.count_documents()
+assert store.embedding_retrieval(written[-1].embedding, top_k=1)[0].id == written[-1].id
+print("failures", failures[:3])
+raise SystemExit(1 if failures else 0)
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.reliability(category="concurrency", expect="correct result")
+@pytest.mark.integration
+def test_searches_in_threads_while_the_same_store_indexes(tmp_path: Path) -> None:
+    """Four threads searching a store while it is written to and saved (as a server's workers do): all kept."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SEARCH_WHILE_INDEXING, str(tmp_path / "store")],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode} (-11: a crash): {done.stdout[-300:]} {done.stderr[-1500:]}"
