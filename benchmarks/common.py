@@ -10,6 +10,7 @@ import json
 import platform
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -78,6 +79,17 @@ def write_report(out: Path, summary: dict[str, Any], markdown: str) -> None:
     """``out``.json (``summary``, indented) and ``out``.md, each written atomically."""
     atomic_write_text(out.with_suffix(".json"), json.dumps(summary, indent=1) + "\n")
     atomic_write_text(out.with_suffix(".md"), markdown)
+
+
+def json_worker(module: str, arguments: Sequence[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``python -m module ARGUMENTS`` in a fresh process (``env``: its environment) from the repository root:
+    the JSON of its last line of output; exits naming the module and the end of its standard error if it fails."""
+    command = [sys.executable, "-m", module, *arguments]
+    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"{module} {shlex.join(arguments)} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return dict(json.loads(lines[-1]))
 
 
 def installed_versions(names: Sequence[str]) -> dict[str, str]:

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO_ROOT, cpu_name, log, report_main
+from benchmarks.common import REPO_ROOT, cpu_name, json_worker, log, report_main
 from dpr_components.evaluation.tables import markdown_table
 
 MODULE = "benchmarks.load.shape_memory"
@@ -33,16 +32,9 @@ ROWS = 10
 WORDS = range(5, 155)
 
 
-def anonymous_mb() -> float:
-    """This process's ``RssAnon`` in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no RssAnon in /proc/self/status")
-
-
 def worker(backend: str, multiple: int) -> dict[str, Any]:
     """Two sweeps over :data:`WORDS` in this process: anonymous MB before and after each, and its seconds."""
+    from benchmarks.load.server_memory import memory as process_memory
     from dpr_components.serving.allocator import hold_malloc_thresholds, malloc_trim
     from dpr_components.utils import padding
 
@@ -59,26 +51,22 @@ def worker(backend: str, multiple: int) -> dict[str, Any]:
     def settled() -> float:
         if trim is not None:
             trim()
-        return anonymous_mb()
+        return process_memory(os.getpid())["anon_mb"]
 
-    memory, seconds = [settled()], []
+    kept, seconds = [settled()], []
     for _ in range(2):
         start = time.perf_counter()
         for words in WORDS:
             encoder.encode_passages(["river " * words] * ROWS, [None] * ROWS)
         seconds.append(time.perf_counter() - start)
-        memory.append(settled())
+        kept.append(settled())
     shapes = {padding.padded_length(encoder.token_lengths(["river " * w])[0], encoder.max_length) for w in WORDS}
-    return {"anonymous_mb": memory, "seconds": seconds, "shapes": len(shapes)}
+    return {"anonymous_mb": kept, "seconds": seconds, "shapes": len(shapes)}
 
 
 def run_worker(backend: str, multiple: int) -> dict[str, Any]:
     """:func:`worker` in a fresh process."""
-    argv = [sys.executable, "-m", MODULE, "--worker", backend, "--multiple", str(multiple)]
-    done = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"the {backend} worker (multiple {multiple}) failed:\n{done.stderr[-2000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return json_worker(MODULE, ["--worker", backend, "--multiple", str(multiple)])
 
 
 def measure(_args: argparse.Namespace) -> dict[str, Any]:

@@ -14,14 +14,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO_ROOT, cpu_name, log, report_main
+from benchmarks.common import REPO_ROOT, cpu_name, json_worker, log, report_main
 from benchmarks.load.background_load import passages
 from dpr_components.evaluation.tables import markdown_table
 from dpr_components.utils.threads import WAIT_POLICY_ENV
@@ -58,11 +57,7 @@ def run_worker(backend: str, policy: str, copies: int, threads: int) -> dict[str
     env = {key: value for key, value in os.environ.items() if key != WAIT_POLICY_ENV}
     if POLICIES[policy] is not None:
         env[WAIT_POLICY_ENV] = str(POLICIES[policy])
-    argv = [sys.executable, "-m", MODULE, "--worker", backend, "--copies", str(copies), "--threads", str(threads)]
-    done = subprocess.run(argv, env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"the {backend} worker ({policy}) failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json_worker(MODULE, ["--worker", backend, "--copies", str(copies), "--threads", str(threads)], env)
 
 
 def spread(values: Sequence[float]) -> str:

@@ -11,10 +11,9 @@ from __future__ import annotations
 LENGTH_MULTIPLE = 8
 
 
-def padded_length(longest: int, cap: int | None, multiple: int | None = None) -> int:
-    """``longest`` rounded up to a multiple of ``multiple`` (default :data:`LENGTH_MULTIPLE`) but not above
+def padded_length(longest: int, cap: int | None) -> int:
+    """``longest`` rounded up to a multiple of :data:`LENGTH_MULTIPLE` (read at each call) but not above
     ``cap`` (the rows' maximum length, which the model accepts); ``longest`` itself when ``cap`` is None."""
     if cap is None or longest >= cap:
         return longest
-    step = multiple or LENGTH_MULTIPLE
-    return min(-(-longest // step) * step, cap)
+    return min(-(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, cap)
