@@ -15,7 +15,7 @@ import numpy as np
 
 from dpr_components.corpus.passages import Passage
 from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
-from dpr_components.encoders.encoder_settings import EncoderSettings
+from dpr_components.encoders.encoder_settings import Backend, EncoderSettings
 from dpr_components.encoders.pairing import encoder_models
 from dpr_components.encoders.text_encoder import TextEncoder
 
@@ -38,15 +38,17 @@ class DenseSearchIndex:
         cache_folder: Path | None = None,
         skip_top: int = 0,
         show_progress: bool = True,
+        backend: Backend = "torch",
     ) -> DenseSearchIndex:
-        """Encode ``passages`` with the passage side of ``model`` (a pair folder or one encoder)."""
+        """Encode ``passages`` with the passage side of ``model`` (a pair folder or one encoder) on
+        ``backend``; with ``openvino`` the vectors an index pipeline cached for the same encoder are reused."""
         question_model, passage_model = encoder_models(model)
-        passage_encoder = TextEncoder(EncoderSettings(model=passage_model), batch_size=64)
+        passage_encoder = TextEncoder(EncoderSettings(model=passage_model, backend=backend), batch_size=64)
         cache = cache_for(passage_encoder, cache_folder) if cache_folder is not None else None
         vectors = encode_passages_cached(
             passage_encoder, [p.text for p in passages], [p.title or None for p in passages], cache, show_progress
         )
-        return cls(TextEncoder(EncoderSettings(model=question_model)), vectors, skip_top)
+        return cls(TextEncoder(EncoderSettings(model=question_model, backend=backend)), vectors, skip_top)
 
     def __len__(self) -> int:
         return len(self.passage_vectors)

@@ -155,6 +155,10 @@ class BiEncoder(torch.nn.Module):
         )
 
     def tokenize_passages(self, passages: Sequence[Ctx]) -> Any:
+        return _pad(self.passage_tokenizer, self.passage_features(passages))
+
+    def passage_features(self, passages: Sequence[Ctx]) -> list[dict[str, list[int]]]:
+        """Each passage's token ids (``title [SEP] text`` when it has a title), truncated, not padded."""
         tokenizer = self.passage_tokenizer
         features: list[dict[str, list[int]] | None] = [None] * len(passages)
         titled = [i for i, c in enumerate(passages) if c.title]
@@ -172,7 +176,7 @@ class BiEncoder(torch.nn.Module):
             encoded = tokenizer([passages[i].text for i in plain], truncation=True, max_length=self.max_length)
             for n, i in enumerate(plain):
                 features[i] = {key: values[n] for key, values in encoded.items()}
-        return _pad(tokenizer, features)  # type: ignore[arg-type]
+        return features  # type: ignore[return-value]  # every position was filled above
 
     def _encode(self, model: torch.nn.Module, features: Any) -> torch.Tensor:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
@@ -185,6 +189,22 @@ class BiEncoder(torch.nn.Module):
 
     def encode_passages(self, features: Any) -> torch.Tensor:
         return self._encode(self.context_model, features)
+
+    def encode_passages_by_length(self, passages: Sequence[Ctx], chunk: int) -> torch.Tensor:
+        """The passages' vectors, in their order, encoded ``chunk`` at a time from the shortest, in one
+        graph: each pass pads only to its own longest passage. BERT encodes each sequence on its own, so
+        the vectors and their gradients are those of one pass."""
+        if not passages:
+            return self.encode_passages(self.tokenize_passages(passages))
+        features = self.passage_features(passages)
+        order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+        parts = [
+            self.encode_passages(_pad(self.passage_tokenizer, [features[i] for i in order[start : start + chunk]]))
+            for start in range(0, len(order), chunk)
+        ]
+        inverse = torch.empty(len(order), dtype=torch.long)
+        inverse[torch.tensor(order)] = torch.arange(len(order))
+        return torch.cat(parts)[inverse]
 
     def encoder_metadata(self) -> dict[str, Any]:
         """What the ``encoder_config.json`` sidecar records so loaders pool the same way."""

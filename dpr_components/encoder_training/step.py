@@ -22,12 +22,14 @@ def backward_batch(
     grad_cache_chunk: int | None = None,
     loss_scale: float = 1.0,
     passage_vectors: Callable[[Sequence[Ctx]], torch.Tensor] | None = None,
+    encode_chunk: int | None = None,
 ) -> float:
     """Accumulate the gradient of ``loss_scale * loss(batch)`` into the model; returns the scaled loss.
 
     In a process group of N, call it in every process with the same global ``batch`` and sum
     the gradients afterwards (:func:`distributed.sum_gradients`). ``passage_vectors`` replaces the
-    passage encoder by fixed vectors (question-side training, see ``frozen_passages.py``)."""
+    passage encoder by fixed vectors (question-side training, see ``frozen_passages.py``). ``encode_chunk``:
+    passages encoded that many at a time, shortest first (:meth:`BiEncoder.encode_passages_by_length`)."""
     rank, _ = distributed.rank_and_world()
     questions = batch.questions[batch.question_shards[rank]]
     passages = batch.passages[batch.passage_shards[rank]]
@@ -49,6 +51,8 @@ def backward_batch(
         )
     if passage_vectors is not None:
         passage_side = passage_vectors(passages)
+    elif encode_chunk:
+        passage_side = model.encode_passages_by_length(passages, encode_chunk)
     else:
         passage_side = model.encode_passages(model.tokenize_passages(passages))
     loss = loss_of(model.encode_questions(model.tokenize_questions(questions)), passage_side)

@@ -138,7 +138,13 @@ class EncoderTask(LoopTask):
             batch = objects.batches.build(indices, state.epoch, b, shards=self.shape.world)
             scale = 1.0 / settings.accumulation_steps
             loss += backward_batch(
-                objects.model, objects.loss, batch, settings.grad_cache_chunk, scale, objects.passage_lookup()
+                objects.model,
+                objects.loss,
+                batch,
+                settings.grad_cache_chunk,
+                scale,
+                objects.passage_lookup(),
+                settings.encode_chunk,
             )
             state.batch_in_epoch += 1
         distributed.sum_gradients(objects.model.parameters())

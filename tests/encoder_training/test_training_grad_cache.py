@@ -1,4 +1,5 @@
-"""GradCache gives the gradient of the whole batch: equal to one uncached pass on a tiny model."""
+"""GradCache and length-ordered chunks give the gradient of the whole batch: equal to one uncached pass on a
+tiny model."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ EXAMPLES = [
 ]
 
 
-def _gradients(model: BiEncoder, chunk: int | None, seed: int = 0) -> dict[str, torch.Tensor]:
+def _gradients(
+    model: BiEncoder, chunk: int | None, seed: int = 0, encode_chunk: int | None = None
+) -> dict[str, torch.Tensor]:
     batch = BatchBuilder(EXAMPLES, BatchSettings(negatives=1)).build(list(range(6)), epoch=0, step=0)
     model.zero_grad(set_to_none=True)
     torch.manual_seed(seed)
-    backward_batch(model, build_loss("nll", "dot"), batch, grad_cache_chunk=chunk)
+    backward_batch(model, build_loss("nll", "dot"), batch, grad_cache_chunk=chunk, encode_chunk=encode_chunk)
     return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
@@ -45,6 +48,22 @@ def test_grad_cache_equals_one_pass_without_dropout(model: BiEncoder) -> None:
     assert full.keys() == cached.keys() and len(full) > 10
     for name in full:
         torch.testing.assert_close(cached[name], full[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_length_ordered_chunks_give_the_vectors_and_gradient_of_one_pass(model: BiEncoder) -> None:
+    model.eval()
+    passages = [c for e in EXAMPLES for c in (*e.positives, *e.hard_negatives)]
+    with torch.no_grad():
+        one_pass = model.encode_passages(model.tokenize_passages(passages))
+        chunked = model.encode_passages_by_length(passages, 5)
+    torch.testing.assert_close(chunked, one_pass, rtol=1e-4, atol=1e-5)  # in the passages' own order
+    lengths = [len(f["input_ids"]) for f in model.passage_features(passages)]
+    assert lengths != sorted(lengths)  # the chunks were not already in order
+    full = _gradients(model, chunk=None)
+    by_length = _gradients(model, chunk=None, encode_chunk=3)
+    assert full.keys() == by_length.keys()
+    for name in full:
+        torch.testing.assert_close(by_length[name], full[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
 def test_grad_cache_replays_dropout_per_chunk(model: BiEncoder) -> None:
@@ -76,5 +95,7 @@ def test_speed_variants_parse_batch_precision_and_chunks() -> None:
 
     assert variant_settings("plain") == {}
     assert variant_settings("bs128+bf16+grad_cache:32") == {"batch_size": 128, "bf16": True, "grad_cache_chunk": 32}
+    assert variant_settings("one_pass") == {"encode_chunk": None}
+    assert variant_settings("encode_chunk:8") == {"encode_chunk": 8}
     with pytest.raises(ValueError, match="unknown variant 'fast'"):
         variant_settings("bf16+fast")

@@ -211,3 +211,34 @@ def test_dense_index_ranks_by_inner_product_and_skips_the_top(tiny_bert_dir: Pat
         NegativeMiningSettings(num_negatives=3, depth=5),
     ).mine(EXAMPLES[0])
     assert all("William Shakespeare" not in n["text"] for n in mined["hard_negative_ctxs"])
+
+
+def test_dense_mining_on_openvino_reuses_the_vectors_an_openvino_encoder_cached(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("openvino")
+    import numpy as np
+
+    from dpr_components.encoder_training.dense_mining import DenseSearchIndex
+    from dpr_components.encoders.batch_encoding import cache_for, encode_passages_cached
+    from dpr_components.encoders.embedding_cache import passage_key
+    from dpr_components.encoders.encoder_settings import EncoderSettings
+    from dpr_components.encoders.text_encoder import TextEncoder
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in CORPUS), encoding="utf-8")
+    passages = load_corpus_passages(corpus)
+    indexer = TextEncoder(EncoderSettings(model=str(tiny_bert_dir), backend="openvino"))
+    titles = [p.title or None for p in passages]
+    # What an index pipeline leaves in the cache, with one vector changed so a reuse is visible.
+    cached = encode_passages_cached(indexer, [p.text for p in passages], titles, cache_for(indexer, tmp_path / "c"))
+    cache = cache_for(indexer, tmp_path / "c")
+    marker = np.zeros_like(cached[0])
+    marker[0] = 1.0
+    cache.put([passage_key(titles[0], passages[0].text)], marker[None, :])
+    index = DenseSearchIndex.for_passages(
+        str(tiny_bert_dir), passages, tmp_path / "c", show_progress=False, backend="openvino"
+    )
+    np.testing.assert_array_equal(index.passage_vectors[0], marker)
+    np.testing.assert_allclose(index.passage_vectors[1:], cached[1:], atol=1e-6)
+    assert index.question_encoder.backend == "openvino"

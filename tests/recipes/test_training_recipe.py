@@ -167,3 +167,60 @@ def test_train_set_parses_json_and_keeps_plain_text() -> None:
         "similarity": "cosine",
         "bf16": False,
     }
+
+
+def _mined_line(source: str, i: int) -> str:
+    import json
+
+    def passage(title: str, text: str) -> dict[str, str]:
+        return {"title": title, "text": text, "passage_id": f"{title}-{i}"}
+
+    return json.dumps(
+        {
+            "question": f"{source} question number {i} about topic {i * 7 % 13}?",
+            "answers": [f"answer {i}"],
+            "positive_ctxs": [passage(f"{source} gold {i}", f"a passage that holds answer {i} and words " * 3)],
+            "hard_negative_ctxs": [passage(f"{source} bm25 {i}", f"a passage about topic {i} without it " * 2)],
+        }
+    )
+
+
+def test_two_encoder_multi_run_with_dense_negatives_trains_both_encoders_on_a_tiny_model(
+    tiny_encoder_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recipe of the two-encoder candidate (`--dense-negatives --with-squad N --multi`) end to end on
+    a tiny model: the selection split left out, both encoders trained, fp32 on a CPU without native bf16."""
+    import json
+
+    from dpr_components.encoders.bf16_probe import bf16_supported
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "nq-train-bm25-dense.jsonl").write_text("".join(_mined_line("nq", i) + "\n" for i in range(60)))
+    (data / "squad-train-40-bm25-dense.jsonl").write_text("".join(_mined_line("squad", i) + "\n" for i in range(40)))
+    corpus = tmp_path / "pool.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"pool text {i} " * 9}) + "\n" for i in range(30))
+    )
+    monkeypatch.setattr(train_dpr_nq, "ROOT", tmp_path / "runs")
+    monkeypatch.setattr(train_dpr_nq, "DATA", data)
+    monkeypatch.setattr(train_dpr_nq, "BUNDLED_MINILM", str(tiny_encoder_dir))
+    monkeypatch.setattr(train_dpr_nq.pool_eval, "POOL", str(corpus))
+    monkeypatch.setattr(train_dpr_nq, "bf16_supported", lambda: False)
+
+    argv = ["--dense-negatives", "--with-squad", "40", "--multi", "--negatives", "1", "--batch-size", "16"]
+    assert main([*argv, "--stage", "train", "--threads", "1"]) == 0
+    assert "no native bf16" in capsys.readouterr().err or bf16_supported()
+
+    run = tmp_path / "runs" / "multi-nqall-squad40-bs16-hn1dense-cosine-e1-lr2e-05-xsel"
+    variant = json.loads((run / "variant.json").read_text())
+    assert variant["multi"] and variant["dense_negatives"] and not variant["question_side"] and not variant["bf16"]
+    result = json.loads((run / "result.json").read_text())
+    final = Path(result["final_dir"])
+    assert (final / "question_encoder" / "model.safetensors").is_file()
+    assert (final / "passage_encoder" / "model.safetensors").is_file()
+    trained = [json.loads(line)["question"] for line in (data / "nq-train-bm25-dense-nosel.jsonl").open()]
+    held = [json.loads(line)["question"] for line in (data / "nq-train-bm25-dense-sel.jsonl").open()]
+    assert held and len(trained) + len(held) == 60 and not set(trained) & set(held)
+    assert main([*argv, "--stage", "train", "--threads", "1"]) == 0  # finished: not trained again
+    assert "already trained" in capsys.readouterr().err

@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.common import cpu_name
+from dpr_components.encoders.bf16_probe import bf16_supported
 from dpr_components.evaluation.tables import table_header
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.threads import thread_count_option
@@ -67,18 +69,21 @@ def _one(args: argparse.Namespace) -> None:
 VARIANTS = {
     "plain": {},
     "bf16": {"bf16": True},
+    "one_pass": {"encode_chunk": None},  # the batch's passages in one forward pass
 }
 
 
 def variant_settings(name: str) -> dict:
-    """``plain``, ``bf16``, ``grad_cache:<chunk>``, ``bs<N>`` (batch size), joined by ``+``:
-    e.g. ``bs128+bf16+grad_cache:32``."""
+    """``plain``, ``bf16``, ``one_pass``, ``grad_cache:<chunk>``, ``encode_chunk:<passages>``, ``bs<N>`` (batch
+    size), joined by ``+``: e.g. ``bs128+bf16+grad_cache:32``."""
     settings: dict = {}
     for part in name.split("+"):
         if part.startswith("bs") and part[2:].isdigit():
             settings["batch_size"] = int(part[2:])
         elif part.startswith("grad_cache:"):
             settings["grad_cache_chunk"] = int(part.split(":", 1)[1])
+        elif part.startswith("encode_chunk:"):
+            settings["encode_chunk"] = int(part.split(":", 1)[1])
         elif part in VARIANTS:
             settings.update(VARIANTS[part])
         else:
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Produced by: `{command}`",
         "",
-        f"Machine: {platform.machine()}, {args.threads} thread(s). Batch: {args.batch_size} questions and "
+        f"Machine: {platform.machine()}, {cpu_name()}, native bf16: {'yes' if bf16_supported() else 'no'}; "
+        f"{args.threads} thread(s). Batch: {args.batch_size} questions and "
         f"{passages} passages per step unless the variant sets `bs<N>` (N questions, N × {1 + args.negatives} "
         f"passages); {args.steps} steps, the first not timed. The machine is shared: absolute speeds vary "
         "between runs; compare the rows of one run.",

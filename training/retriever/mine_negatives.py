@@ -9,6 +9,8 @@
 Dense mining encodes the corpus with the passage side of --dense-model (a trained pair's folder or
 one encoder; vectors cached in .cache/embeddings) and searches it exactly; --skip-dense-top leaves
 out each question's first dense hits, which are often relevant passages without the answer string.
+--dense-backend openvino encodes as the index pipeline does, so the vectors it cached while indexing
+the same corpus with the same encoder are reused instead of encoding the corpus again.
 
 The command line leaves out the questions of NQ's or SQuAD's selection split (training/README.md,
 "Selection protocol") when --data is NQ or SQuAD train or a file mined from them (told from its
@@ -43,6 +45,7 @@ from dpr_components.encoder_training.negatives import (
     mine_to_file,
 )
 from dpr_components.encoders.bundled import BUNDLED_MINILM
+from dpr_components.encoders.encoder_settings import Backend
 from dpr_components.utils.settings import cache_dir
 from dpr_components.utils.sources import resolve_data_source
 
@@ -68,6 +71,7 @@ def mine(
     dense_model: str = BUNDLED_MINILM,
     skip_dense_top: int = 0,
     exclude_selection: bool = False,
+    dense_backend: Backend = "torch",
 ) -> MiningReport | None:
     """Mine ``data`` into ``out`` unless ``out`` already exists; returns the report (None if skipped).
     ``exclude_selection`` leaves out the questions of the selection split ``data`` belongs to."""
@@ -95,7 +99,9 @@ def mine(
             indexes.append(bm25_for(passages, cache_dir() / "training"))
         else:
             indexes.append(
-                DenseSearchIndex.for_passages(dense_model, passages, cache_dir() / "embeddings", skip_dense_top)
+                DenseSearchIndex.for_passages(
+                    dense_model, passages, cache_dir() / "embeddings", skip_dense_top, backend=dense_backend
+                )
             )
     miner = NegativeMiner(passages, indexes, settings)
     meta = {
@@ -109,6 +115,8 @@ def mine(
         meta["selection_left_out"] = split.name
     if retrievers != ("bm25",):  # earlier BM25-only files keep their settings record
         meta.update(retrievers=list(retrievers), dense_model=dense_model, skip_dense_top=skip_dense_top)
+        if dense_backend != "torch":
+            meta["dense_backend"] = dense_backend
     report = mine_to_file(examples, miner, out, total=len(examples), extra_meta=meta)
     print(json.dumps(report.to_dict()), file=sys.stderr)
     return report
@@ -126,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         "--dense-model", default=BUNDLED_MINILM, help="dense retriever: a trained pair's folder or one encoder"
     )
     parser.add_argument("--skip-dense-top", type=int, default=0, help="leave out each question's first N dense hits")
+    parser.add_argument(
+        "--dense-backend",
+        choices=("torch", "openvino"),
+        default="torch",
+        help="what runs the dense encoder (openvino reuses the vectors an index pipeline cached)",
+    )
     parser.add_argument(
         "--no-split-positives",
         action="store_true",
@@ -155,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             args.dense_model,
             args.skip_dense_top,
             args.exclude_selection,
+            args.dense_backend,
         )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

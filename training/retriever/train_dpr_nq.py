@@ -44,9 +44,11 @@ from dpr_components.encoder_training.averaging import average_models
 from dpr_components.encoder_training.launch import TrainingInputs, train_from_files
 from dpr_components.encoder_training.negatives import NegativeMiningSettings
 from dpr_components.encoder_training.settings import EncoderTrainingSettings
+from dpr_components.encoders.bf16_probe import bf16_supported
 from dpr_components.encoders.bundled import BUNDLED_MINILM
 from dpr_components.utils.atomic_files import atomic_write_text
 from dpr_components.utils.init_parameters import init_parameters
+from dpr_components.utils.output_folders import DPR_RUN, claim_folder
 from dpr_components.utils.threads import thread_count_option
 from training.common.selection_splits import Part, write_part
 from training.retriever import evaluate as pool_eval
@@ -201,7 +203,9 @@ def stage_mine(variants: list[Variant]) -> None:
     for questions in sorted({v.squad_questions for v in variants if v.squad_questions}):
         mine(SQUAD_TRAIN, squad_file(questions), settings=settings, limit=questions, shuffle_seed=0)
     if any(v.dense_negatives for v in variants):
+        # On OpenVINO, as the index pipeline encodes: the pool's vectors cached while indexing it are reused.
         dense = {"retrievers": ("bm25", "dense"), "dense_model": BUNDLED_MINILM, "skip_dense_top": DENSE_SKIP_TOP}
+        dense["dense_backend"] = "openvino"
         mine(NQ_TRAIN, nq_train_file(dense=True), settings=settings, **dense)
         for questions in sorted({v.squad_questions for v in variants if v.squad_questions and v.dense_negatives}):
             mine(
@@ -286,7 +290,7 @@ def stage_train(variant: Variant) -> None:
     if (out / "result.json").exists():
         print(f"{variant.name}: already trained", file=sys.stderr)
         return
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out, DPR_RUN)  # marked as a run first: the trainer refuses a folder of unknown files
     atomic_write_text(out / "variant.json", json.dumps(dataclasses.asdict(variant), indent=1))
     result = train_from_files(config, inputs, out)
     print(f"trained {variant.name}: {result.steps} steps, model in {result.model_dir}", file=sys.stderr)
@@ -426,7 +430,8 @@ def _add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fp32",
         action="store_true",
-        help="train in fp32 (default: bf16 autocast, faster here: docs/training/speed.md)",
+        help="train in fp32 (default: bf16 autocast where the CPU computes bf16 natively, faster there: "
+        "docs/training/speed.md; fp32 elsewhere)",
     )
     parser.add_argument("--threads", type=thread_count_option, default=Variant.threads)
 
@@ -467,7 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--question-side encodes only questions: --grad-cache-chunk is not needed")
     same_names = "subset batch_size negatives epochs similarity learning_rate grad_cache_chunk threads multi"
     same_names += " question_side dense_negatives seed exclude_selection"
-    base = Variant(**init_parameters(args, same_names), squad_questions=args.with_squad, bf16=not args.fp32)
+    bf16 = not args.fp32 and bf16_supported()
+    if not args.fp32 and not bf16:
+        print("this CPU has no native bf16 (autocast would run far slower): training in fp32", file=sys.stderr)
+    base = Variant(**init_parameters(args, same_names), squad_questions=args.with_squad, bf16=bf16)
     if args.ablation:
         base = dataclasses.replace(base, epochs=1, validation=False)
     variants = sweep(args.sweep, base)
