@@ -31,6 +31,7 @@ from dpr_components.encoders.model_layout import (
 )
 from dpr_components.encoders.pooling import pool
 from dpr_components.encoders.transformers_loading import load_tokenizer
+from dpr_components.utils.padding import length_sorted_batches
 
 DEFAULT_MAX_LENGTH = 256  # DPR's sequence length
 
@@ -197,11 +198,9 @@ class BiEncoder(torch.nn.Module):
         if not passages:
             return self.encode_passages(self.tokenize_passages(passages))
         features = self.passage_features(passages)
-        order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
-        parts = [
-            self.encode_passages(_pad(self.passage_tokenizer, [features[i] for i in order[start : start + chunk]]))
-            for start in range(0, len(order), chunk)
-        ]
+        batches = length_sorted_batches([len(f["input_ids"]) for f in features], chunk)
+        parts = [self.encode_passages(_pad(self.passage_tokenizer, [features[i] for i in b])) for b in batches]
+        order = [i for batch in batches for i in batch]
         inverse = torch.empty(len(order), dtype=torch.long)
         inverse[torch.tensor(order)] = torch.arange(len(order))
         return torch.cat(parts)[inverse]

@@ -61,7 +61,7 @@ class EncoderTrainingSettings(TrainingSettings):
     mask_answer_hits: bool = False
     grad_cache_chunk: int | None = None  # GradCache: exact big-batch gradient in the memory of one chunk
     # Passages per forward pass, shortest first, in one graph (None: the batch's passages in one pass).
-    # The same gradient with less padding; about 2x faster on CPU (docs/training/speed_chunks/speed.md).
+    # The same gradient with less padding; about 1.7x faster on CPU (docs/training/speed_chunks/speed.md).
     encode_chunk: int | None = 16
     accumulation_steps: int = 1  # averages smaller batches' gradients: adds no in-batch negatives
     # optimisation

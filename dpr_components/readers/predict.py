@@ -28,6 +28,7 @@ from dpr_components.readers.inputs import (
 from dpr_components.readers.model import reader_logits
 from dpr_components.readers.selection import selection_logits
 from dpr_components.readers.spans import best_spans, char_span, extend_to_words
+from dpr_components.utils.padding import length_sorted_batches
 
 Ranking = Literal["passage", "combined"]
 
@@ -136,11 +137,7 @@ ROWS_PER_BATCH = 8
 def length_batches(rows: Sequence[Row], batch_size: int | None) -> list[list[int]]:
     """Indices of ``rows`` in batches of at most ``batch_size`` (default :data:`ROWS_PER_BATCH`), shortest
     rows first and the batches as even in size as they can be."""
-    if not rows:
-        return []
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i].input_ids))
-    count = -(-len(rows) // (batch_size or ROWS_PER_BATCH))
-    return [part.tolist() for part in np.array_split(np.array(order), count)]
+    return length_sorted_batches([len(row.input_ids) for row in rows], batch_size or ROWS_PER_BATCH)
 
 
 @torch.inference_mode()

@@ -8,6 +8,8 @@ most 7 masked tokens a row and leaves an eighth as many lengths to meet."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 LENGTH_MULTIPLE = 8
 
 
@@ -17,3 +19,15 @@ def padded_length(longest: int, cap: int | None) -> int:
     if cap is None or longest >= cap:
         return longest
     return min(-(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, cap)
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices of rows of these ``lengths`` in batches of at most ``batch_size``, shortest rows first and the
+    batches as even in size as they can be: each batch is padded only to its own longest row."""
+    if not lengths:
+        return []
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    count = -(-len(order) // batch_size)
+    size, extra = divmod(len(order), count)
+    bounds = [i * size + min(i, extra) for i in range(count + 1)]
+    return [order[bounds[i] : bounds[i + 1]] for i in range(count)]
