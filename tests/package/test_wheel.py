@@ -124,13 +124,14 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "sdist": next(dist.glob("dpr_components-*.tar.gz")),
         "models": next(dist.glob("dpr_components_models-*.whl")),
         "rerank models": next(dist.glob("dpr_components_rerank_models-*.whl")),
+        "pair models": next(dist.glob("dpr_components_pair_models-*.whl")),
         "dist": dist,
     }
 
 
 def test_every_distribution_fits_the_package_index(archives: dict[str, Path]) -> None:
     files = sorted(archives["dist"].iterdir())
-    assert len(files) == 6, files  # a wheel and an sdist each: the code, the default models, the re-ranking models
+    assert len(files) == 8, files  # a wheel and an sdist each: the code, the default, re-ranking and pair models
     assert all(path.stat().st_size <= MAX_FILE_BYTES for path in files), [(p.name, p.stat().st_size) for p in files]
     models = set(zipfile.ZipFile(archives["models"]).namelist())
     assert {"dpr_components_models/reader-minilm/model.safetensors", "dpr_components_models/py.typed"} <= models
@@ -138,6 +139,10 @@ def test_every_distribution_fits_the_package_index(archives: dict[str, Path]) ->
     rerank = set(zipfile.ZipFile(archives["rerank models"]).namelist())
     assert "dpr_components_rerank_models/ranker-minilm/model.safetensors" in rerank
     assert "dpr_components_rerank_models/rerank-reader-minilm/model.safetensors" in rerank
+    pair = set(zipfile.ZipFile(archives["pair models"]).namelist())
+    for side in ("question_encoder", "passage_encoder"):
+        assert f"dpr_components_pair_models/dpr-minilm-pair/{side}/model.safetensors" in pair
+        assert f"dpr_components_pair_models/dpr-minilm-pair/{side}/encoder_pair.json" in pair
 
 
 def test_wheel_holds_the_pipelines_and_faces_and_no_weights(archives: dict[str, Path]) -> None:
